@@ -1,0 +1,135 @@
+//! The layout of the engine's records and indexes over the ordered key-value
+//! store. Every key starts with a one-byte tag; the host adds its own domain
+//! prefix in front, which the engine never sees.
+//!
+//! | tag | key after the tag                         | value                       |
+//! |-----|-------------------------------------------|-----------------------------|
+//! | `M` | `seq`                                     | last sequence number (u64)  |
+//! | `R` | record id                                 | the stored record           |
+//! | `K` | fact key                                  | id of the current version   |
+//! | `T` | type byte, timestamp (8), sequence (8)    | record id                   |
+//! | `I` | request id                                | idempotency entry           |
+//!
+//! Timestamps are stored big-endian with the sign bit flipped so that
+//! bytewise order is numeric order; the sequence number after it breaks ties
+//! in write order.
+
+/// The key of the domain's sequence counter.
+pub const SEQ: &[u8] = b"Mseq";
+
+const RECORD: u8 = b'R';
+const FACT_KEY: u8 = b'K';
+const TIME: u8 = b'T';
+const IDEMPOTENCY: u8 = b'I';
+
+/// The time-index type byte of EVENT records.
+pub const EVENT: u8 = b'E';
+/// The time-index type byte of STATE records.
+pub const STATE: u8 = b'S';
+
+fn tagged(tag: u8, rest: &[u8]) -> Vec<u8> {
+    let mut key = Vec::with_capacity(1 + rest.len());
+    key.push(tag);
+    key.extend_from_slice(rest);
+    key
+}
+
+/// The key of a stored record.
+pub fn record(id: &str) -> Vec<u8> {
+    tagged(RECORD, id.as_bytes())
+}
+
+/// The key-index entry of a fact key.
+pub fn fact_key(key: &str) -> Vec<u8> {
+    tagged(FACT_KEY, key.as_bytes())
+}
+
+/// The range `start..end` that holds every fact-key index entry.
+pub fn fact_key_range() -> (Vec<u8>, Vec<u8>) {
+    (vec![FACT_KEY], vec![FACT_KEY + 1])
+}
+
+/// The idempotency entry of a request id.
+pub fn idempotency(request_id: &str) -> Vec<u8> {
+    tagged(IDEMPOTENCY, request_id.as_bytes())
+}
+
+/// Maps a timestamp to 8 bytes whose bytewise order is numeric order.
+pub fn encode_timestamp(ts: i64) -> [u8; 8] {
+    ((ts as u64) ^ (1 << 63)).to_be_bytes()
+}
+
+/// The time-index entry of an EVENT or STATE record.
+pub fn time(kind: u8, ts: i64, seq: u64) -> Vec<u8> {
+    let mut key = Vec::with_capacity(18);
+    key.push(TIME);
+    key.push(kind);
+    key.extend_from_slice(&encode_timestamp(ts));
+    key.extend_from_slice(&seq.to_be_bytes());
+    key
+}
+
+/// The range `start..end` of time-index entries of one kind whose timestamp
+/// lies in `from..=to`.
+pub fn time_range(kind: u8, from: i64, to: i64) -> (Vec<u8>, Vec<u8>) {
+    let start = [&[TIME, kind][..], &encode_timestamp(from)].concat();
+    let last = [&[TIME, kind][..], &encode_timestamp(to)].concat();
+    (start, successor(&last))
+}
+
+/// The range `start..end` of every time-index entry of one kind.
+pub fn time_all(kind: u8) -> (Vec<u8>, Vec<u8>) {
+    (vec![TIME, kind], vec![TIME, kind + 1])
+}
+
+/// The smallest key greater than every key that starts with `prefix`.
+fn successor(prefix: &[u8]) -> Vec<u8> {
+    let mut end = prefix.to_vec();
+    while let Some(last) = end.pop() {
+        if last < u8::MAX {
+            end.push(last + 1);
+            return end;
+        }
+    }
+    // Only a prefix made of 0xFF bytes gets here; the engine builds none.
+    vec![u8::MAX; prefix.len() + 1]
+}
+
+/// The record id given to the record written with sequence number `seq`.
+pub fn record_id(seq: u64) -> String {
+    format!("{seq:016x}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timestamps_order_bytewise_as_numbers() {
+        let values = [i64::MIN, -1_000, -1, 0, 1, 1_000, i64::MAX];
+        for pair in values.windows(2) {
+            assert!(encode_timestamp(pair[0]) < encode_timestamp(pair[1]), "{pair:?}");
+        }
+    }
+
+    #[test]
+    fn a_time_range_holds_its_bounds_and_nothing_outside() {
+        let (start, end) = time_range(EVENT, -5, 7);
+        for (ts, inside) in [(-6, false), (-5, true), (0, true), (7, true), (8, false)] {
+            for seq in [0, 1, u64::MAX] {
+                let key = time(EVENT, ts, seq);
+                assert_eq!(key >= start && key < end, inside, "ts {ts} seq {seq}");
+            }
+        }
+        let (start, end) = time_range(EVENT, i64::MAX, i64::MAX);
+        let key = time(EVENT, i64::MAX, u64::MAX);
+        assert!(key >= start && key < end);
+        assert!(time(STATE, i64::MIN, 0) >= end);
+    }
+
+    #[test]
+    fn record_ids_sort_in_write_order() {
+        assert!(record_id(9) < record_id(10));
+        assert!(record_id(0xfff) < record_id(0x1000));
+    }
+}

@@ -1,0 +1,62 @@
+//! Builds the engine component: compiles `guest/` for `wasm32-unknown-unknown`
+//! in a target directory of its own, then encodes the core module as a
+//! component with `wit-component`. The host embeds the result, so a plain
+//! `cargo build`, `cargo run` or `cargo test` needs no other step.
+
+use anyhow::{Context, Result, bail};
+use std::env;
+use std::path::PathBuf;
+use std::process::Command;
+
+const TARGET: &str = "wasm32-unknown-unknown";
+const PROFILE: &str = "guest";
+
+fn main() -> Result<()> {
+    let out_dir = PathBuf::from(env::var_os("OUT_DIR").context("OUT_DIR is not set")?);
+    let manifest_dir =
+        PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").context("CARGO_MANIFEST_DIR is not set")?);
+    let workspace = manifest_dir.parent().context("the host crate has no parent folder")?;
+    for watched in ["guest/src", "guest/Cargo.toml", "wit", "Cargo.toml", "Cargo.lock"] {
+        println!("cargo:rerun-if-changed={}", workspace.join(watched).display());
+    }
+
+    let target_dir = out_dir.join("guest-target");
+    let cargo = env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut build = Command::new(cargo);
+    build
+        .current_dir(workspace)
+        .args(["build", "--package", "engram-guest", "--lib", "--target", TARGET])
+        .args(["--profile", PROFILE])
+        .arg("--target-dir")
+        .arg(&target_dir);
+    // Flags and wrappers meant for the host build (coverage, clippy) do not
+    // apply to the guest.
+    for var in [
+        "CARGO_ENCODED_RUSTFLAGS",
+        "RUSTFLAGS",
+        "CARGO_BUILD_RUSTFLAGS",
+        "RUSTC_WRAPPER",
+        "RUSTC_WORKSPACE_WRAPPER",
+        "CARGO_TARGET_DIR",
+    ] {
+        build.env_remove(var);
+    }
+    let status = build.status().context("running cargo to build the engine")?;
+    if !status.success() {
+        bail!("building the engine component failed: {status}");
+    }
+
+    let module_path = target_dir.join(TARGET).join(PROFILE).join("engram_guest.wasm");
+    let module = std::fs::read(&module_path)
+        .with_context(|| format!("reading {}", module_path.display()))?;
+    let component = wit_component::ComponentEncoder::default()
+        .module(&module)
+        .context("reading the engine's component type")?
+        .validate(true)
+        .encode()
+        .context("encoding the engine as a component")?;
+    let component_path = out_dir.join("engram.wasm");
+    std::fs::write(&component_path, component)?;
+    println!("cargo:rustc-env=ENGRAM_COMPONENT_PATH={}", component_path.display());
+    Ok(())
+}

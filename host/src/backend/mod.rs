@@ -1,0 +1,76 @@
+//! Persistence backends: ordered, transactional key-value stores over bytes.
+//!
+//! A backend knows nothing of records, agents or the contract. The host puts
+//! one agent's domain in front of it ([`crate::Host::open`]) by prefixing
+//! every key, so the engine can neither see nor reach another domain.
+
+mod memory;
+mod sqlite;
+
+pub use memory::MemoryBackend;
+pub use sqlite::{SqliteBackend, SqliteOptions, Synchronous};
+
+/// One pair read by a scan.
+pub type Pair = (Vec<u8>, Vec<u8>);
+
+/// The order of a scan.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Order {
+    /// Smallest key first.
+    Ascending,
+    /// Largest key first.
+    Descending,
+}
+
+/// A condition a commit checks before it changes anything.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Precondition {
+    /// The key holds no value.
+    Absent(Vec<u8>),
+    /// The key holds exactly this value.
+    Holds(Vec<u8>, Vec<u8>),
+}
+
+/// One change in a commit.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Op {
+    /// Store a value, replacing any value under the key.
+    Put(Vec<u8>, Vec<u8>),
+    /// Remove a key if present.
+    Delete(Vec<u8>),
+}
+
+/// Why a backend call failed.
+#[derive(Debug, PartialEq, Eq)]
+pub enum StoreError {
+    /// A precondition did not hold; nothing changed.
+    Conflict,
+    /// The store could not do it; nothing changed.
+    Unavailable(String),
+}
+
+impl std::fmt::Display for StoreError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StoreError::Conflict => f.write_str("a precondition did not hold"),
+            StoreError::Unavailable(why) => write!(f, "storage unavailable: {why}"),
+        }
+    }
+}
+
+impl std::error::Error for StoreError {}
+
+/// An ordered key-value store with atomic, conditional batches.
+///
+/// Implementations must make [`Backend::commit`] all or nothing, and
+/// durable when it returns `Ok`.
+pub trait Backend: Send + Sync {
+    /// The value under `key`, if any.
+    fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, StoreError>;
+
+    /// At most `limit` pairs with keys in `start..end`, in `order`.
+    fn scan(&self, start: &[u8], end: &[u8], limit: u32, order: Order) -> Result<Vec<Pair>, StoreError>;
+
+    /// Checks every precondition, then applies every op, atomically.
+    fn commit(&self, preconditions: &[Precondition], ops: &[Op]) -> Result<(), StoreError>;
+}

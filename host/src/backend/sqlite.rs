@@ -1,0 +1,270 @@
+//! The embedded default: one SQLite file holding the key-value pairs of
+//! every domain and the audit trail.
+
+use super::{Backend, Op, Order, Pair, Precondition, StoreError};
+use crate::audit::{AuditEntry, AuditSink};
+use anyhow::{Context, Result, bail};
+use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
+
+/// Marks a SQLite file as an Engram store (`PRAGMA application_id`).
+const APPLICATION_ID: i32 = 0x454e_4752; // "ENGR"
+/// The schema version this build reads and writes (`PRAGMA user_version`).
+const SCHEMA_VERSION: i32 = 1;
+
+const SCHEMA: &str = "
+CREATE TABLE engram_kv (
+    key   BLOB PRIMARY KEY NOT NULL,
+    value BLOB NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE engram_audit (
+    seq             INTEGER PRIMARY KEY,
+    at              INTEGER NOT NULL,
+    agent_id        TEXT NOT NULL,
+    request_id      TEXT NOT NULL,
+    operation       TEXT NOT NULL,
+    source          TEXT,
+    record_type     TEXT,
+    outcome         TEXT NOT NULL,
+    stored_id       TEXT,
+    count           INTEGER,
+    reason          TEXT
+);
+CREATE INDEX engram_audit_agent ON engram_audit (agent_id, seq);
+";
+
+/// How hard SQLite works to make a commit durable (`PRAGMA synchronous`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Synchronous {
+    /// Every commit reaches the disk before it returns: survives power loss.
+    #[default]
+    Full,
+    /// In WAL mode, a commit survives a crash of the process but the last
+    /// ones may be lost on power loss.
+    Normal,
+}
+
+/// Options for opening a SQLite store.
+#[derive(Clone, Debug)]
+pub struct SqliteOptions {
+    /// Durability of each commit; `Full` by default.
+    pub synchronous: Synchronous,
+    /// How long a call waits for another process holding the file's write
+    /// lock; 5 seconds by default.
+    pub busy_timeout: Duration,
+}
+
+impl Default for SqliteOptions {
+    fn default() -> Self {
+        SqliteOptions { synchronous: Synchronous::Full, busy_timeout: Duration::from_secs(5) }
+    }
+}
+
+/// A store in one SQLite file (WAL journal). It serves as both the
+/// persistence backend and the audit sink.
+pub struct SqliteBackend {
+    path: PathBuf,
+    conn: Mutex<Connection>,
+}
+
+impl SqliteBackend {
+    /// Opens the store at `path` with default options, creating it if the
+    /// file does not exist.
+    pub fn open(path: impl AsRef<Path>) -> Result<Self> {
+        Self::open_with(path, &SqliteOptions::default())
+    }
+
+    /// Opens the store at `path`, creating it if the file does not exist.
+    /// A file that is not an Engram store is refused and left untouched.
+    pub fn open_with(path: impl AsRef<Path>, options: &SqliteOptions) -> Result<Self> {
+        let path = path.as_ref().to_path_buf();
+        let shown = path.display();
+        let conn = Connection::open(&path).with_context(|| format!("{shown}: cannot open"))?;
+        conn.busy_timeout(options.busy_timeout)?;
+        let (app, version, tables): (i32, i32, i64) = conn
+            .query_row(
+                "SELECT (SELECT application_id FROM pragma_application_id),
+                        (SELECT user_version FROM pragma_user_version),
+                        (SELECT count(*) FROM sqlite_schema)",
+                [],
+                |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)),
+            )
+            .map_err(|e| anyhow::anyhow!("{shown}: not an Engram store ({e})"))?;
+        match (app, version, tables) {
+            (APPLICATION_ID, SCHEMA_VERSION, _) => {}
+            (APPLICATION_ID, other, _) => {
+                bail!("{shown}: Engram store of schema version {other}; this build reads version {SCHEMA_VERSION}")
+            }
+            (0, 0, 0) => {
+                conn.execute_batch(&format!(
+                    "BEGIN IMMEDIATE; {SCHEMA}
+                     PRAGMA application_id = {APPLICATION_ID};
+                     PRAGMA user_version = {SCHEMA_VERSION}; COMMIT;"
+                ))
+                .with_context(|| format!("{shown}: cannot create the store"))?;
+            }
+            _ => bail!("{shown}: not an Engram store (it is another SQLite database)"),
+        }
+        let journal: String = conn.query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))?;
+        if !journal.eq_ignore_ascii_case("wal") {
+            bail!("{shown}: cannot use the WAL journal (got {journal})");
+        }
+        let sync = match options.synchronous {
+            Synchronous::Full => "FULL",
+            Synchronous::Normal => "NORMAL",
+        };
+        conn.execute_batch(&format!("PRAGMA synchronous = {sync};"))?;
+        Ok(SqliteBackend { path, conn: Mutex::new(conn) })
+    }
+
+    /// The file this store lives in.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn lock(&self) -> Result<MutexGuard<'_, Connection>, StoreError> {
+        self.conn
+            .lock()
+            .map_err(|_| StoreError::Unavailable("the connection was poisoned".into()))
+    }
+
+    /// The audit trail, oldest first: the last `limit` entries, of one
+    /// agent's domain or of all.
+    pub fn audit_trail(&self, agent: Option<&str>, limit: u32) -> Result<Vec<AuditEntry>> {
+        let conn = self.lock()?;
+        let mut statement = conn.prepare_cached(
+            "SELECT at, agent_id, request_id, operation, source, record_type, outcome,
+                    stored_id, count, reason
+             FROM engram_audit WHERE ?1 IS NULL OR agent_id = ?1
+             ORDER BY seq DESC LIMIT ?2",
+        )?;
+        let rows = statement.query_map(params![agent, limit], |row| {
+            let text = |i: usize| row.get::<_, Option<String>>(i);
+            Ok((
+                row.get::<_, i64>(0)?,
+                row.get::<_, String>(1)?,
+                row.get::<_, String>(2)?,
+                row.get::<_, String>(3)?,
+                text(4)?,
+                text(5)?,
+                row.get::<_, String>(6)?,
+                text(7)?,
+                row.get::<_, Option<u32>>(8)?,
+                text(9)?,
+            ))
+        })?;
+        let mut entries = Vec::new();
+        for row in rows {
+            let (at, agent_id, request_id, operation, source, record_type, outcome, stored_id, count, reason) = row?;
+            entries.push(AuditEntry {
+                at,
+                agent_id,
+                request_id,
+                operation: serde_json::from_value(operation.into())?,
+                source: source.map(|s| serde_json::from_str(&s)).transpose()?,
+                record_type: record_type.map(|t| serde_json::from_value(t.into())).transpose()?,
+                outcome: serde_json::from_value(outcome.into())?,
+                stored_id,
+                count,
+                reason,
+            });
+        }
+        entries.reverse();
+        Ok(entries)
+    }
+}
+
+fn unavailable(error: rusqlite::Error) -> StoreError {
+    StoreError::Unavailable(error.to_string())
+}
+
+impl Backend for SqliteBackend {
+    fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, StoreError> {
+        let conn = self.lock()?;
+        conn.prepare_cached("SELECT value FROM engram_kv WHERE key = ?1")
+            .and_then(|mut s| s.query_row([key], |row| row.get(0)).optional())
+            .map_err(unavailable)
+    }
+
+    fn scan(&self, start: &[u8], end: &[u8], limit: u32, order: Order) -> Result<Vec<Pair>, StoreError> {
+        let sql = match order {
+            Order::Ascending => {
+                "SELECT key, value FROM engram_kv WHERE key >= ?1 AND key < ?2 ORDER BY key ASC LIMIT ?3"
+            }
+            Order::Descending => {
+                "SELECT key, value FROM engram_kv WHERE key >= ?1 AND key < ?2 ORDER BY key DESC LIMIT ?3"
+            }
+        };
+        let conn = self.lock()?;
+        let mut statement = conn.prepare_cached(sql).map_err(unavailable)?;
+        let rows = statement
+            .query_map(params![start, end, limit], |row| Ok((row.get(0)?, row.get(1)?)))
+            .map_err(unavailable)?;
+        rows.collect::<Result<_, _>>().map_err(unavailable)
+    }
+
+    fn commit(&self, preconditions: &[Precondition], ops: &[Op]) -> Result<(), StoreError> {
+        let mut conn = self.lock()?;
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(unavailable)?;
+        {
+            let mut read = tx
+                .prepare_cached("SELECT value FROM engram_kv WHERE key = ?1")
+                .map_err(unavailable)?;
+            for precondition in preconditions {
+                let (key, expected) = match precondition {
+                    Precondition::Absent(key) => (key, None),
+                    Precondition::Holds(key, value) => (key, Some(value)),
+                };
+                let actual: Option<Vec<u8>> =
+                    read.query_row([key], |row| row.get(0)).optional().map_err(unavailable)?;
+                if actual.as_ref() != expected {
+                    return Err(StoreError::Conflict);
+                }
+            }
+            let mut put = tx
+                .prepare_cached("INSERT OR REPLACE INTO engram_kv (key, value) VALUES (?1, ?2)")
+                .map_err(unavailable)?;
+            let mut delete = tx
+                .prepare_cached("DELETE FROM engram_kv WHERE key = ?1")
+                .map_err(unavailable)?;
+            for op in ops {
+                match op {
+                    Op::Put(key, value) => put.execute(params![key, value]),
+                    Op::Delete(key) => delete.execute([key]),
+                }
+                .map_err(unavailable)?;
+            }
+        }
+        tx.commit().map_err(unavailable)
+    }
+}
+
+impl AuditSink for SqliteBackend {
+    fn append(&self, entry: &AuditEntry) -> Result<()> {
+        let conn = self.lock()?;
+        let text = |v: serde_json::Value| v.as_str().map(str::to_owned);
+        conn.prepare_cached(
+            "INSERT INTO engram_audit (at, agent_id, request_id, operation, source, record_type,
+                                       outcome, stored_id, count, reason)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+        )?
+        .execute(params![
+            entry.at,
+            entry.agent_id,
+            entry.request_id,
+            text(serde_json::to_value(entry.operation)?),
+            entry.source.as_ref().map(serde_json::to_string).transpose()?,
+            entry.record_type.map(|t| serde_json::to_value(t).map(text)).transpose()?.flatten(),
+            text(serde_json::to_value(entry.outcome)?),
+            entry.stored_id,
+            entry.count,
+            entry.reason,
+        ])
+        .context("appending to the audit trail")?;
+        Ok(())
+    }
+}

@@ -1,0 +1,723 @@
+//! The JSON form of the contract, in the seeds' own names and spellings:
+//! `request_id`, `record_type` (`FACT`/`EVENT`/`STATE`), `COGNITION`,
+//! `{"ById":{"id":…}}`, `{"ACCEPTED":{"stored_id":…}}`, `"REJECTED"`.
+//!
+//! Every object refuses fields it does not know, so a request cannot carry
+//! anything the contract has no place for (raw content, a score).
+
+use crate::io::{self, ReadError, ReadSelector, WriteResult};
+use crate::types as wit;
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+use serde_json::{Map, Value};
+
+/// A JSON object, for the open `properties` maps.
+pub type Object = Map<String, Value>;
+
+/// FACT, EVENT or STATE (IO-R1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum RecordType {
+    /// A keyed fact.
+    Fact,
+    /// A time-ordered event.
+    Event,
+    /// A time-stamped state snapshot.
+    State,
+}
+
+/// Which internal module started a write (IO-W4).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum Component {
+    /// Online cognition.
+    Cognition,
+    /// Offline maintenance.
+    Maintenance,
+}
+
+/// Who caused a write (IO-W4).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum Actor {
+    /// The system.
+    System,
+    /// The user.
+    User,
+    /// An external input.
+    External,
+}
+
+/// Where a write comes from (IO-W4).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Source {
+    /// The agent whose domain the write belongs to.
+    pub agent_id: String,
+    /// `COGNITION` or `MAINTENANCE`.
+    pub component: Component,
+    /// `SYSTEM`, `USER` or `EXTERNAL`.
+    pub actor: Actor,
+}
+
+/// A write request (IO-W1).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WriteRequest {
+    /// The record.
+    pub record: Record,
+    /// Where it comes from.
+    pub source: Source,
+    /// The caller's id (IO-W2).
+    pub request_id: String,
+}
+
+/// A record as written, tagged by `record_type`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(tag = "record_type", deny_unknown_fields)]
+pub enum Record {
+    /// `{"record_type":"FACT","key":…,"payload":{…}}`
+    #[serde(rename = "FACT")]
+    Fact {
+        /// A normalized fact key.
+        key: String,
+        /// What the fact holds.
+        payload: FactPayload,
+    },
+    /// `{"record_type":"EVENT","timestamp":…,"payload":{…}}`
+    #[serde(rename = "EVENT")]
+    Event {
+        /// When it happened.
+        timestamp: i64,
+        /// What happened.
+        payload: EventPayload,
+    },
+    /// `{"record_type":"STATE","timestamp":…,"payload":{…}}`
+    #[serde(rename = "STATE")]
+    State {
+        /// When the snapshot was taken.
+        timestamp: i64,
+        /// The snapshot.
+        payload: StateSnapshot<Object>,
+    },
+}
+
+/// What a FACT holds: `{"semantic":{…}}`, `{"procedural":{…}}`,
+/// `{"entity":{…}}` or `{"relationship":{…}}`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum FactPayload {
+    /// A semantic memory (MT-1).
+    Semantic(SemanticMemory),
+    /// A procedural rule (MT-4).
+    Procedural(ProceduralRule),
+    /// An entity (MT-5).
+    Entity(Entity<Object>),
+    /// A relationship (MT-6).
+    Relationship(Relationship<Object>),
+}
+
+/// What an EVENT holds: `{"ingested":{…}}` or `{"episode":{…}}`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum EventPayload {
+    /// An ingested memory (B5-S2).
+    Ingested(IngestedMemory),
+    /// An episode (MT-3).
+    Episode(Episode),
+}
+
+/// A semantic memory (MT-1).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(missing_docs)]
+pub struct SemanticMemory {
+    pub content: String,
+    pub context: String,
+    pub valid_at: i64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub invalid_at: Option<i64>,
+    pub strength: f64,
+    pub last_accessed: i64,
+    pub access_count: u64,
+    #[serde(default)]
+    pub sources: Vec<String>,
+    pub confidence: f64,
+    #[serde(default)]
+    pub contradictions: Vec<String>,
+    pub privacy_tier: PrivacyTier,
+}
+
+/// `public`, `sensitive` or `private` (MT-1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+#[allow(missing_docs)]
+pub enum PrivacyTier {
+    Public,
+    Sensitive,
+    Private,
+}
+
+/// A procedural rule (MT-4).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(missing_docs)]
+pub struct ProceduralRule {
+    pub agent_type: String,
+    pub rule: String,
+    #[serde(default)]
+    pub derived_from: Vec<String>,
+    pub confidence: f64,
+    pub last_validated: i64,
+    pub override_count: u64,
+}
+
+/// `person`, `organization`, `place`, `product` or `event` (MT-5).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+#[allow(missing_docs)]
+pub enum EntityType {
+    Person,
+    Organization,
+    Place,
+    Product,
+    Event,
+}
+
+/// An entity (MT-5). `P` is the properties map: an object on the way in,
+/// the stored JSON text on the way out.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(missing_docs)]
+pub struct Entity<P> {
+    pub name: String,
+    #[serde(rename = "type")]
+    pub entity_type: EntityType,
+    pub properties: P,
+    pub first_seen: i64,
+    pub last_mentioned: i64,
+    pub mention_count: u64,
+    #[serde(default)]
+    pub source_memories: Vec<String>,
+}
+
+/// A relationship (MT-6).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(missing_docs)]
+pub struct Relationship<P> {
+    pub from_entity: String,
+    pub to_entity: String,
+    #[serde(rename = "type")]
+    pub relationship_type: String,
+    pub valid_at: i64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub invalid_at: Option<i64>,
+    pub properties: P,
+    #[serde(default)]
+    pub source_memories: Vec<String>,
+}
+
+/// An ingested memory (B5-S2): with the event's timestamp and the record's
+/// id, exactly the five stored fields.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(missing_docs)]
+pub struct IngestedMemory {
+    pub session_ref: String,
+    pub summary: String,
+    #[serde(default)]
+    pub keywords: Vec<String>,
+}
+
+/// `success`, `failure` or `partial` (MT-3).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+#[allow(missing_docs)]
+pub enum Outcome {
+    Success,
+    Failure,
+    Partial,
+}
+
+/// An episode (MT-3).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(missing_docs)]
+pub struct Episode {
+    pub situation: String,
+    pub reasoning: String,
+    pub action: String,
+    pub outcome: Outcome,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user_feedback: Option<String>,
+    pub agent_type: String,
+    pub mission_id: String,
+    #[serde(default)]
+    pub tags: Vec<String>,
+}
+
+/// A state snapshot.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(missing_docs)]
+pub struct StateSnapshot<P> {
+    pub subject: String,
+    pub properties: P,
+}
+
+/// The answer to a write (IO-W8): `{"ACCEPTED":{"stored_id":…}}` or
+/// `"REJECTED"`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum WriteAnswer {
+    /// Stored.
+    #[serde(rename = "ACCEPTED")]
+    Accepted {
+        /// The id of the stored record.
+        stored_id: String,
+    },
+    /// Not stored.
+    #[serde(rename = "REJECTED")]
+    Rejected,
+}
+
+/// A read request (IO-R1).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReadRequest {
+    /// The one record type read.
+    pub record_type: RecordType,
+    /// The selector.
+    pub selector: Selector,
+    /// The caller's id.
+    pub request_id: String,
+}
+
+/// The selectors of IO-R4, as `{"ById":{"id":…}}` and so on.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(missing_docs)]
+pub enum Selector {
+    ById { id: String },
+    ByKey { key: String },
+    ByTimeRange { from: i64, to: i64, limit: u32 },
+    Latest { limit: u32 },
+    Limit { limit: u32 },
+}
+
+/// The answer to a read: `{"records":[…]}` or `{"error":…}`.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+pub enum ReadAnswer {
+    /// The records, possibly none (IO-R6).
+    Records {
+        /// In the type's order (IO-R7).
+        records: Vec<StoredRecord>,
+    },
+    /// A refused read.
+    Error {
+        /// Why.
+        error: ReadFailure,
+    },
+}
+
+/// Why a read was refused: `"SelectorNotAllowed"`,
+/// `{"LimitOutOfBounds":{"max":…}}`, `"InvalidRange"`, `"InvalidKey"`,
+/// `"InvalidRequestId"` or `"StorageUnavailable"`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[allow(missing_docs)]
+pub enum ReadFailure {
+    SelectorNotAllowed,
+    LimitOutOfBounds { max: u32 },
+    InvalidRange,
+    InvalidKey,
+    InvalidRequestId,
+    StorageUnavailable,
+}
+
+/// A record as read back, tagged by `record_type`, with its `id`.
+#[derive(Debug, Serialize)]
+#[serde(tag = "record_type")]
+pub enum StoredRecord {
+    /// A FACT version.
+    #[serde(rename = "FACT")]
+    Fact {
+        /// Its id.
+        id: String,
+        /// The engine's transaction time.
+        created_at: i64,
+        /// When a later write of the key superseded it.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        superseded_at: Option<i64>,
+        /// Its key.
+        key: String,
+        /// What it holds.
+        payload: StoredFactPayload,
+    },
+    /// An EVENT.
+    #[serde(rename = "EVENT")]
+    Event {
+        /// Its id.
+        id: String,
+        /// When it happened.
+        timestamp: i64,
+        /// What happened, less index data.
+        payload: StoredEventPayload,
+    },
+    /// A STATE.
+    #[serde(rename = "STATE")]
+    State {
+        /// Its id.
+        id: String,
+        /// When the snapshot was taken.
+        timestamp: i64,
+        /// The snapshot.
+        payload: StateSnapshot<Box<RawValue>>,
+    },
+}
+
+/// What a stored EVENT holds: an ingested memory comes back without its
+/// keywords (B5-S3).
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "snake_case")]
+#[allow(missing_docs)]
+pub enum StoredEventPayload {
+    Ingested { session_ref: String, summary: String },
+    Episode(Episode),
+}
+
+/// What a stored FACT holds; properties are the stored JSON text.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "snake_case")]
+#[allow(missing_docs)]
+pub enum StoredFactPayload {
+    Semantic(SemanticMemory),
+    Procedural(ProceduralRule),
+    Entity(Entity<Box<RawValue>>),
+    Relationship(Relationship<Box<RawValue>>),
+}
+
+// ---- into the component's types -------------------------------------------
+
+impl From<RecordType> for wit::RecordType {
+    fn from(t: RecordType) -> Self {
+        match t {
+            RecordType::Fact => wit::RecordType::Fact,
+            RecordType::Event => wit::RecordType::Event,
+            RecordType::State => wit::RecordType::State,
+        }
+    }
+}
+
+impl From<wit::RecordType> for RecordType {
+    fn from(t: wit::RecordType) -> Self {
+        match t {
+            wit::RecordType::Fact => RecordType::Fact,
+            wit::RecordType::Event => RecordType::Event,
+            wit::RecordType::State => RecordType::State,
+        }
+    }
+}
+
+impl From<Source> for wit::WriteSource {
+    fn from(s: Source) -> Self {
+        wit::WriteSource {
+            agent_id: s.agent_id,
+            component: match s.component {
+                Component::Cognition => wit::SourceComponent::Cognition,
+                Component::Maintenance => wit::SourceComponent::Maintenance,
+            },
+            actor: match s.actor {
+                Actor::System => wit::SourceActor::System,
+                Actor::User => wit::SourceActor::User,
+                Actor::External => wit::SourceActor::External,
+            },
+        }
+    }
+}
+
+impl From<wit::WriteSource> for Source {
+    fn from(s: wit::WriteSource) -> Self {
+        Source {
+            agent_id: s.agent_id,
+            component: match s.component {
+                wit::SourceComponent::Cognition => Component::Cognition,
+                wit::SourceComponent::Maintenance => Component::Maintenance,
+            },
+            actor: match s.actor {
+                wit::SourceActor::System => Actor::System,
+                wit::SourceActor::User => Actor::User,
+                wit::SourceActor::External => Actor::External,
+            },
+        }
+    }
+}
+
+impl From<WriteRequest> for io::WriteRequest {
+    fn from(r: WriteRequest) -> Self {
+        io::WriteRequest { record: r.record.into(), source: r.source.into(), request_id: r.request_id }
+    }
+}
+
+impl From<Record> for wit::MemoryRecord {
+    fn from(record: Record) -> Self {
+        match record {
+            Record::Fact { key, payload } => wit::MemoryRecord::Fact(wit::Fact { key, payload: payload.into() }),
+            Record::Event { timestamp, payload } => {
+                wit::MemoryRecord::Event(wit::Event { timestamp, payload: payload.into() })
+            }
+            Record::State { timestamp, payload } => wit::MemoryRecord::State(wit::State {
+                timestamp,
+                payload: wit::StateSnapshot {
+                    subject: payload.subject,
+                    properties: Value::Object(payload.properties).to_string(),
+                },
+            }),
+        }
+    }
+}
+
+impl From<FactPayload> for wit::FactPayload {
+    fn from(payload: FactPayload) -> Self {
+        match payload {
+            FactPayload::Semantic(m) => wit::FactPayload::Semantic(wit::SemanticMemory {
+                content: m.content,
+                context: m.context,
+                valid_at: m.valid_at,
+                invalid_at: m.invalid_at,
+                strength: m.strength,
+                last_accessed: m.last_accessed,
+                access_count: m.access_count,
+                sources: m.sources,
+                confidence: m.confidence,
+                contradictions: m.contradictions,
+                privacy_tier: match m.privacy_tier {
+                    PrivacyTier::Public => wit::PrivacyTier::Public,
+                    PrivacyTier::Sensitive => wit::PrivacyTier::Sensitive,
+                    PrivacyTier::Private => wit::PrivacyTier::Private,
+                },
+            }),
+            FactPayload::Procedural(r) => wit::FactPayload::Procedural(wit::ProceduralRule {
+                agent_type: r.agent_type,
+                rule: r.rule,
+                derived_from: r.derived_from,
+                confidence: r.confidence,
+                last_validated: r.last_validated,
+                override_count: r.override_count,
+            }),
+            FactPayload::Entity(e) => wit::FactPayload::Entity(wit::Entity {
+                name: e.name,
+                entity_type: match e.entity_type {
+                    EntityType::Person => wit::EntityType::Person,
+                    EntityType::Organization => wit::EntityType::Organization,
+                    EntityType::Place => wit::EntityType::Place,
+                    EntityType::Product => wit::EntityType::Product,
+                    EntityType::Event => wit::EntityType::Event,
+                },
+                properties: Value::Object(e.properties).to_string(),
+                first_seen: e.first_seen,
+                last_mentioned: e.last_mentioned,
+                mention_count: e.mention_count,
+                source_memories: e.source_memories,
+            }),
+            FactPayload::Relationship(r) => wit::FactPayload::Relationship(wit::Relationship {
+                from_entity: r.from_entity,
+                to_entity: r.to_entity,
+                relationship_type: r.relationship_type,
+                valid_at: r.valid_at,
+                invalid_at: r.invalid_at,
+                properties: Value::Object(r.properties).to_string(),
+                source_memories: r.source_memories,
+            }),
+        }
+    }
+}
+
+impl From<EventPayload> for wit::EventPayload {
+    fn from(payload: EventPayload) -> Self {
+        match payload {
+            EventPayload::Ingested(m) => wit::EventPayload::Ingested(wit::IngestedMemory {
+                session_ref: m.session_ref,
+                summary: m.summary,
+                keywords: m.keywords,
+            }),
+            EventPayload::Episode(e) => wit::EventPayload::Episode(wit::Episode {
+                situation: e.situation,
+                reasoning: e.reasoning,
+                action: e.action,
+                outcome: match e.outcome {
+                    Outcome::Success => wit::Outcome::Success,
+                    Outcome::Failure => wit::Outcome::Failure,
+                    Outcome::Partial => wit::Outcome::Partial,
+                },
+                user_feedback: e.user_feedback,
+                agent_type: e.agent_type,
+                mission_id: e.mission_id,
+                tags: e.tags,
+            }),
+        }
+    }
+}
+
+impl From<ReadRequest> for io::ReadRequest {
+    fn from(r: ReadRequest) -> Self {
+        io::ReadRequest {
+            record_type: r.record_type.into(),
+            selector: match r.selector {
+                Selector::ById { id } => ReadSelector::ById(io::ById { id }),
+                Selector::ByKey { key } => ReadSelector::ByKey(io::ByKey { key }),
+                Selector::ByTimeRange { from, to, limit } => {
+                    ReadSelector::ByTimeRange(io::ByTimeRange { from, to, limit })
+                }
+                Selector::Latest { limit } => ReadSelector::Latest(io::Latest { limit }),
+                Selector::Limit { limit } => ReadSelector::Limit(io::Limit { limit }),
+            },
+            request_id: r.request_id,
+        }
+    }
+}
+
+// ---- out of the component's types -----------------------------------------
+
+impl From<WriteResult> for WriteAnswer {
+    fn from(result: WriteResult) -> Self {
+        match result {
+            WriteResult::Accepted(stored_id) => WriteAnswer::Accepted { stored_id },
+            WriteResult::Rejected => WriteAnswer::Rejected,
+        }
+    }
+}
+
+impl From<ReadError> for ReadFailure {
+    fn from(error: ReadError) -> Self {
+        match error {
+            ReadError::SelectorNotAllowed => ReadFailure::SelectorNotAllowed,
+            ReadError::LimitOutOfBounds(max) => ReadFailure::LimitOutOfBounds { max },
+            ReadError::InvalidRange => ReadFailure::InvalidRange,
+            ReadError::InvalidKey => ReadFailure::InvalidKey,
+            ReadError::InvalidRequestId => ReadFailure::InvalidRequestId,
+            ReadError::StorageUnavailable => ReadFailure::StorageUnavailable,
+        }
+    }
+}
+
+impl From<Result<io::ReadResult, ReadError>> for ReadAnswer {
+    fn from(result: Result<io::ReadResult, ReadError>) -> Self {
+        match result {
+            Ok(read) => ReadAnswer::Records { records: read.records.into_iter().map(Into::into).collect() },
+            Err(error) => ReadAnswer::Error { error: error.into() },
+        }
+    }
+}
+
+/// The engine checked that properties are one JSON object; should a stored
+/// value not parse all the same, it is shown as a JSON string.
+fn raw(text: String) -> Box<RawValue> {
+    RawValue::from_string(text.clone()).unwrap_or_else(|_| {
+        RawValue::from_string(Value::String(text).to_string()).expect("a JSON string is valid JSON")
+    })
+}
+
+impl From<wit::StoredRecord> for StoredRecord {
+    fn from(record: wit::StoredRecord) -> Self {
+        match record {
+            wit::StoredRecord::Fact(f) => StoredRecord::Fact {
+                id: f.id,
+                created_at: f.created_at,
+                superseded_at: f.superseded_at,
+                key: f.fact.key,
+                payload: f.fact.payload.into(),
+            },
+            wit::StoredRecord::Event(e) => StoredRecord::Event {
+                id: e.id,
+                timestamp: e.timestamp,
+                payload: match e.payload {
+                    wit::StoredEventPayload::Ingested(m) => {
+                        StoredEventPayload::Ingested { session_ref: m.session_ref, summary: m.summary }
+                    }
+                    wit::StoredEventPayload::Episode(e) => StoredEventPayload::Episode(e.into()),
+                },
+            },
+            wit::StoredRecord::State(s) => StoredRecord::State {
+                id: s.id,
+                timestamp: s.state.timestamp,
+                payload: StateSnapshot { subject: s.state.payload.subject, properties: raw(s.state.payload.properties) },
+            },
+        }
+    }
+}
+
+impl From<wit::FactPayload> for StoredFactPayload {
+    fn from(payload: wit::FactPayload) -> Self {
+        match payload {
+            wit::FactPayload::Semantic(m) => StoredFactPayload::Semantic(SemanticMemory {
+                content: m.content,
+                context: m.context,
+                valid_at: m.valid_at,
+                invalid_at: m.invalid_at,
+                strength: m.strength,
+                last_accessed: m.last_accessed,
+                access_count: m.access_count,
+                sources: m.sources,
+                confidence: m.confidence,
+                contradictions: m.contradictions,
+                privacy_tier: match m.privacy_tier {
+                    wit::PrivacyTier::Public => PrivacyTier::Public,
+                    wit::PrivacyTier::Sensitive => PrivacyTier::Sensitive,
+                    wit::PrivacyTier::Private => PrivacyTier::Private,
+                },
+            }),
+            wit::FactPayload::Procedural(r) => StoredFactPayload::Procedural(ProceduralRule {
+                agent_type: r.agent_type,
+                rule: r.rule,
+                derived_from: r.derived_from,
+                confidence: r.confidence,
+                last_validated: r.last_validated,
+                override_count: r.override_count,
+            }),
+            wit::FactPayload::Entity(e) => StoredFactPayload::Entity(Entity {
+                name: e.name,
+                entity_type: match e.entity_type {
+                    wit::EntityType::Person => EntityType::Person,
+                    wit::EntityType::Organization => EntityType::Organization,
+                    wit::EntityType::Place => EntityType::Place,
+                    wit::EntityType::Product => EntityType::Product,
+                    wit::EntityType::Event => EntityType::Event,
+                },
+                properties: raw(e.properties),
+                first_seen: e.first_seen,
+                last_mentioned: e.last_mentioned,
+                mention_count: e.mention_count,
+                source_memories: e.source_memories,
+            }),
+            wit::FactPayload::Relationship(r) => StoredFactPayload::Relationship(Relationship {
+                from_entity: r.from_entity,
+                to_entity: r.to_entity,
+                relationship_type: r.relationship_type,
+                valid_at: r.valid_at,
+                invalid_at: r.invalid_at,
+                properties: raw(r.properties),
+                source_memories: r.source_memories,
+            }),
+        }
+    }
+}
+
+impl From<wit::Episode> for Episode {
+    fn from(e: wit::Episode) -> Self {
+        Episode {
+            situation: e.situation,
+            reasoning: e.reasoning,
+            action: e.action,
+            outcome: match e.outcome {
+                wit::Outcome::Success => Outcome::Success,
+                wit::Outcome::Failure => Outcome::Failure,
+                wit::Outcome::Partial => Outcome::Partial,
+            },
+            user_feedback: e.user_feedback,
+            agent_type: e.agent_type,
+            mission_id: e.mission_id,
+            tags: e.tags,
+        }
+    }
+}
