@@ -61,6 +61,7 @@ mod bindings {
         path: "../wit",
         world: "engine",
         imports: { "engram:memory/audit.append": trappable },
+        additional_derives: [PartialEq],
     });
 }
 

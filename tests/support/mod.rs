@@ -1,0 +1,303 @@
+//! What the conformance tests share: one compiled engine, the backends every
+//! rule is proven against, fault-injecting and counting wrappers around a
+//! real backend, and builders for requests.
+#![allow(dead_code)]
+
+use engram::backend::{Order, Pair, Precondition, StoreError};
+use engram::io::{ById, ByKey, ByTimeRange, Latest, Limit, ReadError, ReadRequest, ReadSelector, WriteRequest, WriteResult};
+use engram::types::*;
+use engram::{AuditEntry, AuditSink, Backend, Config, Domain, Engram, MemoryAudit, MemoryBackend, Mode, SqliteBackend};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, LazyLock};
+
+/// The read-limit ceiling the tests run with.
+pub const CEILING: u32 = 50;
+
+/// The engine, compiled once for every test in a binary.
+pub fn engram() -> &'static Engram {
+    static ENGRAM: LazyLock<Engram> = LazyLock::new(|| {
+        Engram::with_config(Config { read_limit_ceiling: CEILING, ..Config::default() }).expect("the engine compiles")
+    });
+    &ENGRAM
+}
+
+/// A store to prove rules against, with the audit trail it keeps.
+pub struct Fixture {
+    pub name: &'static str,
+    pub backend: Arc<dyn Backend>,
+    pub audit: Arc<dyn AuditSink>,
+    trail: Trail,
+    _dir: Option<tempfile::TempDir>,
+}
+
+enum Trail {
+    Memory(Arc<MemoryAudit>),
+    Sqlite(Arc<SqliteBackend>),
+}
+
+impl Fixture {
+    /// An in-memory store.
+    pub fn memory() -> Self {
+        let audit = Arc::new(MemoryAudit::new());
+        Fixture {
+            name: "memory",
+            backend: Arc::new(MemoryBackend::new()),
+            audit: audit.clone(),
+            trail: Trail::Memory(audit),
+            _dir: None,
+        }
+    }
+
+    /// A SQLite file in a fresh temporary folder.
+    pub fn sqlite() -> Self {
+        let dir = tempfile::tempdir().expect("a temporary folder");
+        let store = Arc::new(SqliteBackend::open(dir.path().join("engram.db")).expect("a new store opens"));
+        Fixture {
+            name: "sqlite",
+            backend: store.clone(),
+            audit: store.clone(),
+            trail: Trail::Sqlite(store),
+            _dir: Some(dir),
+        }
+    }
+
+    /// Opens an agent's domain online.
+    pub fn open(&self, agent: &str) -> Domain {
+        self.open_in(agent, Mode::Online)
+    }
+
+    /// Opens an agent's domain in the given mode.
+    pub fn open_in(&self, agent: &str, mode: Mode) -> Domain {
+        engram().open(agent, mode, self.backend.clone(), self.audit.clone()).expect("the domain opens")
+    }
+
+    /// Opens an agent's domain over another backend (a wrapper around this
+    /// one), keeping this fixture's audit trail.
+    pub fn open_over(&self, agent: &str, backend: Arc<dyn Backend>) -> Domain {
+        engram().open(agent, Mode::Online, backend, self.audit.clone()).expect("the domain opens")
+    }
+
+    /// The whole audit trail, oldest first.
+    pub fn trail(&self) -> Vec<AuditEntry> {
+        match &self.trail {
+            Trail::Memory(audit) => audit.entries(),
+            Trail::Sqlite(store) => store.audit_trail(None, 100_000).expect("the trail reads"),
+        }
+    }
+
+    /// Every key-value pair in the store, all domains.
+    pub fn dump(&self) -> Vec<Pair> {
+        let mut pairs = Vec::new();
+        let mut start = Vec::new();
+        loop {
+            let page = self.backend.scan(&start, &[0xFF; 64], 1000, Order::Ascending).expect("the store scans");
+            let Some((last, _)) = page.last() else { break };
+            start = [last.as_slice(), &[0]].concat();
+            let done = page.len() < 1000;
+            pairs.extend(page);
+            if done {
+                break;
+            }
+        }
+        pairs
+    }
+}
+
+/// Every backend a rule is proven against.
+pub fn fixtures() -> Vec<Fixture> {
+    vec![Fixture::memory(), Fixture::sqlite()]
+}
+
+/// A real backend whose calls can be made to fail, and which counts what it
+/// hands out.
+pub struct Faulty {
+    pub inner: Arc<dyn Backend>,
+    pub fail_reads: AtomicBool,
+    pub fail_commits: AtomicBool,
+    pub gets: AtomicU64,
+    pub scanned: AtomicU64,
+    pub largest_scan_limit: AtomicU64,
+}
+
+impl Faulty {
+    pub fn over(inner: Arc<dyn Backend>) -> Arc<Self> {
+        Arc::new(Faulty {
+            inner,
+            fail_reads: AtomicBool::new(false),
+            fail_commits: AtomicBool::new(false),
+            gets: AtomicU64::new(0),
+            scanned: AtomicU64::new(0),
+            largest_scan_limit: AtomicU64::new(0),
+        })
+    }
+
+    pub fn reset_counts(&self) {
+        self.gets.store(0, Ordering::SeqCst);
+        self.scanned.store(0, Ordering::SeqCst);
+        self.largest_scan_limit.store(0, Ordering::SeqCst);
+    }
+}
+
+/// The detail a failing backend reports; it must never reach a caller.
+pub const FAULT_DETAIL: &str = "disk I/O error in table engram_kv";
+
+impl Backend for Faulty {
+    fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, StoreError> {
+        if self.fail_reads.load(Ordering::SeqCst) {
+            return Err(StoreError::Unavailable(FAULT_DETAIL.into()));
+        }
+        self.gets.fetch_add(1, Ordering::SeqCst);
+        self.inner.get(key)
+    }
+
+    fn scan(&self, start: &[u8], end: &[u8], limit: u32, order: Order) -> Result<Vec<Pair>, StoreError> {
+        if self.fail_reads.load(Ordering::SeqCst) {
+            return Err(StoreError::Unavailable(FAULT_DETAIL.into()));
+        }
+        self.largest_scan_limit.fetch_max(u64::from(limit), Ordering::SeqCst);
+        let pairs = self.inner.scan(start, end, limit, order)?;
+        self.scanned.fetch_add(pairs.len() as u64, Ordering::SeqCst);
+        Ok(pairs)
+    }
+
+    fn commit(&self, preconditions: &[Precondition], ops: &[engram::backend::Op]) -> Result<(), StoreError> {
+        if self.fail_commits.load(Ordering::SeqCst) {
+            return Err(StoreError::Unavailable(FAULT_DETAIL.into()));
+        }
+        self.inner.commit(preconditions, ops)
+    }
+}
+
+// ---- builders ----------------------------------------------------------------
+
+pub fn source(agent: &str) -> WriteSource {
+    WriteSource { agent_id: agent.into(), component: SourceComponent::Cognition, actor: SourceActor::User }
+}
+
+pub fn request(agent: &str, request_id: &str, record: MemoryRecord) -> WriteRequest {
+    WriteRequest { record, source: source(agent), request_id: request_id.into() }
+}
+
+pub fn semantic(content: &str) -> SemanticMemory {
+    SemanticMemory {
+        content: content.into(),
+        context: "dining".into(),
+        valid_at: 1_000,
+        invalid_at: None,
+        strength: 1.0,
+        last_accessed: 1_000,
+        access_count: 0,
+        sources: vec!["episode-1".into()],
+        confidence: 0.9,
+        contradictions: vec![],
+        privacy_tier: PrivacyTier::Sensitive,
+    }
+}
+
+pub fn fact(key: &str, content: &str) -> MemoryRecord {
+    MemoryRecord::Fact(Fact { key: key.into(), payload: FactPayload::Semantic(semantic(content)) })
+}
+
+pub fn ingested(timestamp: i64, summary: &str) -> MemoryRecord {
+    MemoryRecord::Event(Event {
+        timestamp,
+        payload: EventPayload::Ingested(IngestedMemory {
+            session_ref: "session-1".into(),
+            summary: summary.into(),
+            keywords: vec!["flight".into(), "paris".into()],
+        }),
+    })
+}
+
+pub fn episode(timestamp: i64, situation: &str) -> MemoryRecord {
+    MemoryRecord::Event(Event {
+        timestamp,
+        payload: EventPayload::Episode(Episode {
+            situation: situation.into(),
+            reasoning: "compared fares".into(),
+            action: "booked the direct flight".into(),
+            outcome: Outcome::Success,
+            user_feedback: Some("thanks".into()),
+            agent_type: "travel".into(),
+            mission_id: "mission-7".into(),
+            tags: vec!["booking".into(), "flight".into()],
+        }),
+    })
+}
+
+pub fn state(timestamp: i64, subject: &str) -> MemoryRecord {
+    MemoryRecord::State(State {
+        timestamp,
+        payload: StateSnapshot { subject: subject.into(), properties: r#"{"step":1}"#.into() },
+    })
+}
+
+pub fn read(record_type: RecordType, selector: ReadSelector) -> ReadRequest {
+    ReadRequest { record_type, selector, request_id: "read".into() }
+}
+
+pub fn by_id(id: &str) -> ReadSelector {
+    ReadSelector::ById(ById { id: id.into() })
+}
+
+pub fn by_key(key: &str) -> ReadSelector {
+    ReadSelector::ByKey(ByKey { key: key.into() })
+}
+
+pub fn range(from: i64, to: i64, limit: u32) -> ReadSelector {
+    ReadSelector::ByTimeRange(ByTimeRange { from, to, limit })
+}
+
+pub fn latest(limit: u32) -> ReadSelector {
+    ReadSelector::Latest(Latest { limit })
+}
+
+pub fn limit(limit: u32) -> ReadSelector {
+    ReadSelector::Limit(Limit { limit })
+}
+
+/// Writes a record and returns its id; panics unless ACCEPTED.
+pub fn accept(domain: &mut Domain, request_id: &str, record: MemoryRecord) -> String {
+    let agent = domain.agent_id().to_owned();
+    match domain.write(&request(&agent, request_id, record)).expect("the call succeeds") {
+        WriteResult::Accepted(id) => id,
+        WriteResult::Rejected => panic!("write {request_id} was rejected"),
+    }
+}
+
+/// Reads and returns the records; panics on a refused read.
+pub fn records(domain: &mut Domain, record_type: RecordType, selector: ReadSelector) -> Vec<StoredRecord> {
+    domain
+        .read(&read(record_type, selector))
+        .expect("the call succeeds")
+        .expect("the read is not refused")
+        .records
+}
+
+/// Reads and returns the typed error; panics if the read succeeded.
+pub fn refused(domain: &mut Domain, record_type: RecordType, selector: ReadSelector) -> ReadError {
+    match domain.read(&read(record_type, selector)).expect("the call succeeds") {
+        Ok(result) => panic!("expected a refused read, got {} records", result.records.len()),
+        Err(error) => error,
+    }
+}
+
+pub fn id_of(record: &StoredRecord) -> &str {
+    match record {
+        StoredRecord::Fact(f) => &f.id,
+        StoredRecord::Event(e) => &e.id,
+        StoredRecord::State(s) => &s.id,
+    }
+}
+
+pub fn ids(records: &[StoredRecord]) -> Vec<String> {
+    records.iter().map(|r| id_of(r).to_owned()).collect()
+}
+
+pub fn timestamp_of(record: &StoredRecord) -> i64 {
+    match record {
+        StoredRecord::Fact(f) => f.created_at,
+        StoredRecord::Event(e) => e.timestamp,
+        StoredRecord::State(s) => s.state.timestamp,
+    }
+}
