@@ -15,9 +15,20 @@ fn main() -> Result<()> {
     let out_dir = PathBuf::from(env::var_os("OUT_DIR").context("OUT_DIR is not set")?);
     let manifest_dir =
         PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").context("CARGO_MANIFEST_DIR is not set")?);
-    let workspace = manifest_dir.parent().context("the host crate has no parent folder")?;
-    for watched in ["guest/src", "guest/Cargo.toml", "wit", "Cargo.toml", "Cargo.lock"] {
-        println!("cargo:rerun-if-changed={}", workspace.join(watched).display());
+    let workspace = manifest_dir
+        .parent()
+        .context("the host crate has no parent folder")?;
+    for watched in [
+        "guest/src",
+        "guest/Cargo.toml",
+        "wit",
+        "Cargo.toml",
+        "Cargo.lock",
+    ] {
+        println!(
+            "cargo:rerun-if-changed={}",
+            workspace.join(watched).display()
+        );
     }
 
     let target_dir = out_dir.join("guest-target");
@@ -25,7 +36,8 @@ fn main() -> Result<()> {
     let mut build = Command::new(cargo);
     build
         .current_dir(workspace)
-        .args(["build", "--package", "engram-guest", "--lib", "--target", TARGET])
+        .args(["rustc", "--package", "engram-guest", "--lib"])
+        .args(["--crate-type", "cdylib", "--target", TARGET])
         .args(["--profile", PROFILE])
         .arg("--target-dir")
         .arg(&target_dir);
@@ -41,12 +53,17 @@ fn main() -> Result<()> {
     ] {
         build.env_remove(var);
     }
-    let status = build.status().context("running cargo to build the engine")?;
+    let status = build
+        .status()
+        .context("running cargo to build the engine")?;
     if !status.success() {
         bail!("building the engine component failed: {status}");
     }
 
-    let module_path = target_dir.join(TARGET).join(PROFILE).join("engram_guest.wasm");
+    let module_path = target_dir
+        .join(TARGET)
+        .join(PROFILE)
+        .join("engram_guest.wasm");
     let module = std::fs::read(&module_path)
         .with_context(|| format!("reading {}", module_path.display()))?;
     let component = wit_component::ComponentEncoder::default()
@@ -57,6 +74,9 @@ fn main() -> Result<()> {
         .context("encoding the engine as a component")?;
     let component_path = out_dir.join("engram.wasm");
     std::fs::write(&component_path, component)?;
-    println!("cargo:rustc-env=ENGRAM_COMPONENT_PATH={}", component_path.display());
+    println!(
+        "cargo:rustc-env=ENGRAM_COMPONENT_PATH={}",
+        component_path.display()
+    );
     Ok(())
 }

@@ -17,7 +17,9 @@ fn interface(name: &str) -> String {
 
 /// The functions of an imported or exported instance, by name.
 fn functions(item: &ComponentItem) -> BTreeMap<String, ComponentFunc> {
-    let ComponentItem::ComponentInstance(instance) = item else { panic!("not an instance: {item:?}") };
+    let ComponentItem::ComponentInstance(instance) = item else {
+        panic!("not an instance: {item:?}")
+    };
     instance
         .exports(engram().engine())
         .filter_map(|(name, export)| match export.ty {
@@ -29,12 +31,16 @@ fn functions(item: &ComponentItem) -> BTreeMap<String, ComponentFunc> {
 
 fn imports() -> BTreeMap<String, ComponentItem> {
     let ty = engram().component().component_type();
-    ty.imports(engram().engine()).map(|(name, e)| (name.to_owned(), e.ty)).collect()
+    ty.imports(engram().engine())
+        .map(|(name, e)| (name.to_owned(), e.ty))
+        .collect()
 }
 
 fn exports() -> BTreeMap<String, ComponentItem> {
     let ty = engram().component().component_type();
-    ty.exports(engram().engine()).map(|(name, e)| (name.to_owned(), e.ty)).collect()
+    ty.exports(engram().engine())
+        .map(|(name, e)| (name.to_owned(), e.ty))
+        .collect()
 }
 
 fn io() -> BTreeMap<String, ComponentFunc> {
@@ -46,12 +52,20 @@ fn param(f: &ComponentFunc, index: usize) -> Type {
 }
 
 fn field(ty: &Type, name: &str) -> Type {
-    let Type::Record(record) = ty else { panic!("not a record: {ty:?}") };
-    record.fields().find(|f| f.name == name).unwrap_or_else(|| panic!("no field {name}")).ty
+    let Type::Record(record) = ty else {
+        panic!("not a record: {ty:?}")
+    };
+    record
+        .fields()
+        .find(|f| f.name == name)
+        .unwrap_or_else(|| panic!("no field {name}"))
+        .ty
 }
 
 fn field_names(ty: &Type) -> Vec<String> {
-    let Type::Record(record) = ty else { panic!("not a record: {ty:?}") };
+    let Type::Record(record) = ty else {
+        panic!("not a record: {ty:?}")
+    };
     record.fields().map(|f| f.name.to_owned()).collect()
 }
 
@@ -64,20 +78,32 @@ fn case_names(ty: &Type) -> Vec<String> {
 }
 
 fn case(ty: &Type, name: &str) -> Option<Type> {
-    let Type::Variant(v) = ty else { panic!("not a variant: {ty:?}") };
-    v.cases().find(|c| c.name == name).unwrap_or_else(|| panic!("no case {name}")).ty
+    let Type::Variant(v) = ty else {
+        panic!("not a variant: {ty:?}")
+    };
+    v.cases()
+        .find(|c| c.name == name)
+        .unwrap_or_else(|| panic!("no case {name}"))
+        .ty
 }
 
 #[test]
 fn the_component_imports_only_engram_interfaces_and_nothing_from_wasi() {
     // The strongest sandbox: no filesystem, sockets, clock or randomness of its own.
     let names: Vec<String> = imports().into_keys().collect();
-    let expected: Vec<String> = ["audit", "domain", "persistence", "types"].iter().map(|n| interface(n)).collect();
+    let expected: Vec<String> = ["audit", "domain", "persistence", "types"]
+        .iter()
+        .map(|n| interface(n))
+        .collect();
     assert_eq!(names, expected);
     assert!(names.iter().all(|n| !n.starts_with("wasi:")));
-    let persistence: Vec<String> = functions(&imports()[&interface("persistence")]).into_keys().collect();
+    let persistence: Vec<String> = functions(&imports()[&interface("persistence")])
+        .into_keys()
+        .collect();
     assert_eq!(persistence, ["commit", "get", "scan"]);
-    let domain: Vec<String> = functions(&imports()[&interface("domain")]).into_keys().collect();
+    let domain: Vec<String> = functions(&imports()[&interface("domain")])
+        .into_keys()
+        .collect();
     assert_eq!(domain, ["agent", "mode", "now", "read-limit-ceiling"]);
 }
 
@@ -97,12 +123,22 @@ fn io_w1_io_w3_io_w4_a_write_request_is_record_source_and_request_id() {
     let write = &io()["write"];
     let request = param(write, 0);
     assert_eq!(field_names(&request), ["record", "source", "request-id"]);
-    assert_eq!(case_names(&field(&request, "record")), ["fact", "event", "state"], "exactly one of three types");
+    assert_eq!(
+        case_names(&field(&request, "record")),
+        ["fact", "event", "state"],
+        "exactly one of three types"
+    );
     let source = field(&request, "source");
     // Traceable, and no field for a semantic judgement.
     assert_eq!(field_names(&source), ["agent-id", "component", "actor"]);
-    assert_eq!(case_names(&field(&source, "component")), ["cognition", "maintenance"]);
-    assert_eq!(case_names(&field(&source, "actor")), ["system", "user", "external"]);
+    assert_eq!(
+        case_names(&field(&source, "component")),
+        ["cognition", "maintenance"]
+    );
+    assert_eq!(
+        case_names(&field(&source, "actor")),
+        ["system", "user", "external"]
+    );
     assert!(matches!(field(&source, "agent-id"), Type::String));
     assert!(matches!(field(&request, "request-id"), Type::String));
 }
@@ -115,7 +151,10 @@ fn io_w8_a_write_result_is_accepted_with_an_id_or_rejected_with_nothing() {
     assert_eq!(results.len(), 1);
     assert_eq!(case_names(&results[0]), ["accepted", "rejected"]);
     assert!(matches!(case(&results[0], "accepted"), Some(Type::String)));
-    assert!(case(&results[0], "rejected").is_none(), "no reason code crosses the IO");
+    assert!(
+        case(&results[0], "rejected").is_none(),
+        "no reason code crosses the IO"
+    );
 }
 
 #[test]
@@ -123,16 +162,34 @@ fn io_r2_io_g5_the_selectors_are_a_closed_set_of_bounds() {
     // proves IO-R2, IO-G5, IO-R5, IO-R1, IO-T1
     let read = &io()["read"];
     let request = param(read, 0);
-    assert_eq!(field_names(&request), ["record-type", "selector", "request-id"]);
-    assert_eq!(case_names(&field(&request, "record-type")), ["fact", "event", "state"]);
+    assert_eq!(
+        field_names(&request),
+        ["record-type", "selector", "request-id"]
+    );
+    assert_eq!(
+        case_names(&field(&request, "record-type")),
+        ["fact", "event", "state"]
+    );
     let selector = field(&request, "selector");
-    assert_eq!(case_names(&selector), ["by-id", "by-key", "by-time-range", "latest", "limit"]);
+    assert_eq!(
+        case_names(&selector),
+        ["by-id", "by-key", "by-time-range", "latest", "limit"]
+    );
     let payload = |name: &str| case(&selector, name).expect("every selector carries its bound");
     assert_eq!(field_names(&payload("by-id")), ["id"]);
     assert_eq!(field_names(&payload("by-key")), ["key"]);
-    assert_eq!(field_names(&payload("by-time-range")), ["from", "to", "limit"]);
-    assert!(matches!(field(&payload("by-time-range"), "from"), Type::S64), "timestamps are s64");
-    assert!(matches!(field(&payload("by-time-range"), "limit"), Type::U32), "a limit cannot be negative");
+    assert_eq!(
+        field_names(&payload("by-time-range")),
+        ["from", "to", "limit"]
+    );
+    assert!(
+        matches!(field(&payload("by-time-range"), "from"), Type::S64),
+        "timestamps are s64"
+    );
+    assert!(
+        matches!(field(&payload("by-time-range"), "limit"), Type::U32),
+        "a limit cannot be negative"
+    );
     assert_eq!(field_names(&payload("latest")), ["limit"]);
     assert_eq!(field_names(&payload("limit")), ["limit"]);
 }
@@ -142,26 +199,47 @@ fn io_r6_io_g3_io_g4_a_read_answers_records_or_a_typed_error_and_nothing_more() 
     // proves IO-R6, IO-G3, IO-G4, B5-S2, B5-S3
     let read = &io()["read"];
     let result = read.results().next().expect("a result");
-    let Type::Result(result) = result else { panic!("read returns a result") };
+    let Type::Result(result) = result else {
+        panic!("read returns a result")
+    };
     let ok = result.ok().expect("records");
     assert_eq!(field_names(&ok), ["records"]);
     let error = result.err().expect("a typed error");
     assert_eq!(
         case_names(&error),
-        ["selector-not-allowed", "limit-out-of-bounds", "invalid-range", "invalid-key", "invalid-request-id", "storage-unavailable"]
+        [
+            "selector-not-allowed",
+            "limit-out-of-bounds",
+            "invalid-range",
+            "invalid-key",
+            "invalid-request-id",
+            "storage-unavailable"
+        ]
     );
-    assert!(case(&error, "storage-unavailable").is_none(), "no storage detail crosses the IO");
-    let Type::List(list) = field(&ok, "records") else { panic!("a list") };
+    assert!(
+        case(&error, "storage-unavailable").is_none(),
+        "no storage detail crosses the IO"
+    );
+    let Type::List(list) = field(&ok, "records") else {
+        panic!("a list")
+    };
     let stored = list.ty();
     assert_eq!(case_names(&stored), ["fact", "event", "state"]);
     // Nothing derived at read time: each kind is its id, what was written,
     // and for a FACT the engine's transaction times.
     let fact = case(&stored, "fact").unwrap();
-    assert_eq!(field_names(&fact), ["id", "created-at", "superseded-at", "fact"]);
+    assert_eq!(
+        field_names(&fact),
+        ["id", "created-at", "superseded-at", "fact"]
+    );
     let event = case(&stored, "event").unwrap();
     assert_eq!(field_names(&event), ["id", "timestamp", "payload"]);
     let ingested = case(&field(&event, "payload"), "ingested").unwrap();
-    assert_eq!(field_names(&ingested), ["session-ref", "summary"], "keywords never leave the engine");
+    assert_eq!(
+        field_names(&ingested),
+        ["session-ref", "summary"],
+        "keywords never leave the engine"
+    );
     let state = case(&stored, "state").unwrap();
     assert_eq!(field_names(&state), ["id", "state"]);
     // As written, an ingested memory can hold nothing but the B-005 fields.
@@ -169,5 +247,8 @@ fn io_r6_io_g3_io_g4_a_read_answers_records_or_a_typed_error_and_nothing_more() 
     let event = case(&field(&request, "record"), "event").unwrap();
     assert_eq!(field_names(&event), ["timestamp", "payload"]);
     let ingested = case(&field(&event, "payload"), "ingested").unwrap();
-    assert_eq!(field_names(&ingested), ["session-ref", "summary", "keywords"]);
+    assert_eq!(
+        field_names(&ingested),
+        ["session-ref", "summary", "keywords"]
+    );
 }

@@ -17,16 +17,29 @@ fn io_r1_a_read_never_mixes_record_types() {
     for fx in fixtures() {
         let mut alice = fx.open("alice");
         let written = [
-            (RecordType::Fact, accept(&mut alice, "f", fact("user.diet", "x"))),
+            (
+                RecordType::Fact,
+                accept(&mut alice, "f", fact("user.diet", "x")),
+            ),
             (RecordType::Event, accept(&mut alice, "e", ingested(5, "x"))),
             (RecordType::State, accept(&mut alice, "s", state(5, "x"))),
         ];
         for (kind, id) in &written {
             for other in TYPES {
                 let found = records(&mut alice, other, by_id(id));
-                assert_eq!(found.len(), usize::from(other == *kind), "{}: {kind:?} id read as {other:?}", fx.name);
+                assert_eq!(
+                    found.len(),
+                    usize::from(other == *kind),
+                    "{}: {kind:?} id read as {other:?}",
+                    fx.name
+                );
             }
-            assert_eq!(ids(&records(&mut alice, *kind, limit(10))), [id.clone()], "{}", fx.name);
+            assert_eq!(
+                ids(&records(&mut alice, *kind, limit(10))),
+                std::slice::from_ref(id),
+                "{}",
+                fx.name
+            );
         }
     }
 }
@@ -37,19 +50,37 @@ fn io_r4_each_selector_applies_only_to_its_record_types() {
     for fx in fixtures() {
         let mut alice = fx.open("alice");
         for kind in [RecordType::Event, RecordType::State] {
-            assert_eq!(refused(&mut alice, kind, by_key("user.diet")), ReadError::SelectorNotAllowed, "ByKey on {kind:?}");
+            assert_eq!(
+                refused(&mut alice, kind, by_key("user.diet")),
+                ReadError::SelectorNotAllowed,
+                "ByKey on {kind:?}"
+            );
             records(&mut alice, kind, range(0, 10, 5));
             records(&mut alice, kind, latest(5));
         }
-        assert_eq!(refused(&mut alice, RecordType::Fact, range(0, 10, 5)), ReadError::SelectorNotAllowed);
-        assert_eq!(refused(&mut alice, RecordType::Fact, latest(5)), ReadError::SelectorNotAllowed);
+        assert_eq!(
+            refused(&mut alice, RecordType::Fact, range(0, 10, 5)),
+            ReadError::SelectorNotAllowed
+        );
+        assert_eq!(
+            refused(&mut alice, RecordType::Fact, latest(5)),
+            ReadError::SelectorNotAllowed
+        );
         records(&mut alice, RecordType::Fact, by_key("user.diet"));
         for kind in TYPES {
             records(&mut alice, kind, by_id("0000000000000001"));
             records(&mut alice, kind, limit(5));
         }
         let trail = fx.trail();
-        assert_eq!(trail.iter().filter(|e| e.outcome == Audited::Failed).count(), 4, "{}", fx.name);
+        assert_eq!(
+            trail
+                .iter()
+                .filter(|e| e.outcome == Audited::Failed)
+                .count(),
+            4,
+            "{}",
+            fx.name
+        );
     }
 }
 
@@ -59,12 +90,36 @@ fn io_r4_a_key_not_in_normalized_form_is_refused_never_rewritten() {
     for fx in fixtures() {
         let mut alice = fx.open("alice");
         accept(&mut alice, "f", fact("user.diet", "x"));
-        for key in ["User.Diet", "USER.DIET", "user diet", " user.diet", "user.diet ", "user..diet", "user/diet", ""] {
-            assert_eq!(refused(&mut alice, RecordType::Fact, by_key(key)), ReadError::InvalidKey, "{key:?}");
-            let write = alice.write(&request("alice", &format!("w{key}"), fact(key, "y"))).unwrap();
-            assert_eq!(write, WriteResult::Rejected, "{}: write with key {key:?}", fx.name);
+        for key in [
+            "User.Diet",
+            "USER.DIET",
+            "user diet",
+            " user.diet",
+            "user.diet ",
+            "user..diet",
+            "user/diet",
+            "",
+        ] {
+            assert_eq!(
+                refused(&mut alice, RecordType::Fact, by_key(key)),
+                ReadError::InvalidKey,
+                "{key:?}"
+            );
+            let write = alice
+                .write(&request("alice", &format!("w{key}"), fact(key, "y")))
+                .unwrap();
+            assert_eq!(
+                write,
+                WriteResult::Rejected,
+                "{}: write with key {key:?}",
+                fx.name
+            );
         }
-        assert_eq!(records(&mut alice, RecordType::Fact, limit(10)).len(), 1, "no rewritten key was stored");
+        assert_eq!(
+            records(&mut alice, RecordType::Fact, limit(10)).len(),
+            1,
+            "no rewritten key was stored"
+        );
     }
 }
 
@@ -78,13 +133,35 @@ fn io_r5_a_time_range_is_the_closed_window_it_names() {
             accept(&mut alice, &format!("s{ts}"), state(ts, "x"));
         }
         let times = |rs: Vec<StoredRecord>| rs.iter().map(timestamp_of).collect::<Vec<_>>();
-        assert_eq!(times(records(&mut alice, RecordType::Event, range(3, 6, 10))), [3, 4, 5, 6], "{}", fx.name);
-        assert_eq!(times(records(&mut alice, RecordType::State, range(3, 6, 10))), [6, 5, 4, 3], "{}", fx.name);
-        assert_eq!(times(records(&mut alice, RecordType::Event, range(4, 4, 10))), [4]);
-        assert_eq!(times(records(&mut alice, RecordType::Event, range(20, 30, 10))), Vec::<i64>::new());
+        assert_eq!(
+            times(records(&mut alice, RecordType::Event, range(3, 6, 10))),
+            [3, 4, 5, 6],
+            "{}",
+            fx.name
+        );
+        assert_eq!(
+            times(records(&mut alice, RecordType::State, range(3, 6, 10))),
+            [6, 5, 4, 3],
+            "{}",
+            fx.name
+        );
+        assert_eq!(
+            times(records(&mut alice, RecordType::Event, range(4, 4, 10))),
+            [4]
+        );
+        assert_eq!(
+            times(records(&mut alice, RecordType::Event, range(20, 30, 10))),
+            Vec::<i64>::new()
+        );
         // The limit truncates in the type's order.
-        assert_eq!(times(records(&mut alice, RecordType::Event, range(0, 9, 3))), [0, 1, 2]);
-        assert_eq!(times(records(&mut alice, RecordType::State, range(0, 9, 3))), [9, 8, 7]);
+        assert_eq!(
+            times(records(&mut alice, RecordType::Event, range(0, 9, 3))),
+            [0, 1, 2]
+        );
+        assert_eq!(
+            times(records(&mut alice, RecordType::State, range(0, 9, 3))),
+            [9, 8, 7]
+        );
     }
 }
 
@@ -94,7 +171,11 @@ fn io_r6_io_g2_a_read_may_return_nothing() {
     for fx in fixtures() {
         let mut alice = fx.open("alice");
         for kind in TYPES {
-            assert!(records(&mut alice, kind, limit(5)).is_empty(), "{}", fx.name);
+            assert!(
+                records(&mut alice, kind, limit(5)).is_empty(),
+                "{}",
+                fx.name
+            );
             assert!(records(&mut alice, kind, by_id("no-such-id")).is_empty());
         }
         assert!(records(&mut alice, RecordType::Fact, by_key("no.such.key")).is_empty());
@@ -118,11 +199,24 @@ fn io_r7_events_are_oldest_first_with_ties_in_write_order() {
         expected.sort_by_key(|(ts, _)| *ts); // stable: ties keep write order
         let expected: Vec<String> = expected.into_iter().map(|(_, id)| id).collect();
         for _ in 0..3 {
-            assert_eq!(ids(&records(&mut alice, RecordType::Event, limit(20))), expected, "{}", fx.name);
-            assert_eq!(ids(&records(&mut alice, RecordType::Event, range(0, 10, 20))), expected);
+            assert_eq!(
+                ids(&records(&mut alice, RecordType::Event, limit(20))),
+                expected,
+                "{}",
+                fx.name
+            );
+            assert_eq!(
+                ids(&records(&mut alice, RecordType::Event, range(0, 10, 20))),
+                expected
+            );
         }
         // Latest picks the newest and still answers oldest first.
-        assert_eq!(ids(&records(&mut alice, RecordType::Event, latest(3))), expected[4..].to_vec(), "{}", fx.name);
+        assert_eq!(
+            ids(&records(&mut alice, RecordType::Event, latest(3))),
+            expected[4..].to_vec(),
+            "{}",
+            fx.name
+        );
     }
 }
 
@@ -142,11 +236,25 @@ fn io_r7_states_are_newest_first_with_ties_latest_written_first() {
         expected.sort_by_key(|(ts, _)| std::cmp::Reverse(*ts));
         let expected: Vec<String> = expected.into_iter().map(|(_, id)| id).collect();
         for _ in 0..3 {
-            assert_eq!(ids(&records(&mut alice, RecordType::State, limit(20))), expected, "{}", fx.name);
-            assert_eq!(ids(&records(&mut alice, RecordType::State, latest(20))), expected);
-            assert_eq!(ids(&records(&mut alice, RecordType::State, range(0, 10, 20))), expected);
+            assert_eq!(
+                ids(&records(&mut alice, RecordType::State, limit(20))),
+                expected,
+                "{}",
+                fx.name
+            );
+            assert_eq!(
+                ids(&records(&mut alice, RecordType::State, latest(20))),
+                expected
+            );
+            assert_eq!(
+                ids(&records(&mut alice, RecordType::State, range(0, 10, 20))),
+                expected
+            );
         }
-        assert_eq!(ids(&records(&mut alice, RecordType::State, latest(2))), expected[..2].to_vec());
+        assert_eq!(
+            ids(&records(&mut alice, RecordType::State, latest(2))),
+            expected[..2].to_vec()
+        );
     }
 }
 
@@ -155,7 +263,15 @@ fn io_r7_facts_are_in_key_order() {
     // proves IO-R7
     for fx in fixtures() {
         let mut alice = fx.open("alice");
-        let keys = ["user.name", "a.b", "user.diet", "z", "user-x", "user_x", "user.diet.extra"];
+        let keys = [
+            "user.name",
+            "a.b",
+            "user.diet",
+            "z",
+            "user-x",
+            "user_x",
+            "user.diet.extra",
+        ];
         for (i, key) in keys.iter().enumerate() {
             accept(&mut alice, &format!("f{i}"), fact(key, "x"));
         }
@@ -177,15 +293,29 @@ fn io_t1_timestamps_are_signed_64_bit_and_order_as_numbers() {
     // proves IO-T1
     for fx in fixtures() {
         let mut alice = fx.open("alice");
-        let times = [i64::MAX, 0, -1, i64::MIN, 1, -1_000_000_000_000, 1_700_000_000_000];
+        let times = [
+            i64::MAX,
+            0,
+            -1,
+            i64::MIN,
+            1,
+            -1_000_000_000_000,
+            1_700_000_000_000,
+        ];
         for (i, ts) in times.iter().enumerate() {
             accept(&mut alice, &format!("e{i}"), ingested(*ts, "x"));
         }
         let mut sorted = times.to_vec();
         sorted.sort();
-        let read: Vec<i64> = records(&mut alice, RecordType::Event, range(i64::MIN, i64::MAX, 20)).iter().map(timestamp_of).collect();
+        let read: Vec<i64> = records(&mut alice, RecordType::Event, range(i64::MIN, i64::MAX, 20))
+            .iter()
+            .map(timestamp_of)
+            .collect();
         assert_eq!(read, sorted, "{}", fx.name);
-        let negative: Vec<i64> = records(&mut alice, RecordType::Event, range(i64::MIN, -1, 20)).iter().map(timestamp_of).collect();
+        let negative: Vec<i64> = records(&mut alice, RecordType::Event, range(i64::MIN, -1, 20))
+            .iter()
+            .map(timestamp_of)
+            .collect();
         assert_eq!(negative, [i64::MIN, -1_000_000_000_000, -1]);
     }
 }
@@ -197,11 +327,22 @@ fn io_g3_an_ingested_memory_is_read_back_without_derived_or_index_data() {
         let mut alice = fx.open("alice");
         let id = accept(&mut alice, "e", ingested(7, "Asked for a flight to Paris"));
         let back = records(&mut alice, RecordType::Event, by_id(&id));
-        let StoredRecord::Event(StoredEvent { id: got, timestamp, payload: StoredEventPayload::Ingested(view) }) = &back[0] else {
+        let StoredRecord::Event(StoredEvent {
+            id: got,
+            timestamp,
+            payload: StoredEventPayload::Ingested(view),
+        }) = &back[0]
+        else {
             panic!("an ingested memory comes back as one");
         };
         assert_eq!((got.as_str(), *timestamp), (id.as_str(), 7));
-        assert_eq!(view, &IngestedMemoryView { session_ref: "session-1".into(), summary: "Asked for a flight to Paris".into() });
+        assert_eq!(
+            view,
+            &IngestedMemoryView {
+                session_ref: "session-1".into(),
+                summary: "Asked for a flight to Paris".into()
+            }
+        );
     }
 }
 
@@ -219,17 +360,33 @@ fn io_g4_a_storage_fault_is_a_typed_error_that_exposes_no_detail() {
             (RecordType::Event, latest(5)),
             (RecordType::State, range(0, 1, 5)),
         ] {
-            assert_eq!(refused(&mut alice, kind, selector), ReadError::StorageUnavailable, "{}", fx.name);
+            assert_eq!(
+                refused(&mut alice, kind, selector),
+                ReadError::StorageUnavailable,
+                "{}",
+                fx.name
+            );
         }
         faulty.fail_reads.store(false, Ordering::SeqCst);
         faulty.fail_commits.store(true, Ordering::SeqCst);
         let before = fx.dump();
-        let answer = alice.write(&request("alice", "w", ingested(1, "x"))).unwrap();
+        let answer = alice
+            .write(&request("alice", "w", ingested(1, "x")))
+            .unwrap();
         assert_eq!(answer, WriteResult::Rejected, "{}", fx.name);
         assert_eq!(fx.dump(), before, "a failed commit stores nothing");
         // The detail is kept where operators look, never in the answer.
         let trail = fx.trail();
-        assert!(trail.iter().filter(|e| e.reason.as_deref().is_some_and(|r| r.contains(FAULT_DETAIL))).count() >= 5);
+        assert!(
+            trail
+                .iter()
+                .filter(|e| e
+                    .reason
+                    .as_deref()
+                    .is_some_and(|r| r.contains(FAULT_DETAIL)))
+                .count()
+                >= 5
+        );
         faulty.fail_commits.store(false, Ordering::SeqCst);
         accept(&mut alice, "w", ingested(1, "x"));
     }
@@ -245,11 +402,27 @@ fn io_g6_every_out_of_bounds_read_is_a_typed_error_that_touches_nothing() {
         faulty.reset_counts();
         let over = CEILING + 1;
         let mut cases = vec![
-            (RecordType::Event, range(0, 10, 0), ReadError::LimitOutOfBounds(CEILING)),
-            (RecordType::Event, range(0, 10, over), ReadError::LimitOutOfBounds(CEILING)),
-            (RecordType::State, range(0, 10, u32::MAX), ReadError::LimitOutOfBounds(CEILING)),
+            (
+                RecordType::Event,
+                range(0, 10, 0),
+                ReadError::LimitOutOfBounds(CEILING),
+            ),
+            (
+                RecordType::Event,
+                range(0, 10, over),
+                ReadError::LimitOutOfBounds(CEILING),
+            ),
+            (
+                RecordType::State,
+                range(0, 10, u32::MAX),
+                ReadError::LimitOutOfBounds(CEILING),
+            ),
             (RecordType::Event, range(10, 0, 5), ReadError::InvalidRange),
-            (RecordType::State, range(i64::MAX, i64::MIN, 5), ReadError::InvalidRange),
+            (
+                RecordType::State,
+                range(i64::MAX, i64::MIN, 5),
+                ReadError::InvalidRange,
+            ),
         ];
         for kind in [RecordType::Event, RecordType::State] {
             cases.push((kind, latest(0), ReadError::LimitOutOfBounds(CEILING)));
@@ -260,9 +433,19 @@ fn io_g6_every_out_of_bounds_read_is_a_typed_error_that_touches_nothing() {
             cases.push((kind, limit(over), ReadError::LimitOutOfBounds(CEILING)));
         }
         for (kind, selector, error) in cases {
-            assert_eq!(refused(&mut alice, kind, selector.clone()), error, "{}: {kind:?} {selector:?}", fx.name);
+            assert_eq!(
+                refused(&mut alice, kind, selector.clone()),
+                error,
+                "{}: {kind:?} {selector:?}",
+                fx.name
+            );
         }
-        assert_eq!(faulty.gets.load(Ordering::SeqCst) + faulty.scanned.load(Ordering::SeqCst), 0, "{}: refused reads touch no storage", fx.name);
+        assert_eq!(
+            faulty.gets.load(Ordering::SeqCst) + faulty.scanned.load(Ordering::SeqCst),
+            0,
+            "{}: refused reads touch no storage",
+            fx.name
+        );
         // The ceiling itself is allowed.
         records(&mut alice, RecordType::Event, limit(CEILING));
         records(&mut alice, RecordType::Event, range(10, 10, CEILING));
@@ -278,7 +461,11 @@ fn io_g6_a_read_touches_at_most_its_limit_of_entries() {
         for i in 0..120 {
             accept(&mut alice, &format!("e{i}"), ingested(i, "x"));
             accept(&mut alice, &format!("s{i}"), state(i, "x"));
-            accept(&mut alice, &format!("f{i}"), fact(&format!("key.k{i:03}"), "x"));
+            accept(
+                &mut alice,
+                &format!("f{i}"),
+                fact(&format!("key.k{i:03}"), "x"),
+            );
         }
         for n in [1u32, 7, CEILING] {
             for (kind, selector) in [
@@ -295,7 +482,10 @@ fn io_g6_a_read_touches_at_most_its_limit_of_entries() {
                 assert_eq!(got.len(), n as usize, "{}: {kind:?} {selector:?}", fx.name);
                 assert!(faulty.largest_scan_limit.load(Ordering::SeqCst) <= u64::from(n));
                 assert!(faulty.scanned.load(Ordering::SeqCst) <= u64::from(n));
-                assert!(faulty.gets.load(Ordering::SeqCst) <= u64::from(n), "one get per record returned");
+                assert!(
+                    faulty.gets.load(Ordering::SeqCst) <= u64::from(n),
+                    "one get per record returned"
+                );
             }
         }
     }

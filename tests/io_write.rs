@@ -3,10 +3,10 @@
 
 mod support;
 
+use engram::Mode;
 use engram::audit::Outcome as Audited;
 use engram::io::WriteResult;
 use engram::types::*;
-use engram::Mode;
 use support::*;
 
 fn every_kind_of_record() -> Vec<MemoryRecord> {
@@ -90,7 +90,12 @@ fn io_w1_every_record_kind_is_accepted_and_read_back_as_written() {
             let back = records(&mut alice, record_type(&record), by_id(&id));
             assert_eq!(back.len(), 1, "{}", fx.name);
             assert_eq!(id_of(&back[0]), id);
-            assert_eq!(written_part(&back[0]), record, "{}: stored exactly as written", fx.name);
+            assert_eq!(
+                written_part(&back[0]),
+                record,
+                "{}: stored exactly as written",
+                fx.name
+            );
         }
     }
 }
@@ -105,7 +110,10 @@ fn invalid_records() -> Vec<(&'static str, MemoryRecord)> {
     let mut empty = semantic("");
     empty.context = "dining".into();
     let semantic_fact = |m: SemanticMemory| {
-        MemoryRecord::Fact(Fact { key: "user.diet".into(), payload: FactPayload::Semantic(m) })
+        MemoryRecord::Fact(Fact {
+            key: "user.diet".into(),
+            payload: FactPayload::Semantic(m),
+        })
     };
     let entity = |properties: &str| {
         MemoryRecord::Fact(Fact {
@@ -129,7 +137,11 @@ fn invalid_records() -> Vec<(&'static str, MemoryRecord)> {
         r.relationship_type = "knows someone".into();
     }
     let mut no_keyword = ingested(1, "summary");
-    if let MemoryRecord::Event(Event { payload: EventPayload::Ingested(m), .. }) = &mut no_keyword {
+    if let MemoryRecord::Event(Event {
+        payload: EventPayload::Ingested(m),
+        ..
+    }) = &mut no_keyword
+    {
         m.keywords.push(String::new());
     }
     vec![
@@ -141,7 +153,10 @@ fn invalid_records() -> Vec<(&'static str, MemoryRecord)> {
         ("empty content", semantic_fact(empty)),
         ("properties not an object", entity("[1,2]")),
         ("properties not JSON", entity("{not json")),
-        ("relationship type not normalized", MemoryRecord::Fact(relationship)),
+        (
+            "relationship type not normalized",
+            MemoryRecord::Fact(relationship),
+        ),
         ("empty summary", ingested(1, "")),
         ("empty keyword", no_keyword),
         ("empty subject", state(1, "")),
@@ -155,12 +170,17 @@ fn io_w1_invalid_records_are_rejected_and_store_nothing() {
         let mut alice = fx.open("alice");
         for (i, (why, record)) in invalid_records().into_iter().enumerate() {
             let before = fx.dump();
-            let answer = alice.write(&request("alice", &format!("bad{i}"), record)).expect("the call succeeds");
+            let answer = alice
+                .write(&request("alice", &format!("bad{i}"), record))
+                .expect("the call succeeds");
             assert_eq!(answer, WriteResult::Rejected, "{}: {why}", fx.name);
             assert_eq!(fx.dump(), before, "{}: {why} stored something", fx.name);
             let last = fx.trail().pop().expect("an audit entry");
             assert_eq!(last.outcome, Audited::Rejected, "{why}");
-            assert!(last.reason.is_some_and(|r| r.starts_with("invalid record")), "{why}");
+            assert!(
+                last.reason.is_some_and(|r| r.starts_with("invalid record")),
+                "{why}"
+            );
         }
     }
 }
@@ -180,7 +200,9 @@ fn io_w2_a_replayed_request_returns_the_same_id_and_stores_nothing_new() {
             }
             assert_eq!(fx.dump(), stored, "{}: a replay stores nothing", fx.name);
             let trail = fx.trail();
-            let replays = trail.iter().filter(|e| e.request_id == request_id && e.outcome == Audited::Replayed);
+            let replays = trail
+                .iter()
+                .filter(|e| e.request_id == request_id && e.outcome == Audited::Replayed);
             assert_eq!(replays.count(), 3);
         }
     }
@@ -191,17 +213,34 @@ fn io_w2_a_request_id_reused_for_another_write_is_rejected() {
     // proves IO-W2
     for fx in fixtures() {
         let mut alice = fx.open("alice");
-        accept(&mut alice, "once", fact("user.diet", "Prefers vegetarian food"));
+        accept(
+            &mut alice,
+            "once",
+            fact("user.diet", "Prefers vegetarian food"),
+        );
         let stored = fx.dump();
-        let mut other_actor = request("alice", "once", fact("user.diet", "Prefers vegetarian food"));
+        let mut other_actor = request(
+            "alice",
+            "once",
+            fact("user.diet", "Prefers vegetarian food"),
+        );
         other_actor.source.actor = SourceActor::External;
         for reuse in [
             request("alice", "once", fact("user.diet", "Prefers vegan food")),
-            request("alice", "once", fact("user.home", "Prefers vegetarian food")),
+            request(
+                "alice",
+                "once",
+                fact("user.home", "Prefers vegetarian food"),
+            ),
             request("alice", "once", ingested(1, "Prefers vegetarian food")),
             other_actor,
         ] {
-            assert_eq!(alice.write(&reuse).unwrap(), WriteResult::Rejected, "{}", fx.name);
+            assert_eq!(
+                alice.write(&reuse).unwrap(),
+                WriteResult::Rejected,
+                "{}",
+                fx.name
+            );
         }
         assert_eq!(fx.dump(), stored, "{}", fx.name);
     }
@@ -210,19 +249,33 @@ fn io_w2_a_request_id_reused_for_another_write_is_rejected() {
 #[test]
 fn io_w2_request_ids_are_kept_as_given_and_never_interpreted() {
     // proves IO-W2
-    let odd = ["r-1", "R-1", " spaced id ", "ключ/\u{0}/\u{ff}", "I", "Mseq", "K.user.diet"];
+    let odd = [
+        "r-1",
+        "R-1",
+        " spaced id ",
+        "ключ/\u{0}/\u{ff}",
+        "I",
+        "Mseq",
+        "K.user.diet",
+    ];
     for fx in fixtures() {
         let mut alice = fx.open("alice");
         let mut seen = Vec::new();
         for (i, request_id) in odd.iter().enumerate() {
             let id = accept(&mut alice, request_id, ingested(i as i64, "summary"));
-            assert!(!seen.contains(&id), "{}: {request_id:?} collided with another request", fx.name);
+            assert!(
+                !seen.contains(&id),
+                "{}: {request_id:?} collided with another request",
+                fx.name
+            );
             seen.push(id);
         }
         let trail = fx.trail();
         let logged: Vec<&str> = trail.iter().map(|e| e.request_id.as_str()).collect();
         assert_eq!(logged, odd, "{}: the trail keeps each id as given", fx.name);
-        let answer = alice.write(&request("alice", "", ingested(1, "summary"))).unwrap();
+        let answer = alice
+            .write(&request("alice", "", ingested(1, "summary")))
+            .unwrap();
         assert_eq!(answer, WriteResult::Rejected, "an empty request id");
     }
 }
@@ -243,11 +296,24 @@ fn io_w2_concurrent_hosts_sending_one_request_store_one_record() {
                     .collect();
                 handles.into_iter().map(|h| h.join().unwrap()).collect()
             });
-            assert!(matches!(answers[0], WriteResult::Accepted(_)), "{}", fx.name);
-            assert_eq!(answers[0], answers[1], "{}: both hosts name one record", fx.name);
+            assert!(
+                matches!(answers[0], WriteResult::Accepted(_)),
+                "{}",
+                fx.name
+            );
+            assert_eq!(
+                answers[0], answers[1],
+                "{}: both hosts name one record",
+                fx.name
+            );
         }
         let mut alice = fx.open("alice");
-        assert_eq!(records(&mut alice, RecordType::Event, limit(CEILING)).len(), 10, "{}", fx.name);
+        assert_eq!(
+            records(&mut alice, RecordType::Event, limit(CEILING)).len(),
+            10,
+            "{}",
+            fx.name
+        );
     }
 }
 
@@ -261,19 +327,27 @@ fn io_w2_concurrent_writers_never_share_an_id() {
                     let mut host = fx.open("alice");
                     scope.spawn(move || {
                         (0..10)
-                            .map(|i| accept(&mut host, &format!("w{writer}-{i}"), ingested(i, "summary")))
+                            .map(|i| {
+                                accept(&mut host, &format!("w{writer}-{i}"), ingested(i, "summary"))
+                            })
                             .collect::<Vec<_>>()
                     })
                 })
                 .collect();
-            handles.into_iter().flat_map(|h| h.join().unwrap()).collect()
+            handles
+                .into_iter()
+                .flat_map(|h| h.join().unwrap())
+                .collect()
         });
         let mut unique = ids.clone();
         unique.sort();
         unique.dedup();
         assert_eq!(unique.len(), 40, "{}: {ids:?}", fx.name);
         let mut alice = fx.open("alice");
-        assert_eq!(records(&mut alice, RecordType::Event, limit(CEILING)).len(), 40);
+        assert_eq!(
+            records(&mut alice, RecordType::Event, limit(CEILING)).len(),
+            40
+        );
     }
 }
 
@@ -282,18 +356,40 @@ fn io_w5_the_actor_never_changes_an_outcome() {
     // proves IO-W5, IO-W4: actor is traced, never decided on
     for fx in fixtures() {
         let mut alice = fx.open("alice");
-        for (i, actor) in [SourceActor::System, SourceActor::User, SourceActor::External].into_iter().enumerate() {
+        for (i, actor) in [
+            SourceActor::System,
+            SourceActor::User,
+            SourceActor::External,
+        ]
+        .into_iter()
+        .enumerate()
+        {
             let mut ok = request("alice", &format!("a{i}"), ingested(i as i64, "summary"));
             ok.source.actor = actor;
-            assert!(matches!(alice.write(&ok).unwrap(), WriteResult::Accepted(_)), "{actor:?}");
+            assert!(
+                matches!(alice.write(&ok).unwrap(), WriteResult::Accepted(_)),
+                "{actor:?}"
+            );
             let mut refused = request("alice", &format!("m{i}"), ingested(i as i64, "summary"));
             refused.source.actor = actor;
             refused.source.component = SourceComponent::Maintenance;
-            assert_eq!(alice.write(&refused).unwrap(), WriteResult::Rejected, "{actor:?}");
+            assert_eq!(
+                alice.write(&refused).unwrap(),
+                WriteResult::Rejected,
+                "{actor:?}"
+            );
         }
         let trail = fx.trail();
-        let actors: Vec<_> = trail.iter().filter_map(|e| e.source.as_ref().map(|s| s.actor)).collect();
-        assert_eq!(actors.len(), 6, "{}: every write's actor is in the trail", fx.name);
+        let actors: Vec<_> = trail
+            .iter()
+            .filter_map(|e| e.source.as_ref().map(|s| s.actor))
+            .collect();
+        assert_eq!(
+            actors.len(),
+            6,
+            "{}: every write's actor is in the trail",
+            fx.name
+        );
     }
 }
 
@@ -305,17 +401,33 @@ fn io_w7_maintenance_writes_are_rejected_online() {
         let before = fx.dump();
         let mut maintenance = request("alice", "m1", fact("user.diet", "x"));
         maintenance.source.component = SourceComponent::Maintenance;
-        assert_eq!(alice.write(&maintenance).unwrap(), WriteResult::Rejected, "{}", fx.name);
+        assert_eq!(
+            alice.write(&maintenance).unwrap(),
+            WriteResult::Rejected,
+            "{}",
+            fx.name
+        );
         assert_eq!(fx.dump(), before);
         let reason = fx.trail().pop().unwrap().reason.unwrap();
         assert!(reason.contains("IO-W7"), "{reason}");
         // The same request is accepted once the host opens the domain for
         // maintenance, where cognition may not write.
         let mut offline = fx.open_in("alice", Mode::Maintenance);
-        assert!(matches!(offline.write(&maintenance).unwrap(), WriteResult::Accepted(_)), "{}", fx.name);
+        assert!(
+            matches!(
+                offline.write(&maintenance).unwrap(),
+                WriteResult::Accepted(_)
+            ),
+            "{}",
+            fx.name
+        );
         let cognition = request("alice", "c1", fact("user.diet", "y"));
         assert_eq!(offline.write(&cognition).unwrap(), WriteResult::Rejected);
-        assert_eq!(records(&mut offline, RecordType::Fact, by_key("user.diet")).len(), 1, "reads still work");
+        assert_eq!(
+            records(&mut offline, RecordType::Fact, by_key("user.diet")).len(),
+            1,
+            "reads still work"
+        );
     }
 }
 
@@ -324,10 +436,16 @@ fn io_w8_the_answer_is_binary_and_the_reason_stays_in_the_audit_trail() {
     // proves IO-W8, IO-G1
     for fx in fixtures() {
         let mut alice = fx.open("alice");
-        let accepted = alice.write(&request("alice", "ok", fact("user.diet", "x"))).unwrap();
-        let WriteResult::Accepted(id) = accepted else { panic!("{}: accepted", fx.name) };
+        let accepted = alice
+            .write(&request("alice", "ok", fact("user.diet", "x")))
+            .unwrap();
+        let WriteResult::Accepted(id) = accepted else {
+            panic!("{}: accepted", fx.name)
+        };
         assert!(!id.is_empty());
-        let rejected = alice.write(&request("alice", "bad", fact("Not A Key", "x"))).unwrap();
+        let rejected = alice
+            .write(&request("alice", "bad", fact("Not A Key", "x")))
+            .unwrap();
         // REJECTED carries nothing: the variant has no payload to put a
         // reason in, and the call is not an error.
         assert_eq!(rejected, WriteResult::Rejected);
@@ -335,8 +453,17 @@ fn io_w8_the_answer_is_binary_and_the_reason_stays_in_the_audit_trail() {
         assert_eq!(trail[0].outcome, Audited::Accepted);
         assert_eq!(trail[0].stored_id.as_deref(), Some(id.as_str()));
         assert_eq!(trail[1].outcome, Audited::Rejected);
-        assert!(trail[1].stored_id.is_none(), "no stored id without ACCEPTED");
-        assert!(trail[1].reason.as_deref().unwrap().contains("\"Not A Key\""));
+        assert!(
+            trail[1].stored_id.is_none(),
+            "no stored id without ACCEPTED"
+        );
+        assert!(
+            trail[1]
+                .reason
+                .as_deref()
+                .unwrap()
+                .contains("\"Not A Key\"")
+        );
     }
 }
 
@@ -346,10 +473,20 @@ fn io_g1_a_rejection_leaves_the_domain_usable() {
     for fx in fixtures() {
         let mut alice = fx.open("alice");
         for i in 0..5 {
-            assert_eq!(alice.write(&request("alice", &format!("bad{i}"), fact("", "x"))).unwrap(), WriteResult::Rejected);
+            assert_eq!(
+                alice
+                    .write(&request("alice", &format!("bad{i}"), fact("", "x")))
+                    .unwrap(),
+                WriteResult::Rejected
+            );
         }
         accept(&mut alice, "good", fact("user.diet", "x"));
-        assert_eq!(records(&mut alice, RecordType::Fact, by_key("user.diet")).len(), 1, "{}", fx.name);
+        assert_eq!(
+            records(&mut alice, RecordType::Fact, by_key("user.diet")).len(),
+            1,
+            "{}",
+            fx.name
+        );
     }
 }
 
@@ -362,11 +499,26 @@ fn io_r4_writing_a_key_again_supersedes_and_keeps_the_old_version() {
         let new = accept(&mut alice, "v2", fact("user.diet", "Vegan"));
         assert_ne!(old, new);
         let current = records(&mut alice, RecordType::Fact, by_key("user.diet"));
-        assert_eq!(ids(&current), [new.clone()], "{}", fx.name);
-        let StoredRecord::Fact(previous) = &records(&mut alice, RecordType::Fact, by_id(&old))[0] else { panic!() };
-        assert!(previous.superseded_at.is_some_and(|t| t >= previous.created_at), "{}: closed", fx.name);
-        let StoredRecord::Fact(now) = &current[0] else { panic!() };
+        assert_eq!(ids(&current), std::slice::from_ref(&new), "{}", fx.name);
+        let StoredRecord::Fact(previous) = &records(&mut alice, RecordType::Fact, by_id(&old))[0]
+        else {
+            panic!()
+        };
+        assert!(
+            previous
+                .superseded_at
+                .is_some_and(|t| t >= previous.created_at),
+            "{}: closed",
+            fx.name
+        );
+        let StoredRecord::Fact(now) = &current[0] else {
+            panic!()
+        };
         assert_eq!(now.superseded_at, None);
-        assert_eq!(ids(&records(&mut alice, RecordType::Fact, limit(10))), [new], "Limit lists current versions");
+        assert_eq!(
+            ids(&records(&mut alice, RecordType::Fact, limit(10))),
+            [new],
+            "Limit lists current versions"
+        );
     }
 }

@@ -59,9 +59,19 @@ fn io_w6_agents_whose_ids_share_a_prefix_never_see_each_other() {
         for agent in agents {
             let mut domain = fx.open(agent);
             let seen = everything(&mut domain);
-            assert_eq!(seen.len(), 3, "{}: {agent:?} sees exactly its own records", fx.name);
+            assert_eq!(
+                seen.len(),
+                3,
+                "{}: {agent:?} sees exactly its own records",
+                fx.name
+            );
             for record in &seen {
-                assert_eq!(summary_of(record), agent, "{}: {agent:?} saw another agent's record", fx.name);
+                assert_eq!(
+                    summary_of(record),
+                    agent,
+                    "{}: {agent:?} saw another agent's record",
+                    fx.name
+                );
             }
             // The same id and key name different records in each domain.
             let by_key = records(&mut domain, RecordType::Fact, by_key("user.diet"));
@@ -79,15 +89,31 @@ fn io_w6_a_write_for_another_agent_is_rejected() {
         let mut foo = fx.open("foo");
         let before = fx.dump();
         for claimed in ["foobar", "fo", "FOO", "foo ", ""] {
-            let answer = foo.write(&request(claimed, &format!("r-{claimed}"), fact("user.diet", "x"))).unwrap();
-            assert_eq!(answer, WriteResult::Rejected, "{}: a write claiming {claimed:?} in foo's domain", fx.name);
+            let answer = foo
+                .write(&request(
+                    claimed,
+                    &format!("r-{claimed}"),
+                    fact("user.diet", "x"),
+                ))
+                .unwrap();
+            assert_eq!(
+                answer,
+                WriteResult::Rejected,
+                "{}: a write claiming {claimed:?} in foo's domain",
+                fx.name
+            );
         }
         assert_eq!(fx.dump(), before, "{}", fx.name);
         assert!(everything(&mut fx.open("foobar")).is_empty());
         let trail = fx.trail();
-        let rejected = trail.iter().filter(|e| e.operation == engram::audit::Operation::Write);
+        let rejected = trail
+            .iter()
+            .filter(|e| e.operation == engram::audit::Operation::Write);
         for entry in rejected {
-            assert!(entry.reason.as_deref().is_some_and(|r| r.contains("IO-W6")), "{entry:?}");
+            assert!(
+                entry.reason.as_deref().is_some_and(|r| r.contains("IO-W6")),
+                "{entry:?}"
+            );
         }
     }
 }
@@ -100,8 +126,16 @@ fn io_w6_idempotency_is_per_domain() {
         let mut foobar = fx.open("foobar");
         let a = accept(&mut foo, "shared-id", ingested(1, "foo"));
         let b = accept(&mut foobar, "shared-id", ingested(1, "foobar"));
-        assert_eq!(ids(&records(&mut foo, RecordType::Event, by_id(&a))).len(), 1);
-        assert_eq!(summary_of(&records(&mut foobar, RecordType::Event, by_id(&b))[0]), "foobar", "{}", fx.name);
+        assert_eq!(
+            ids(&records(&mut foo, RecordType::Event, by_id(&a))).len(),
+            1
+        );
+        assert_eq!(
+            summary_of(&records(&mut foobar, RecordType::Event, by_id(&b))[0]),
+            "foobar",
+            "{}",
+            fx.name
+        );
     }
 }
 
@@ -111,7 +145,12 @@ fn io_w6_an_agent_id_must_name_one_domain() {
     let fx = Fixture::memory();
     let long = "a".repeat(engram::MAX_AGENT_ID_LEN + 1);
     for bad in ["", long.as_str()] {
-        let opened = engram().open(bad, engram::Mode::Online, fx.backend.clone(), fx.audit.clone());
+        let opened = engram().open(
+            bad,
+            engram::Mode::Online,
+            fx.backend.clone(),
+            fx.audit.clone(),
+        );
         assert!(opened.is_err(), "{} bytes", bad.len());
     }
 }

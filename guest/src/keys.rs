@@ -108,7 +108,10 @@ mod tests {
     fn timestamps_order_bytewise_as_numbers() {
         let values = [i64::MIN, -1_000, -1, 0, 1, 1_000, i64::MAX];
         for pair in values.windows(2) {
-            assert!(encode_timestamp(pair[0]) < encode_timestamp(pair[1]), "{pair:?}");
+            assert!(
+                encode_timestamp(pair[0]) < encode_timestamp(pair[1]),
+                "{pair:?}"
+            );
         }
     }
 

@@ -23,8 +23,8 @@ use exports::engram::memory::io::{
 };
 use serde::{Deserialize, Serialize};
 use types::{
-    Event, EventPayload, IngestedMemoryView, MemoryRecord, RecordType, SourceActor, SourceComponent,
-    StoredEvent, StoredEventPayload, StoredFact, StoredRecord, StoredState,
+    Event, EventPayload, IngestedMemoryView, MemoryRecord, RecordType, SourceActor,
+    SourceComponent, StoredEvent, StoredEventPayload, StoredFact, StoredRecord, StoredState,
 };
 
 /// How often a write is retried when another writer changed the domain
@@ -43,9 +43,7 @@ impl Guest for Engine {
         let answer = write(&request);
         let (result, outcome) = match answer {
             Ok(Written::New(id)) => (WriteResult::Accepted(id.clone()), Outcome::Accepted(id)),
-            Ok(Written::Replayed(id)) => {
-                (WriteResult::Accepted(id.clone()), Outcome::Replayed(id))
-            }
+            Ok(Written::Replayed(id)) => (WriteResult::Accepted(id.clone()), Outcome::Replayed(id)),
             Err(reason) => (WriteResult::Rejected, Outcome::Rejected(reason)),
         };
         audit::append(&audit::Entry {
@@ -114,10 +112,14 @@ fn write(request: &WriteRequest) -> Result<Written, String> {
         (Mode::Online, SourceComponent::Cognition)
         | (Mode::Maintenance, SourceComponent::Maintenance) => {}
         (Mode::Online, SourceComponent::Maintenance) => {
-            return Err("MAINTENANCE may write only while the domain is in maintenance mode (IO-W7)".into());
+            return Err(
+                "MAINTENANCE may write only while the domain is in maintenance mode (IO-W7)".into(),
+            );
         }
         (Mode::Maintenance, SourceComponent::Cognition) => {
-            return Err("COGNITION may not write while the domain is in maintenance mode (IO-W7)".into());
+            return Err(
+                "COGNITION may not write while the domain is in maintenance mode (IO-W7)".into(),
+            );
         }
     }
     validate::record(&request.record).map_err(|why| format!("invalid record: {why}"))?;
@@ -150,7 +152,10 @@ fn try_write(request: &WriteRequest) -> Result<Option<Written>, String> {
     let mut preconditions = vec![
         Precondition::Absent(idempotency_key.clone()),
         match seq_value {
-            Some(value) => Precondition::Holds(Entry { key: keys::SEQ.to_vec(), value }),
+            Some(value) => Precondition::Holds(Entry {
+                key: keys::SEQ.to_vec(),
+                value,
+            }),
             None => Precondition::Absent(keys::SEQ.to_vec()),
         },
     ];
@@ -181,21 +186,44 @@ fn try_write(request: &WriteRequest) -> Result<Option<Written>, String> {
                         _ => return Err("a fact-key index entry points nowhere".into()),
                     };
                     previous.superseded_at = Some(now);
-                    ops.push(put(keys::record(&current_id), encode(&Stored::Fact(previous))));
-                    preconditions.push(Precondition::Holds(Entry { key: key_entry.clone(), value: current }));
+                    ops.push(put(
+                        keys::record(&current_id),
+                        encode(&Stored::Fact(previous)),
+                    ));
+                    preconditions.push(Precondition::Holds(Entry {
+                        key: key_entry.clone(),
+                        value: current,
+                    }));
                 }
                 None => preconditions.push(Precondition::Absent(key_entry.clone())),
             }
             ops.push(put(key_entry, id.as_bytes().to_vec()));
-            Stored::Fact(StoredFact { id: id.clone(), created_at: now, superseded_at: None, fact })
+            Stored::Fact(StoredFact {
+                id: id.clone(),
+                created_at: now,
+                superseded_at: None,
+                fact,
+            })
         }
         MemoryRecord::Event(event) => {
-            ops.push(put(keys::time(keys::EVENT, event.timestamp, seq), id.as_bytes().to_vec()));
-            Stored::Event { id: id.clone(), event }
+            ops.push(put(
+                keys::time(keys::EVENT, event.timestamp, seq),
+                id.as_bytes().to_vec(),
+            ));
+            Stored::Event {
+                id: id.clone(),
+                event,
+            }
         }
         MemoryRecord::State(state) => {
-            ops.push(put(keys::time(keys::STATE, state.timestamp, seq), id.as_bytes().to_vec()));
-            Stored::State(StoredState { id: id.clone(), state })
+            ops.push(put(
+                keys::time(keys::STATE, state.timestamp, seq),
+                id.as_bytes().to_vec(),
+            ));
+            Stored::State(StoredState {
+                id: id.clone(),
+                state,
+            })
         }
     };
     ops.push(put(keys::record(&id), encode(&stored)));
@@ -221,7 +249,11 @@ fn replay(request: &WriteRequest, entry: Idempotency) -> Result<Written, String>
         (None, _) => return Err("an idempotency entry points nowhere".into()),
         _ => false,
     };
-    if same { Ok(Written::Replayed(entry.stored_id)) } else { reused() }
+    if same {
+        Ok(Written::Replayed(entry.stored_id))
+    } else {
+        reused()
+    }
 }
 
 /// A refused read: the typed error for the caller and the reason for the
@@ -233,7 +265,10 @@ struct Refused {
 
 impl Refused {
     fn new(error: ReadError, reason: impl Into<String>) -> Self {
-        Refused { error, reason: reason.into() }
+        Refused {
+            error,
+            reason: reason.into(),
+        }
     }
 }
 
@@ -246,7 +281,10 @@ impl From<String> for Refused {
 
 fn read(request: &ReadRequest) -> Result<Vec<StoredRecord>, Refused> {
     if request.request_id.is_empty() {
-        return Err(Refused::new(ReadError::InvalidRequestId, "request_id is empty"));
+        return Err(Refused::new(
+            ReadError::InvalidRequestId,
+            "request_id is empty",
+        ));
     }
     let kind = request.record_type;
     let time_kind = match kind {
@@ -267,7 +305,10 @@ fn read(request: &ReadRequest) -> Result<Vec<StoredRecord>, Refused> {
             .collect()),
         (ReadSelector::ByKey(by), None) => {
             if !validate::is_normalized_fact_key(&by.key) {
-                return Err(Refused::new(ReadError::InvalidKey, format!("key {:?} is not a normalized fact key", by.key)));
+                return Err(Refused::new(
+                    ReadError::InvalidKey,
+                    format!("key {:?} is not a normalized fact key", by.key),
+                ));
             }
             match get(&keys::fact_key(&by.key))? {
                 Some(id) => Ok(load(&id_text(id)?)?.map(Stored::view).into_iter().collect()),
@@ -275,9 +316,9 @@ fn read(request: &ReadRequest) -> Result<Vec<StoredRecord>, Refused> {
             }
         }
         (ReadSelector::ByKey(_), Some(_)) => Err(not_allowed("by-key reads FACT only")),
-        (ReadSelector::ByTimeRange(_) | ReadSelector::Latest(_), None) => {
-            Err(not_allowed("by-time-range and latest read EVENT and STATE only"))
-        }
+        (ReadSelector::ByTimeRange(_) | ReadSelector::Latest(_), None) => Err(not_allowed(
+            "by-time-range and latest read EVENT and STATE only",
+        )),
         (ReadSelector::ByTimeRange(range), Some(time_kind)) => {
             let limit = bounded(range.limit)?;
             if range.from > range.to {
@@ -349,10 +390,12 @@ impl Stored {
                 id,
                 timestamp: event.timestamp,
                 payload: match event.payload {
-                    EventPayload::Ingested(memory) => StoredEventPayload::Ingested(IngestedMemoryView {
-                        session_ref: memory.session_ref,
-                        summary: memory.summary,
-                    }),
+                    EventPayload::Ingested(memory) => {
+                        StoredEventPayload::Ingested(IngestedMemoryView {
+                            session_ref: memory.session_ref,
+                            summary: memory.summary,
+                        })
+                    }
                     EventPayload::Episode(episode) => StoredEventPayload::Episode(episode),
                 },
             }),
@@ -361,7 +404,12 @@ impl Stored {
 }
 
 /// Loads the records an index range points at, at most `limit` of them.
-fn load_indexed(start: &[u8], end: &[u8], limit: u32, order: Direction) -> Result<Vec<StoredRecord>, Refused> {
+fn load_indexed(
+    start: &[u8],
+    end: &[u8],
+    limit: u32,
+    order: Direction,
+) -> Result<Vec<StoredRecord>, Refused> {
     let entries = persistence::scan(start, end, limit, order).map_err(storage)?;
     let mut records = Vec::with_capacity(entries.len());
     for entry in entries.into_iter().take(limit as usize) {
@@ -379,7 +427,9 @@ fn id_text(bytes: Vec<u8>) -> Result<String, String> {
 }
 
 fn load(id: &str) -> Result<Option<Stored>, String> {
-    get(&keys::record(id))?.map(|bytes| decode(&bytes)).transpose()
+    get(&keys::record(id))?
+        .map(|bytes| decode(&bytes))
+        .transpose()
 }
 
 fn get(key: &[u8]) -> Result<Option<Vec<u8>>, String> {
@@ -406,7 +456,9 @@ fn encode<T: Serialize>(value: &T) -> Vec<u8> {
 
 fn decode<T: for<'de> Deserialize<'de>>(bytes: &[u8]) -> Result<T, String> {
     match bytes.split_first() {
-        Some((&FORMAT, json)) => serde_json::from_slice(json).map_err(|e| format!("a stored value is damaged: {e}")),
+        Some((&FORMAT, json)) => {
+            serde_json::from_slice(json).map_err(|e| format!("a stored value is damaged: {e}"))
+        }
         _ => Err("a stored value has an unknown format".into()),
     }
 }

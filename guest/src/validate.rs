@@ -156,8 +156,17 @@ mod tests {
         }
         let long = "a".repeat(MAX_FACT_KEY_LEN + 1);
         for bad in [
-            "", "User.diet", "user diet", "user..diet", ".user", "user.", "user/diet", "café",
-            " user", "user\0", &long,
+            "",
+            "User.diet",
+            "user diet",
+            "user..diet",
+            ".user",
+            "user.",
+            "user/diet",
+            "café",
+            " user",
+            "user\0",
+            &long,
         ] {
             assert!(!is_normalized_fact_key(bad), "{bad:?}");
         }

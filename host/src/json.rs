@@ -382,7 +382,10 @@ pub enum StoredRecord {
 #[serde(rename_all = "snake_case")]
 #[allow(missing_docs)]
 pub enum StoredEventPayload {
-    Ingested { session_ref: String, summary: String },
+    Ingested {
+        session_ref: String,
+        summary: String,
+    },
     Episode(Episode),
 }
 
@@ -455,17 +458,25 @@ impl From<wit::WriteSource> for Source {
 
 impl From<WriteRequest> for io::WriteRequest {
     fn from(r: WriteRequest) -> Self {
-        io::WriteRequest { record: r.record.into(), source: r.source.into(), request_id: r.request_id }
+        io::WriteRequest {
+            record: r.record.into(),
+            source: r.source.into(),
+            request_id: r.request_id,
+        }
     }
 }
 
 impl From<Record> for wit::MemoryRecord {
     fn from(record: Record) -> Self {
         match record {
-            Record::Fact { key, payload } => wit::MemoryRecord::Fact(wit::Fact { key, payload: payload.into() }),
-            Record::Event { timestamp, payload } => {
-                wit::MemoryRecord::Event(wit::Event { timestamp, payload: payload.into() })
-            }
+            Record::Fact { key, payload } => wit::MemoryRecord::Fact(wit::Fact {
+                key,
+                payload: payload.into(),
+            }),
+            Record::Event { timestamp, payload } => wit::MemoryRecord::Event(wit::Event {
+                timestamp,
+                payload: payload.into(),
+            }),
             Record::State { timestamp, payload } => wit::MemoryRecord::State(wit::State {
                 timestamp,
                 payload: wit::StateSnapshot {
@@ -604,8 +615,12 @@ impl From<ReadError> for ReadFailure {
 impl From<Result<io::ReadResult, ReadError>> for ReadAnswer {
     fn from(result: Result<io::ReadResult, ReadError>) -> Self {
         match result {
-            Ok(read) => ReadAnswer::Records { records: read.records.into_iter().map(Into::into).collect() },
-            Err(error) => ReadAnswer::Error { error: error.into() },
+            Ok(read) => ReadAnswer::Records {
+                records: read.records.into_iter().map(Into::into).collect(),
+            },
+            Err(error) => ReadAnswer::Error {
+                error: error.into(),
+            },
         }
     }
 }
@@ -632,16 +647,20 @@ impl From<wit::StoredRecord> for StoredRecord {
                 id: e.id,
                 timestamp: e.timestamp,
                 payload: match e.payload {
-                    wit::StoredEventPayload::Ingested(m) => {
-                        StoredEventPayload::Ingested { session_ref: m.session_ref, summary: m.summary }
-                    }
+                    wit::StoredEventPayload::Ingested(m) => StoredEventPayload::Ingested {
+                        session_ref: m.session_ref,
+                        summary: m.summary,
+                    },
                     wit::StoredEventPayload::Episode(e) => StoredEventPayload::Episode(e.into()),
                 },
             },
             wit::StoredRecord::State(s) => StoredRecord::State {
                 id: s.id,
                 timestamp: s.state.timestamp,
-                payload: StateSnapshot { subject: s.state.payload.subject, properties: raw(s.state.payload.properties) },
+                payload: StateSnapshot {
+                    subject: s.state.payload.subject,
+                    properties: raw(s.state.payload.properties),
+                },
             },
         }
     }

@@ -52,8 +52,8 @@ pub use backend::{Backend, MemoryBackend, SqliteBackend, SqliteOptions, Synchron
 use anyhow::{Context, Result, bail};
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
-use wasmtime::component::{Component, HasSelf, Linker};
 use wasmtime::Store;
+use wasmtime::component::{Component, HasSelf, Linker};
 
 #[allow(missing_docs)]
 mod bindings {
@@ -105,7 +105,10 @@ pub struct Config {
 
 impl Default for Config {
     fn default() -> Self {
-        Config { read_limit_ceiling: 1_000, clock: Arc::new(system_time_ms) }
+        Config {
+            read_limit_ceiling: 1_000,
+            clock: Arc::new(system_time_ms),
+        }
     }
 }
 
@@ -143,9 +146,16 @@ impl Engram {
             .map_err(anyhow::Error::from)
             .context("compiling the engine component")?;
         let mut linker = Linker::new(&engine);
-        bindings::Engine::add_to_linker::<DomainState, HasSelf<DomainState>>(&mut linker, |state| state)?;
+        bindings::Engine::add_to_linker::<DomainState, HasSelf<DomainState>>(
+            &mut linker,
+            |state| state,
+        )?;
         let pre = bindings::EnginePre::new(linker.instantiate_pre(&component)?)?;
-        Ok(Engram { engine, pre, config })
+        Ok(Engram {
+            engine,
+            pre,
+            config,
+        })
     }
 
     /// The compiled component, for inspecting its imports and exports.
@@ -162,7 +172,13 @@ impl Engram {
     /// of the engine whose storage is scoped to that agent (IO-W6), whose
     /// audit entries go to `audit`, and whose writes are allowed by `mode`
     /// (IO-W7).
-    pub fn open(&self, agent_id: &str, mode: Mode, backend: Arc<dyn Backend>, audit: Arc<dyn AuditSink>) -> Result<Domain> {
+    pub fn open(
+        &self,
+        agent_id: &str,
+        mode: Mode,
+        backend: Arc<dyn Backend>,
+        audit: Arc<dyn AuditSink>,
+    ) -> Result<Domain> {
         if agent_id.is_empty() || agent_id.len() > MAX_AGENT_ID_LEN {
             bail!("an agent id must be 1 to {MAX_AGENT_ID_LEN} bytes long");
         }
@@ -206,13 +222,22 @@ impl Domain {
     /// answer, ACCEPTED or REJECTED; `Err` means the call itself failed (the
     /// engine trapped or the audit trail could not be written).
     pub fn write(&mut self, request: &io::WriteRequest) -> Result<io::WriteResult> {
-        Ok(self.instance.engram_memory_io().call_write(&mut self.store, request)?)
+        Ok(self
+            .instance
+            .engram_memory_io()
+            .call_write(&mut self.store, request)?)
     }
 
     /// Reads records (IO-R1 … IO-R7). `Ok(Err(_))` is a refused read, a
     /// typed error; `Err` means the call itself failed.
-    pub fn read(&mut self, request: &io::ReadRequest) -> Result<Result<io::ReadResult, io::ReadError>> {
-        Ok(self.instance.engram_memory_io().call_read(&mut self.store, request)?)
+    pub fn read(
+        &mut self,
+        request: &io::ReadRequest,
+    ) -> Result<Result<io::ReadResult, io::ReadError>> {
+        Ok(self
+            .instance
+            .engram_memory_io()
+            .call_read(&mut self.store, request)?)
     }
 }
 
@@ -269,7 +294,10 @@ impl persistence::Host for DomainState {
         let prefix = self.prefix.len();
         Ok(pairs
             .into_iter()
-            .map(|(key, value)| persistence::Entry { key: key[prefix..].to_vec(), value })
+            .map(|(key, value)| persistence::Entry {
+                key: key[prefix..].to_vec(),
+                value,
+            })
             .collect())
     }
 
@@ -281,8 +309,12 @@ impl persistence::Host for DomainState {
         let preconditions: Vec<_> = preconditions
             .into_iter()
             .map(|p| match p {
-                persistence::Precondition::Absent(key) => backend::Precondition::Absent(self.scoped(&key)),
-                persistence::Precondition::Holds(e) => backend::Precondition::Holds(self.scoped(&e.key), e.value),
+                persistence::Precondition::Absent(key) => {
+                    backend::Precondition::Absent(self.scoped(&key))
+                }
+                persistence::Precondition::Holds(e) => {
+                    backend::Precondition::Holds(self.scoped(&e.key), e.value)
+                }
             })
             .collect();
         let ops: Vec<_> = ops
@@ -292,7 +324,9 @@ impl persistence::Host for DomainState {
                 persistence::Op::Delete(key) => backend::Op::Delete(self.scoped(&key)),
             })
             .collect();
-        self.backend.commit(&preconditions, &ops).map_err(storage_error)
+        self.backend
+            .commit(&preconditions, &ops)
+            .map_err(storage_error)
     }
 }
 
@@ -320,7 +354,9 @@ impl wit_audit::Host for DomainState {
             count,
             reason,
         };
-        self.audit.append(&entry).map_err(wasmtime::Error::from_anyhow)
+        self.audit
+            .append(&entry)
+            .map_err(wasmtime::Error::from_anyhow)
     }
 }
 

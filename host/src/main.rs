@@ -123,7 +123,8 @@ fn parse_input<T: DeserializeOwned>(io: &Io, what: &str) -> Result<Vec<T>, Exit>
         Some(path) if path == Path::new("-") => ("standard input".to_string(), read_stdin()?),
         Some(path) => {
             let name = path.display().to_string();
-            let text = std::fs::read_to_string(path).map_err(|e| Exit(BAD_INPUT, format!("{name}: {e}")))?;
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| Exit(BAD_INPUT, format!("{name}: {e}")))?;
             (name, text)
         }
     };
@@ -132,7 +133,9 @@ fn parse_input<T: DeserializeOwned>(io: &Io, what: &str) -> Result<Vec<T>, Exit>
         Exit(BAD_INPUT, format!("{name}:{at} not a valid {what}: {e}"))
     };
     if !io.batch {
-        return serde_json::from_str(&text).map(|r| vec![r]).map_err(|e| bad(None, e));
+        return serde_json::from_str(&text)
+            .map(|r| vec![r])
+            .map_err(|e| bad(None, e));
     }
     text.lines()
         .enumerate()
@@ -153,7 +156,10 @@ fn open_store(path: &Path, create: bool) -> Result<Arc<SqliteBackend>, Exit> {
     if !create && !path.exists() {
         return Err(Exit(
             FAILURE,
-            format!("{}: no store here (write to it first, or pass --store)", path.display()),
+            format!(
+                "{}: no store here (write to it first, or pass --store)",
+                path.display()
+            ),
         ));
     }
     SqliteBackend::open(path)

@@ -4,9 +4,15 @@
 #![allow(dead_code)]
 
 use engram::backend::{Order, Pair, Precondition, StoreError};
-use engram::io::{ById, ByKey, ByTimeRange, Latest, Limit, ReadError, ReadRequest, ReadSelector, WriteRequest, WriteResult};
+use engram::io::{
+    ById, ByKey, ByTimeRange, Latest, Limit, ReadError, ReadRequest, ReadSelector, WriteRequest,
+    WriteResult,
+};
 use engram::types::*;
-use engram::{AuditEntry, AuditSink, Backend, Config, Domain, Engram, MemoryAudit, MemoryBackend, Mode, SqliteBackend};
+use engram::{
+    AuditEntry, AuditSink, Backend, Config, Domain, Engram, MemoryAudit, MemoryBackend, Mode,
+    SqliteBackend,
+};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock};
 
@@ -16,7 +22,11 @@ pub const CEILING: u32 = 50;
 /// The engine, compiled once for every test in a binary.
 pub fn engram() -> &'static Engram {
     static ENGRAM: LazyLock<Engram> = LazyLock::new(|| {
-        Engram::with_config(Config { read_limit_ceiling: CEILING, ..Config::default() }).expect("the engine compiles")
+        Engram::with_config(Config {
+            read_limit_ceiling: CEILING,
+            ..Config::default()
+        })
+        .expect("the engine compiles")
     });
     &ENGRAM
 }
@@ -51,7 +61,8 @@ impl Fixture {
     /// A SQLite file in a fresh temporary folder.
     pub fn sqlite() -> Self {
         let dir = tempfile::tempdir().expect("a temporary folder");
-        let store = Arc::new(SqliteBackend::open(dir.path().join("engram.db")).expect("a new store opens"));
+        let store =
+            Arc::new(SqliteBackend::open(dir.path().join("engram.db")).expect("a new store opens"));
         Fixture {
             name: "sqlite",
             backend: store.clone(),
@@ -68,13 +79,17 @@ impl Fixture {
 
     /// Opens an agent's domain in the given mode.
     pub fn open_in(&self, agent: &str, mode: Mode) -> Domain {
-        engram().open(agent, mode, self.backend.clone(), self.audit.clone()).expect("the domain opens")
+        engram()
+            .open(agent, mode, self.backend.clone(), self.audit.clone())
+            .expect("the domain opens")
     }
 
     /// Opens an agent's domain over another backend (a wrapper around this
     /// one), keeping this fixture's audit trail.
     pub fn open_over(&self, agent: &str, backend: Arc<dyn Backend>) -> Domain {
-        engram().open(agent, Mode::Online, backend, self.audit.clone()).expect("the domain opens")
+        engram()
+            .open(agent, Mode::Online, backend, self.audit.clone())
+            .expect("the domain opens")
     }
 
     /// The whole audit trail, oldest first.
@@ -90,7 +105,10 @@ impl Fixture {
         let mut pairs = Vec::new();
         let mut start = Vec::new();
         loop {
-            let page = self.backend.scan(&start, &[0xFF; 64], 1000, Order::Ascending).expect("the store scans");
+            let page = self
+                .backend
+                .scan(&start, &[0xFF; 64], 1000, Order::Ascending)
+                .expect("the store scans");
             let Some((last, _)) = page.last() else { break };
             start = [last.as_slice(), &[0]].concat();
             let done = page.len() < 1000;
@@ -150,17 +168,28 @@ impl Backend for Faulty {
         self.inner.get(key)
     }
 
-    fn scan(&self, start: &[u8], end: &[u8], limit: u32, order: Order) -> Result<Vec<Pair>, StoreError> {
+    fn scan(
+        &self,
+        start: &[u8],
+        end: &[u8],
+        limit: u32,
+        order: Order,
+    ) -> Result<Vec<Pair>, StoreError> {
         if self.fail_reads.load(Ordering::SeqCst) {
             return Err(StoreError::Unavailable(FAULT_DETAIL.into()));
         }
-        self.largest_scan_limit.fetch_max(u64::from(limit), Ordering::SeqCst);
+        self.largest_scan_limit
+            .fetch_max(u64::from(limit), Ordering::SeqCst);
         let pairs = self.inner.scan(start, end, limit, order)?;
         self.scanned.fetch_add(pairs.len() as u64, Ordering::SeqCst);
         Ok(pairs)
     }
 
-    fn commit(&self, preconditions: &[Precondition], ops: &[engram::backend::Op]) -> Result<(), StoreError> {
+    fn commit(
+        &self,
+        preconditions: &[Precondition],
+        ops: &[engram::backend::Op],
+    ) -> Result<(), StoreError> {
         if self.fail_commits.load(Ordering::SeqCst) {
             return Err(StoreError::Unavailable(FAULT_DETAIL.into()));
         }
@@ -171,11 +200,19 @@ impl Backend for Faulty {
 // ---- builders ----------------------------------------------------------------
 
 pub fn source(agent: &str) -> WriteSource {
-    WriteSource { agent_id: agent.into(), component: SourceComponent::Cognition, actor: SourceActor::User }
+    WriteSource {
+        agent_id: agent.into(),
+        component: SourceComponent::Cognition,
+        actor: SourceActor::User,
+    }
 }
 
 pub fn request(agent: &str, request_id: &str, record: MemoryRecord) -> WriteRequest {
-    WriteRequest { record, source: source(agent), request_id: request_id.into() }
+    WriteRequest {
+        record,
+        source: source(agent),
+        request_id: request_id.into(),
+    }
 }
 
 pub fn semantic(content: &str) -> SemanticMemory {
@@ -195,7 +232,10 @@ pub fn semantic(content: &str) -> SemanticMemory {
 }
 
 pub fn fact(key: &str, content: &str) -> MemoryRecord {
-    MemoryRecord::Fact(Fact { key: key.into(), payload: FactPayload::Semantic(semantic(content)) })
+    MemoryRecord::Fact(Fact {
+        key: key.into(),
+        payload: FactPayload::Semantic(semantic(content)),
+    })
 }
 
 pub fn ingested(timestamp: i64, summary: &str) -> MemoryRecord {
@@ -228,12 +268,19 @@ pub fn episode(timestamp: i64, situation: &str) -> MemoryRecord {
 pub fn state(timestamp: i64, subject: &str) -> MemoryRecord {
     MemoryRecord::State(State {
         timestamp,
-        payload: StateSnapshot { subject: subject.into(), properties: r#"{"step":1}"#.into() },
+        payload: StateSnapshot {
+            subject: subject.into(),
+            properties: r#"{"step":1}"#.into(),
+        },
     })
 }
 
 pub fn read(record_type: RecordType, selector: ReadSelector) -> ReadRequest {
-    ReadRequest { record_type, selector, request_id: "read".into() }
+    ReadRequest {
+        record_type,
+        selector,
+        request_id: "read".into(),
+    }
 }
 
 pub fn by_id(id: &str) -> ReadSelector {
@@ -259,14 +306,21 @@ pub fn limit(limit: u32) -> ReadSelector {
 /// Writes a record and returns its id; panics unless ACCEPTED.
 pub fn accept(domain: &mut Domain, request_id: &str, record: MemoryRecord) -> String {
     let agent = domain.agent_id().to_owned();
-    match domain.write(&request(&agent, request_id, record)).expect("the call succeeds") {
+    match domain
+        .write(&request(&agent, request_id, record))
+        .expect("the call succeeds")
+    {
         WriteResult::Accepted(id) => id,
         WriteResult::Rejected => panic!("write {request_id} was rejected"),
     }
 }
 
 /// Reads and returns the records; panics on a refused read.
-pub fn records(domain: &mut Domain, record_type: RecordType, selector: ReadSelector) -> Vec<StoredRecord> {
+pub fn records(
+    domain: &mut Domain,
+    record_type: RecordType,
+    selector: ReadSelector,
+) -> Vec<StoredRecord> {
     domain
         .read(&read(record_type, selector))
         .expect("the call succeeds")
@@ -276,8 +330,14 @@ pub fn records(domain: &mut Domain, record_type: RecordType, selector: ReadSelec
 
 /// Reads and returns the typed error; panics if the read succeeded.
 pub fn refused(domain: &mut Domain, record_type: RecordType, selector: ReadSelector) -> ReadError {
-    match domain.read(&read(record_type, selector)).expect("the call succeeds") {
-        Ok(result) => panic!("expected a refused read, got {} records", result.records.len()),
+    match domain
+        .read(&read(record_type, selector))
+        .expect("the call succeeds")
+    {
+        Ok(result) => panic!(
+            "expected a refused read, got {} records",
+            result.records.len()
+        ),
         Err(error) => error,
     }
 }

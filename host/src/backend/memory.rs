@@ -4,12 +4,14 @@
 use super::{Backend, Op, Order, Pair, Precondition, StoreError};
 use std::collections::BTreeMap;
 use std::ops::Bound;
-use std::sync::Mutex;
+use std::sync::{Mutex, MutexGuard};
+
+type Map = BTreeMap<Vec<u8>, Vec<u8>>;
 
 /// An ordered map in memory; everything is gone when it is dropped.
 #[derive(Default)]
 pub struct MemoryBackend {
-    map: Mutex<BTreeMap<Vec<u8>, Vec<u8>>>,
+    map: Mutex<Map>,
 }
 
 impl MemoryBackend {
@@ -18,7 +20,7 @@ impl MemoryBackend {
         Self::default()
     }
 
-    fn lock(&self) -> Result<std::sync::MutexGuard<'_, BTreeMap<Vec<u8>, Vec<u8>>>, StoreError> {
+    fn lock(&self) -> Result<MutexGuard<'_, Map>, StoreError> {
         self.map
             .lock()
             .map_err(|_| StoreError::Unavailable("the in-memory store was poisoned".into()))
@@ -30,7 +32,13 @@ impl Backend for MemoryBackend {
         Ok(self.lock()?.get(key).cloned())
     }
 
-    fn scan(&self, start: &[u8], end: &[u8], limit: u32, order: Order) -> Result<Vec<Pair>, StoreError> {
+    fn scan(
+        &self,
+        start: &[u8],
+        end: &[u8],
+        limit: u32,
+        order: Order,
+    ) -> Result<Vec<Pair>, StoreError> {
         if start >= end {
             return Ok(Vec::new());
         }

@@ -69,7 +69,13 @@ pub trait Backend: Send + Sync {
     fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, StoreError>;
 
     /// At most `limit` pairs with keys in `start..end`, in `order`.
-    fn scan(&self, start: &[u8], end: &[u8], limit: u32, order: Order) -> Result<Vec<Pair>, StoreError>;
+    fn scan(
+        &self,
+        start: &[u8],
+        end: &[u8],
+        limit: u32,
+        order: Order,
+    ) -> Result<Vec<Pair>, StoreError>;
 
     /// Checks every precondition, then applies every op, atomically.
     fn commit(&self, preconditions: &[Precondition], ops: &[Op]) -> Result<(), StoreError>;

@@ -58,7 +58,10 @@ pub struct SqliteOptions {
 
 impl Default for SqliteOptions {
     fn default() -> Self {
-        SqliteOptions { synchronous: Synchronous::Full, busy_timeout: Duration::from_secs(5) }
+        SqliteOptions {
+            synchronous: Synchronous::Full,
+            busy_timeout: Duration::from_secs(5),
+        }
     }
 }
 
@@ -95,7 +98,9 @@ impl SqliteBackend {
         match (app, version, tables) {
             (APPLICATION_ID, SCHEMA_VERSION, _) => {}
             (APPLICATION_ID, other, _) => {
-                bail!("{shown}: Engram store of schema version {other}; this build reads version {SCHEMA_VERSION}")
+                bail!(
+                    "{shown}: Engram store of schema version {other}; this build reads version {SCHEMA_VERSION}"
+                )
             }
             (0, 0, 0) => {
                 conn.execute_batch(&format!(
@@ -116,7 +121,10 @@ impl SqliteBackend {
             Synchronous::Normal => "NORMAL",
         };
         conn.execute_batch(&format!("PRAGMA synchronous = {sync};"))?;
-        Ok(SqliteBackend { path, conn: Mutex::new(conn) })
+        Ok(SqliteBackend {
+            path,
+            conn: Mutex::new(conn),
+        })
     }
 
     /// The file this store lives in.
@@ -157,14 +165,27 @@ impl SqliteBackend {
         })?;
         let mut entries = Vec::new();
         for row in rows {
-            let (at, agent_id, request_id, operation, source, record_type, outcome, stored_id, count, reason) = row?;
+            let (
+                at,
+                agent_id,
+                request_id,
+                operation,
+                source,
+                record_type,
+                outcome,
+                stored_id,
+                count,
+                reason,
+            ) = row?;
             entries.push(AuditEntry {
                 at,
                 agent_id,
                 request_id,
                 operation: serde_json::from_value(operation.into())?,
                 source: source.map(|s| serde_json::from_str(&s)).transpose()?,
-                record_type: record_type.map(|t| serde_json::from_value(t.into())).transpose()?,
+                record_type: record_type
+                    .map(|t| serde_json::from_value(t.into()))
+                    .transpose()?,
                 outcome: serde_json::from_value(outcome.into())?,
                 stored_id,
                 count,
@@ -188,7 +209,13 @@ impl Backend for SqliteBackend {
             .map_err(unavailable)
     }
 
-    fn scan(&self, start: &[u8], end: &[u8], limit: u32, order: Order) -> Result<Vec<Pair>, StoreError> {
+    fn scan(
+        &self,
+        start: &[u8],
+        end: &[u8],
+        limit: u32,
+        order: Order,
+    ) -> Result<Vec<Pair>, StoreError> {
         let sql = match order {
             Order::Ascending => {
                 "SELECT key, value FROM engram_kv WHERE key >= ?1 AND key < ?2 ORDER BY key ASC LIMIT ?3"
@@ -200,7 +227,9 @@ impl Backend for SqliteBackend {
         let conn = self.lock()?;
         let mut statement = conn.prepare_cached(sql).map_err(unavailable)?;
         let rows = statement
-            .query_map(params![start, end, limit], |row| Ok((row.get(0)?, row.get(1)?)))
+            .query_map(params![start, end, limit], |row| {
+                Ok((row.get(0)?, row.get(1)?))
+            })
             .map_err(unavailable)?;
         rows.collect::<Result<_, _>>().map_err(unavailable)
     }
@@ -219,8 +248,10 @@ impl Backend for SqliteBackend {
                     Precondition::Absent(key) => (key, None),
                     Precondition::Holds(key, value) => (key, Some(value)),
                 };
-                let actual: Option<Vec<u8>> =
-                    read.query_row([key], |row| row.get(0)).optional().map_err(unavailable)?;
+                let actual: Option<Vec<u8>> = read
+                    .query_row([key], |row| row.get(0))
+                    .optional()
+                    .map_err(unavailable)?;
                 if actual.as_ref() != expected {
                     return Err(StoreError::Conflict);
                 }
@@ -257,8 +288,16 @@ impl AuditSink for SqliteBackend {
             entry.agent_id,
             entry.request_id,
             text(serde_json::to_value(entry.operation)?),
-            entry.source.as_ref().map(serde_json::to_string).transpose()?,
-            entry.record_type.map(|t| serde_json::to_value(t).map(text)).transpose()?.flatten(),
+            entry
+                .source
+                .as_ref()
+                .map(serde_json::to_string)
+                .transpose()?,
+            entry
+                .record_type
+                .map(|t| serde_json::to_value(t).map(text))
+                .transpose()?
+                .flatten(),
             text(serde_json::to_value(entry.outcome)?),
             entry.stored_id,
             entry.count,

@@ -1,0 +1,327 @@
+//! The `engram` binary driven end to end: each call is a new process on the
+//! same SQLite file.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+struct Cli {
+    dir: tempfile::TempDir,
+}
+
+impl Cli {
+    fn new() -> Self {
+        Cli {
+            dir: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    fn store(&self) -> PathBuf {
+        self.dir.path().join("memory.db")
+    }
+
+    fn file(&self, name: &str, text: &str) -> PathBuf {
+        let path = self.dir.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    fn run(&self, args: &[&str], stdin: &str) -> Output {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_engram"))
+            .current_dir(self.dir.path())
+            .env_remove("ENGRAM_STORE")
+            .env_remove("ENGRAM_AGENT")
+            .arg("--store")
+            .arg(self.store())
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(stdin.as_bytes())
+            .unwrap();
+        child.wait_with_output().unwrap()
+    }
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8(output.stdout.clone()).unwrap()
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8(output.stderr.clone()).unwrap()
+}
+
+fn json_lines(output: &Output) -> Vec<serde_json::Value> {
+    stdout(output)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+const FACT: &str = r#"{"request_id":"r1","source":{"agent_id":"alice","component":"COGNITION","actor":"USER"},
+ "record":{"record_type":"FACT","key":"user.diet","payload":{"semantic":{"content":"Prefers vegetarian food",
+ "context":"dining","valid_at":1700000000000,"strength":1.0,"last_accessed":1700000000000,"access_count":0,
+ "confidence":0.9,"privacy_tier":"sensitive"}}}}"#;
+
+fn event(request_id: &str, agent: &str, timestamp: i64) -> String {
+    format!(
+        r#"{{"request_id":"{request_id}","source":{{"agent_id":"{agent}","component":"COGNITION","actor":"USER"}},"record":{{"record_type":"EVENT","timestamp":{timestamp},"payload":{{"ingested":{{"session_ref":"s1","summary":"Asked about flights","keywords":["flight"]}}}}}}}}"#
+    )
+}
+
+fn assert_one_line_error(output: &Output, code: i32, mentions: &[&str]) {
+    assert_eq!(
+        output.status.code(),
+        Some(code),
+        "stderr: {}",
+        stderr(output)
+    );
+    let message = stderr(output);
+    assert_eq!(message.lines().count(), 1, "one line: {message:?}");
+    assert!(message.starts_with("engram: "), "{message}");
+    for m in mentions {
+        assert!(message.contains(m), "{message:?} names {m:?}");
+    }
+    assert!(stdout(output).is_empty());
+}
+
+#[test]
+fn write_then_read_in_new_processes_finds_the_record() {
+    // proves IO-W1, IO-W2, IO-R4 through the CLI; the file keeps what it accepted
+    let cli = Cli::new();
+    let request = cli.file("fact.json", FACT);
+    let first = cli.run(
+        &["write", "--agent", "alice", request.to_str().unwrap()],
+        "",
+    );
+    assert_eq!(first.status.code(), Some(0), "{}", stderr(&first));
+    let answer: serde_json::Value = serde_json::from_str(&stdout(&first)).unwrap();
+    let stored_id = answer["ACCEPTED"]["stored_id"]
+        .as_str()
+        .expect("ACCEPTED with a stored_id")
+        .to_owned();
+    // A retry of the same request in a new process names the same record.
+    let again = cli.run(
+        &["write", "--agent", "alice", request.to_str().unwrap()],
+        "",
+    );
+    assert_eq!(stdout(&again), stdout(&first));
+
+    let read = cli.run(
+        &["read", "--agent", "alice"],
+        r#"{"record_type":"FACT","selector":{"ByKey":{"key":"user.diet"}},"request_id":"q1"}"#,
+    );
+    assert_eq!(read.status.code(), Some(0), "{}", stderr(&read));
+    let answer: serde_json::Value = serde_json::from_str(&stdout(&read)).unwrap();
+    let records = answer["records"].as_array().unwrap();
+    assert_eq!(records.len(), 1);
+    assert_eq!(records[0]["id"], stored_id.as_str());
+    assert_eq!(records[0]["record_type"], "FACT");
+    assert_eq!(
+        records[0]["payload"]["semantic"]["content"],
+        "Prefers vegetarian food"
+    );
+}
+
+#[test]
+fn batch_mode_answers_a_line_for_each_line() {
+    // proves IO-W6, IO-W8, IO-R7, IO-G6 through the CLI
+    let cli = Cli::new();
+    let lines = [
+        event("e1", "alice", 30),
+        event("e2", "alice", 10),
+        event("e3", "mallory", 20),
+        event("e4", "alice", 20),
+    ];
+    let out = cli.run(
+        &["write", "--agent", "alice", "--batch"],
+        &(lines.join("\n") + "\n\n"),
+    );
+    assert_eq!(out.status.code(), Some(1), "a REJECTED write exits 1");
+    let answers = json_lines(&out);
+    assert_eq!(answers.len(), 4);
+    assert_eq!(
+        answers[2],
+        serde_json::json!("REJECTED"),
+        "mallory's record is not alice's"
+    );
+    assert!(
+        answers
+            .iter()
+            .enumerate()
+            .all(|(i, a)| i == 2 || a["ACCEPTED"]["stored_id"].is_string())
+    );
+
+    let reads = [
+        r#"{"record_type":"EVENT","selector":{"ByTimeRange":{"from":0,"to":100,"limit":10}},"request_id":"q1"}"#,
+        r#"{"record_type":"EVENT","selector":{"Latest":{"limit":0}},"request_id":"q2"}"#,
+        r#"{"record_type":"EVENT","selector":{"ByKey":{"key":"user.diet"}},"request_id":"q3"}"#,
+        r#"{"record_type":"STATE","selector":{"Limit":{"limit":1}},"request_id":"q4"}"#,
+    ];
+    let out = cli.run(
+        &["read", "--agent", "alice", "--batch", "-"],
+        &reads.join("\n"),
+    );
+    assert_eq!(out.status.code(), Some(1), "a refused read exits 1");
+    let answers = json_lines(&out);
+    let times: Vec<i64> = answers[0]["records"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["timestamp"].as_i64().unwrap())
+        .collect();
+    assert_eq!(times, [10, 20, 30]);
+    assert_eq!(
+        answers[1],
+        serde_json::json!({"error": {"LimitOutOfBounds": {"max": 1000}}})
+    );
+    assert_eq!(
+        answers[2],
+        serde_json::json!({"error": "SelectorNotAllowed"})
+    );
+    assert_eq!(answers[3], serde_json::json!({"records": []}));
+}
+
+#[test]
+fn malformed_input_gets_one_line_a_nonzero_exit_and_writes_nothing() {
+    // proves IO-W1 at the CLI boundary: a request the contract has no place for is refused whole
+    let cli = Cli::new();
+    let store = cli.store();
+    let cases: Vec<(String, Vec<&str>)> = vec![
+        ("{\"request_id\": ".into(), vec!["standard input", "EOF"]),
+        ("[]".into(), vec!["not a valid write request"]),
+        (
+            FACT.replace("\"COGNITION\"", "\"COG\""),
+            vec!["unknown variant `COG`"],
+        ),
+        (
+            FACT.replace(
+                "\"strength\":1.0,",
+                "\"strength\":1.0,\"raw_content\":\"hi\",",
+            ),
+            vec!["unknown field `raw_content`"],
+        ),
+        (
+            FACT.replace("\"key\":\"user.diet\",", ""),
+            vec!["missing field `key`"],
+        ),
+        (
+            FACT.replace("\"FACT\"", "\"MEMORY\""),
+            vec!["unknown variant `MEMORY`"],
+        ),
+    ];
+    for (input, mentions) in cases {
+        let out = cli.run(&["write", "--agent", "alice"], &input);
+        assert_one_line_error(&out, 3, &mentions);
+        assert!(
+            !store.exists(),
+            "nothing was written, not even an empty store"
+        );
+    }
+    // In a batch, one bad line stops everything before anything runs.
+    let batch = [
+        event("e1", "alice", 1),
+        event("e2", "alice", 2),
+        "{oops".to_string(),
+    ]
+    .join("\n");
+    let out = cli.run(&["write", "--agent", "alice", "--batch"], &batch);
+    assert_one_line_error(&out, 3, &["line 3"]);
+    assert!(!store.exists());
+    // A file that is not there.
+    let out = cli.run(&["write", "--agent", "alice", "missing.json"], "");
+    assert_one_line_error(&out, 3, &["missing.json"]);
+    // A read request with a negative limit or an unknown selector.
+    cli.run(&["write", "--agent", "alice"], &event("e1", "alice", 1));
+    for (input, mention) in [
+        (
+            r#"{"record_type":"EVENT","selector":{"Latest":{"limit":-1}},"request_id":"q"}"#,
+            "invalid value: integer `-1`",
+        ),
+        (
+            r#"{"record_type":"EVENT","selector":{"Similar":{"text":"paris"}},"request_id":"q"}"#,
+            "unknown variant `Similar`",
+        ),
+        (
+            r#"{"record_type":"EVENT","selector":{"Latest":{"limit":5}}}"#,
+            "missing field `request_id`",
+        ),
+    ] {
+        let out = cli.run(&["read", "--agent", "alice"], input);
+        assert_one_line_error(&out, 3, &[mention]);
+    }
+}
+
+#[test]
+fn store_problems_exit_4_with_one_line() {
+    let cli = Cli::new();
+    let read = r#"{"record_type":"EVENT","selector":{"Latest":{"limit":5}},"request_id":"q"}"#;
+    let out = cli.run(&["read", "--agent", "alice"], read);
+    assert_one_line_error(&out, 4, &["memory.db", "no store here"]);
+    std::fs::write(
+        cli.store(),
+        "this is not a database at all, only some text ".repeat(40),
+    )
+    .unwrap();
+    let out = cli.run(&["write", "--agent", "alice"], &event("e1", "alice", 1));
+    assert_one_line_error(&out, 4, &["memory.db", "not an Engram store"]);
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    let cli = Cli::new();
+    assert_eq!(cli.run(&["write"], "").status.code(), Some(2), "no agent");
+    assert_eq!(cli.run(&["forget"], "").status.code(), Some(2));
+}
+
+#[test]
+fn the_audit_trail_shows_every_call_with_its_reason() {
+    // proves IO-W8: the reason for a rejection is kept in the trail, outside the IO
+    let cli = Cli::new();
+    let maintenance = event("m1", "alice", 1).replace("COGNITION", "MAINTENANCE");
+    cli.run(
+        &["write", "--agent", "alice", "--batch"],
+        &[event("e1", "alice", 1), maintenance].join("\n"),
+    );
+    cli.run(
+        &["read", "--agent", "bob"],
+        r#"{"record_type":"EVENT","selector":{"Latest":{"limit":5}},"request_id":"q1"}"#,
+    );
+    let out = cli.run(&["audit"], "");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let trail = json_lines(&out);
+    assert_eq!(trail.len(), 3);
+    assert_eq!(trail[0]["outcome"], "ACCEPTED");
+    assert_eq!(trail[1]["outcome"], "REJECTED");
+    assert!(trail[1]["reason"].as_str().unwrap().contains("IO-W7"));
+    assert_eq!(trail[1]["source"]["component"], "MAINTENANCE");
+    assert_eq!(trail[2]["operation"], "READ");
+    assert_eq!(trail[2]["agent_id"], "bob");
+    let only_bob = json_lines(&cli.run(&["audit", "--agent", "bob"], ""));
+    assert_eq!(only_bob.len(), 1);
+}
+
+#[test]
+fn the_default_store_is_engram_db_in_the_working_folder() {
+    let cli = Cli::new();
+    let out = Command::new(env!("CARGO_BIN_EXE_engram"))
+        .current_dir(cli.dir.path())
+        .env_remove("ENGRAM_STORE")
+        .env("ENGRAM_AGENT", "alice")
+        .args([
+            "write",
+            cli.file("e.json", &event("e1", "alice", 1))
+                .to_str()
+                .unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(Path::new(&cli.dir.path().join("engram.db")).exists());
+}
