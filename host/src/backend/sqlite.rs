@@ -67,9 +67,17 @@ impl Default for SqliteOptions {
 
 /// A store in one SQLite file (WAL journal). It serves as both the
 /// persistence backend and the audit sink.
+///
+/// Audit entries go through a second connection with `synchronous=NORMAL`:
+/// an entry is in the WAL when the call returns, so it survives a crash of
+/// the process, and it reaches the disk with the next commit of records
+/// (which syncs the whole WAL) or the next checkpoint. A read therefore costs
+/// no disk flush of its own; on power loss the trail may lose the entries of
+/// reads made since the last write.
 pub struct SqliteBackend {
     path: PathBuf,
     conn: Mutex<Connection>,
+    audit: Mutex<Connection>,
 }
 
 impl SqliteBackend {
@@ -121,9 +129,13 @@ impl SqliteBackend {
             Synchronous::Normal => "NORMAL",
         };
         conn.execute_batch(&format!("PRAGMA synchronous = {sync};"))?;
+        let audit = Connection::open(&path).with_context(|| format!("{shown}: cannot open"))?;
+        audit.busy_timeout(options.busy_timeout)?;
+        audit.execute_batch("PRAGMA synchronous = NORMAL;")?;
         Ok(SqliteBackend {
             path,
             conn: Mutex::new(conn),
+            audit: Mutex::new(audit),
         })
     }
 
@@ -141,7 +153,10 @@ impl SqliteBackend {
     /// The audit trail, oldest first: the last `limit` entries, of one
     /// agent's domain or of all.
     pub fn audit_trail(&self, agent: Option<&str>, limit: u32) -> Result<Vec<AuditEntry>> {
-        let conn = self.lock()?;
+        let conn = self
+            .audit
+            .lock()
+            .map_err(|_| anyhow::anyhow!("the audit connection was poisoned"))?;
         let mut statement = conn.prepare_cached(
             "SELECT at, agent_id, request_id, operation, source, record_type, outcome,
                     stored_id, count, reason
@@ -276,7 +291,10 @@ impl Backend for SqliteBackend {
 
 impl AuditSink for SqliteBackend {
     fn append(&self, entry: &AuditEntry) -> Result<()> {
-        let conn = self.lock()?;
+        let conn = self
+            .audit
+            .lock()
+            .map_err(|_| anyhow::anyhow!("the audit connection was poisoned"))?;
         let text = |v: serde_json::Value| v.as_str().map(str::to_owned);
         conn.prepare_cached(
             "INSERT INTO engram_audit (at, agent_id, request_id, operation, source, record_type,
