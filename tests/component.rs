@@ -91,10 +91,17 @@ fn case(ty: &Type, name: &str) -> Option<Type> {
 fn the_component_imports_only_engram_interfaces_and_nothing_from_wasi() {
     // The strongest sandbox: no filesystem, sockets, clock or randomness of its own.
     let names: Vec<String> = imports().into_keys().collect();
-    let expected: Vec<String> = ["audit", "domain", "persistence", "types"]
-        .iter()
-        .map(|n| interface(n))
-        .collect();
+    let expected: Vec<String> = [
+        "audit",
+        "domain",
+        "persistence",
+        "ranker",
+        "summarizer",
+        "types",
+    ]
+    .iter()
+    .map(|n| interface(n))
+    .collect();
     assert_eq!(names, expected);
     assert!(names.iter().all(|n| !n.starts_with("wasi:")));
     let persistence: Vec<String> = functions(&imports()[&interface("persistence")])
@@ -104,17 +111,39 @@ fn the_component_imports_only_engram_interfaces_and_nothing_from_wasi() {
     let domain: Vec<String> = functions(&imports()[&interface("domain")])
         .into_keys()
         .collect();
-    assert_eq!(domain, ["agent", "mode", "now", "read-limit-ceiling"]);
+    assert_eq!(
+        domain,
+        [
+            "agent",
+            "candidate-limit",
+            "mode",
+            "now",
+            "read-limit-ceiling"
+        ]
+    );
 }
 
 #[test]
 fn io_r3_the_io_interface_is_the_only_way_in_or_out() {
-    // proves IO-R3: reads reach memory only through the exported io
-    // interface; the storage capability is imported by the engine and never
-    // exported, so no other module can read through it.
+    // proves IO-R3: reads reach memory only through the engine's exports:
+    // `io.read` and the RetrieveMemory step of a cycle, both bounded and
+    // audited inside the engine. The storage capability is imported by the
+    // engine and never exported, so no other module can read through it.
     let names: Vec<String> = exports().into_keys().collect();
-    assert_eq!(names, [interface("io")]);
+    assert_eq!(names, [interface("cycle"), interface("io")]);
     assert_eq!(io().into_keys().collect::<Vec<_>>(), ["read", "write"]);
+    let cycle: Vec<String> = functions(&exports()[&interface("cycle")])
+        .into_keys()
+        .collect();
+    assert_eq!(
+        cycle,
+        [
+            "[method]cycle.commit",
+            "[method]cycle.output",
+            "[method]cycle.run-stage",
+            "[static]cycle.begin"
+        ]
+    );
 }
 
 #[test]

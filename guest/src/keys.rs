@@ -9,6 +9,7 @@
 //! | `K` | fact key                                  | id of the current version   |
 //! | `T` | type byte, timestamp (8), sequence (8)    | record id                   |
 //! | `I` | request id                                | idempotency entry           |
+//! | `W` | keyword length (2), keyword, sequence (8) | record id                   |
 //!
 //! Timestamps are stored big-endian with the sign bit flipped so that
 //! bytewise order is numeric order; the sequence number after it breaks ties
@@ -21,6 +22,7 @@ const RECORD: u8 = b'R';
 const FACT_KEY: u8 = b'K';
 const TIME: u8 = b'T';
 const IDEMPOTENCY: u8 = b'I';
+const KEYWORD: u8 = b'W';
 
 /// The time-index type byte of EVENT records.
 pub const EVENT: u8 = b'E';
@@ -52,6 +54,31 @@ pub fn fact_key_range() -> (Vec<u8>, Vec<u8>) {
 /// The idempotency entry of a request id.
 pub fn idempotency(request_id: &str) -> Vec<u8> {
     tagged(IDEMPOTENCY, request_id.as_bytes())
+}
+
+/// The keyword-index entry of an ingested memory for one of its keywords.
+/// The length in front keeps one keyword's entries apart from another's.
+pub fn keyword(keyword: &str, seq: u64) -> Vec<u8> {
+    let mut key = keyword_prefix(keyword);
+    key.extend_from_slice(&seq.to_be_bytes());
+    key
+}
+
+/// The range `start..end` of every keyword-index entry of one keyword.
+pub fn keyword_range(keyword: &str) -> (Vec<u8>, Vec<u8>) {
+    let prefix = keyword_prefix(keyword);
+    let end = successor(&prefix);
+    (prefix, end)
+}
+
+fn keyword_prefix(keyword: &str) -> Vec<u8> {
+    // Keywords longer than 65,535 bytes are refused before they get here.
+    let len = u16::try_from(keyword.len()).unwrap_or(u16::MAX);
+    let mut key = Vec::with_capacity(3 + keyword.len() + 8);
+    key.push(KEYWORD);
+    key.extend_from_slice(&len.to_be_bytes());
+    key.extend_from_slice(keyword.as_bytes());
+    key
 }
 
 /// Maps a timestamp to 8 bytes whose bytewise order is numeric order.
@@ -128,6 +155,16 @@ mod tests {
         let key = time(EVENT, i64::MAX, u64::MAX);
         assert!(key >= start && key < end);
         assert!(time(STATE, i64::MIN, 0) >= end);
+    }
+
+    #[test]
+    fn keyword_ranges_hold_one_keyword_only() {
+        let (start, end) = keyword_range("par");
+        assert!(keyword("par", 0) >= start && keyword("par", u64::MAX) < end);
+        for other in ["pa", "paris", "par\u{0}", "pas", ""] {
+            let key = keyword(other, 7);
+            assert!(key < start || key >= end, "{other:?}");
+        }
     }
 
     #[test]

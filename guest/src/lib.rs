@@ -5,8 +5,10 @@
 //! (`engram:memory/persistence`). It has no storage, clock or randomness of
 //! its own and imports nothing from WASI.
 
+mod cycle;
 mod keys;
 mod validate;
+mod writer;
 
 wit_bindgen::generate!({
     world: "engine",
@@ -16,20 +18,17 @@ wit_bindgen::generate!({
 
 use engram::memory::audit::{self, Operation, Outcome};
 use engram::memory::domain::{self, AccessMode as Mode};
-use engram::memory::persistence::{self, Direction, Entry, Op, Precondition, StorageError};
+use engram::memory::persistence::{self, Direction, StorageError};
 use engram::memory::types;
 use exports::engram::memory::io::{
     Guest, ReadError, ReadRequest, ReadResult, ReadSelector, WriteRequest, WriteResult,
 };
 use serde::{Deserialize, Serialize};
 use types::{
-    Event, EventPayload, IngestedMemoryView, MemoryRecord, RecordType, SourceActor,
-    SourceComponent, StoredEvent, StoredEventPayload, StoredFact, StoredRecord, StoredState,
+    Event, EventPayload, IngestedMemoryView, MemoryRecord, RecordType, SourceComponent,
+    StoredEvent, StoredEventPayload, StoredFact, StoredRecord, StoredState,
 };
-
-/// How often a write is retried when another writer changed the domain
-/// between its reads and its commit.
-const MAX_COMMIT_ATTEMPTS: usize = 16;
+use writer::{Write, Written};
 
 /// The first byte of every stored value: the layout version.
 const FORMAT: u8 = 1;
@@ -75,30 +74,12 @@ impl Guest for Engine {
     }
 }
 
-/// A write that was answered with ACCEPTED.
-enum Written {
-    /// Stored now under this id.
-    New(String),
-    /// Stored earlier under this id, by the same request (IO-W2).
-    Replayed(String),
-}
-
 fn record_type(record: &MemoryRecord) -> RecordType {
     match record {
         MemoryRecord::Fact(_) => RecordType::Fact,
         MemoryRecord::Event(_) => RecordType::Event,
         MemoryRecord::State(_) => RecordType::State,
     }
-}
-
-/// What the idempotency table keeps for a request id: the id it was
-/// answered with and the source it came from. The record itself is compared
-/// with the stored one.
-#[derive(Serialize, Deserialize)]
-struct Idempotency {
-    stored_id: String,
-    component: SourceComponent,
-    actor: SourceActor,
 }
 
 fn write(request: &WriteRequest) -> Result<Written, String> {
@@ -124,136 +105,15 @@ fn write(request: &WriteRequest) -> Result<Written, String> {
     }
     validate::record(&request.record).map_err(|why| format!("invalid record: {why}"))?;
 
-    for _ in 0..MAX_COMMIT_ATTEMPTS {
-        match try_write(request)? {
-            Some(written) => return Ok(written),
-            None => continue,
-        }
-    }
-    Err("the domain kept changing under the write; gave up".into())
-}
-
-/// One attempt at a write: `Ok(None)` when another writer got in between.
-fn try_write(request: &WriteRequest) -> Result<Option<Written>, String> {
-    let idempotency_key = keys::idempotency(&request.request_id);
-    if let Some(bytes) = get(&idempotency_key)? {
-        let entry: Idempotency = decode(&bytes)?;
-        return replay(request, entry).map(Some);
-    }
-
-    let seq_value = get(keys::SEQ)?;
-    let seq = match &seq_value {
-        Some(bytes) => decode_seq(bytes)?,
-        None => 0,
+    let write = Write {
+        request_id: &request.request_id,
+        source: &request.source,
+        record: &request.record,
     };
-    let seq = seq + 1;
-    let id = keys::record_id(seq);
-
-    let mut preconditions = vec![
-        Precondition::Absent(idempotency_key.clone()),
-        match seq_value {
-            Some(value) => Precondition::Holds(Entry {
-                key: keys::SEQ.to_vec(),
-                value,
-            }),
-            None => Precondition::Absent(keys::SEQ.to_vec()),
-        },
-    ];
-    let mut ops = vec![
-        put(keys::SEQ.to_vec(), seq.to_be_bytes().to_vec()),
-        put(
-            idempotency_key,
-            encode(&Idempotency {
-                stored_id: id.clone(),
-                component: request.source.component,
-                actor: request.source.actor,
-            }),
-        ),
-    ];
-
-    let stored = match request.record.clone() {
-        MemoryRecord::Fact(fact) => {
-            let now = domain::now();
-            let key_entry = keys::fact_key(&fact.key);
-            match get(&key_entry)? {
-                Some(current) => {
-                    // Close the current version in transaction time (MT-2);
-                    // it stays readable by id.
-                    let current_id = String::from_utf8(current.clone())
-                        .map_err(|_| "a fact-key index entry is damaged".to_string())?;
-                    let mut previous = match load(&current_id)? {
-                        Some(Stored::Fact(previous)) => previous,
-                        _ => return Err("a fact-key index entry points nowhere".into()),
-                    };
-                    previous.superseded_at = Some(now);
-                    ops.push(put(
-                        keys::record(&current_id),
-                        encode(&Stored::Fact(previous)),
-                    ));
-                    preconditions.push(Precondition::Holds(Entry {
-                        key: key_entry.clone(),
-                        value: current,
-                    }));
-                }
-                None => preconditions.push(Precondition::Absent(key_entry.clone())),
-            }
-            ops.push(put(key_entry, id.as_bytes().to_vec()));
-            Stored::Fact(StoredFact {
-                id: id.clone(),
-                created_at: now,
-                superseded_at: None,
-                fact,
-            })
-        }
-        MemoryRecord::Event(event) => {
-            ops.push(put(
-                keys::time(keys::EVENT, event.timestamp, seq),
-                id.as_bytes().to_vec(),
-            ));
-            Stored::Event {
-                id: id.clone(),
-                event,
-            }
-        }
-        MemoryRecord::State(state) => {
-            ops.push(put(
-                keys::time(keys::STATE, state.timestamp, seq),
-                id.as_bytes().to_vec(),
-            ));
-            Stored::State(StoredState {
-                id: id.clone(),
-                state,
-            })
-        }
-    };
-    ops.push(put(keys::record(&id), encode(&stored)));
-
-    match persistence::commit(&preconditions, &ops) {
-        Ok(()) => Ok(Some(Written::New(id))),
-        Err(StorageError::Conflict) => Ok(None),
-        Err(StorageError::Unavailable(why)) => Err(format!("storage unavailable: {why}")),
-    }
-}
-
-/// Answers a request id that was seen before (IO-W2): the same record from
-/// the same source gets the same id; anything else is refused.
-fn replay(request: &WriteRequest, entry: Idempotency) -> Result<Written, String> {
-    let reused = || Err("request_id was already used for a different write (IO-W2)".to_string());
-    if entry.component != request.source.component || entry.actor != request.source.actor {
-        return reused();
-    }
-    let same = match (load(&entry.stored_id)?, &request.record) {
-        (Some(Stored::Fact(stored)), MemoryRecord::Fact(fact)) => stored.fact == *fact,
-        (Some(Stored::Event { event: stored, .. }), MemoryRecord::Event(event)) => stored == *event,
-        (Some(Stored::State(stored)), MemoryRecord::State(state)) => stored.state == *state,
-        (None, _) => return Err("an idempotency entry points nowhere".into()),
-        _ => false,
-    };
-    if same {
-        Ok(Written::Replayed(entry.stored_id))
-    } else {
-        reused()
-    }
+    let mut written = writer::write_all(&[write])?;
+    written
+        .pop()
+        .ok_or_else(|| "the write produced no answer".to_string())
 }
 
 /// A refused read: the typed error for the caller and the reason for the
@@ -427,6 +287,14 @@ fn id_text(bytes: Vec<u8>) -> Result<String, String> {
 }
 
 fn load(id: &str) -> Result<Option<Stored>, String> {
+    load_with(id, get)
+}
+
+/// Loads a record through `get`, which may see changes not yet committed.
+fn load_with(
+    id: &str,
+    get: impl Fn(&[u8]) -> Result<Option<Vec<u8>>, String>,
+) -> Result<Option<Stored>, String> {
     get(&keys::record(id))?
         .map(|bytes| decode(&bytes))
         .transpose()
@@ -443,10 +311,6 @@ fn storage(error: StorageError) -> String {
     }
 }
 
-fn put(key: Vec<u8>, value: Vec<u8>) -> Op {
-    Op::Put(Entry { key, value })
-}
-
 fn encode<T: Serialize>(value: &T) -> Vec<u8> {
     let mut bytes = vec![FORMAT];
     // Serializing these plain data types cannot fail.
@@ -461,10 +325,4 @@ fn decode<T: for<'de> Deserialize<'de>>(bytes: &[u8]) -> Result<T, String> {
         }
         _ => Err("a stored value has an unknown format".into()),
     }
-}
-
-fn decode_seq(bytes: &[u8]) -> Result<u64, String> {
-    <[u8; 8]>::try_from(bytes)
-        .map(u64::from_be_bytes)
-        .map_err(|_| "the sequence counter is damaged".to_string())
 }

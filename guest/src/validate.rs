@@ -8,6 +8,9 @@ use crate::engram::memory::types::{
 /// The longest fact key accepted, in bytes.
 pub const MAX_FACT_KEY_LEN: usize = 256;
 
+/// The longest keyword accepted, in bytes.
+pub const MAX_KEYWORD_LEN: usize = 256;
+
 /// Whether `key` is a normalized fact key: segments of `a-z`, `0-9`, `_`
 /// and `-`, joined by single dots, at most [`MAX_FACT_KEY_LEN`] bytes.
 pub fn is_normalized_fact_key(key: &str) -> bool {
@@ -96,7 +99,17 @@ fn relationship(relationship: &Relationship) -> Result<(), Invalid> {
 fn ingested(memory: &IngestedMemory) -> Result<(), Invalid> {
     not_empty("session_ref", &memory.session_ref)?;
     not_empty("summary", &memory.summary)?;
-    each_not_empty("keywords", &memory.keywords)
+    each_not_empty("keywords", &memory.keywords)?;
+    match memory
+        .keywords
+        .iter()
+        .position(|k| k.len() > MAX_KEYWORD_LEN)
+    {
+        Some(i) => Err(format!(
+            "keywords[{i}] is longer than {MAX_KEYWORD_LEN} bytes"
+        )),
+        None => Ok(()),
+    }
 }
 
 fn episode(episode: &Episode) -> Result<(), Invalid> {

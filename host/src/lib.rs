@@ -42,10 +42,12 @@
 
 #![warn(missing_docs)]
 
+pub mod algorithms;
 pub mod audit;
 pub mod backend;
 pub mod json;
 
+pub use algorithms::{Bm25Ranker, Candidate, ExtractiveSummarizer, Ranker, Summarizer, Summary};
 pub use audit::{AuditEntry, AuditSink, MemoryAudit};
 pub use backend::{Backend, MemoryBackend, SqliteBackend, SqliteOptions, Synchronous};
 
@@ -65,7 +67,10 @@ mod bindings {
     });
 }
 
-use bindings::engram::memory::{audit as wit_audit, domain as wit_domain, persistence};
+use bindings::engram::memory::{
+    audit as wit_audit, domain as wit_domain, persistence, ranker as wit_ranker,
+    summarizer as wit_summarizer,
+};
 
 /// The record model of the contract (`engram:memory/types`).
 pub mod types {
@@ -75,6 +80,15 @@ pub mod types {
 /// The IO contract (`engram:memory/io`): requests, answers, selectors.
 pub mod io {
     pub use crate::bindings::exports::engram::memory::io::*;
+}
+
+/// Execution cycles (`engram:memory/cycle`): plans, stages, step outputs.
+pub mod cycle {
+    pub use crate::bindings::exports::engram::memory::cycle::{
+        AssembledPrompt, CycleError, Damage, ExecutionPlan, PlanError, PlanErrorKind, PlanMetadata,
+        PlanStep, RetrievedMemory, Stage, StepKind, StepOutput, StepResult, SummarizeInput,
+        Summarized, TurnInput,
+    };
 }
 
 /// The engine component, as built from `guest/` by the build script.
@@ -101,6 +115,13 @@ pub struct Config {
     pub read_limit_ceiling: u32,
     /// The engine's clock; the system clock by default.
     pub clock: Clock,
+    /// How many keyword-index entries one RetrieveMemory step may read to
+    /// find its candidates (IO-G6). 256 by default.
+    pub candidate_limit: u32,
+    /// The summarizer cycles call; [`ExtractiveSummarizer`] by default.
+    pub summarizer: Arc<dyn Summarizer>,
+    /// The ranker cycles call; [`Bm25Ranker`] by default.
+    pub ranker: Arc<dyn Ranker>,
 }
 
 impl Default for Config {
@@ -108,6 +129,9 @@ impl Default for Config {
         Config {
             read_limit_ceiling: 1_000,
             clock: Arc::new(system_time_ms),
+            candidate_limit: 256,
+            summarizer: Arc::new(ExtractiveSummarizer::default()),
+            ranker: Arc::new(Bm25Ranker),
         }
     }
 }
@@ -138,8 +162,8 @@ impl Engram {
 
     /// Compiles the engine component.
     pub fn with_config(config: Config) -> Result<Self> {
-        if config.read_limit_ceiling == 0 {
-            bail!("the read-limit ceiling must be at least 1");
+        if config.read_limit_ceiling == 0 || config.candidate_limit == 0 {
+            bail!("the read-limit ceiling and the candidate limit must be at least 1");
         }
         let engine = wasmtime::Engine::new(&wasmtime::Config::new())?;
         let component = Component::new(&engine, COMPONENT)
@@ -188,6 +212,8 @@ impl Engram {
             mode,
             backend,
             audit,
+            summarizer: self.config.summarizer.clone(),
+            ranker: self.config.ranker.clone(),
             config: self.config.clone(),
         };
         let mut store = Store::new(&self.engine, state);
@@ -228,6 +254,76 @@ impl Domain {
             .call_write(&mut self.store, request)?)
     }
 
+    /// Replaces the summarizer this domain's cycles call.
+    pub fn with_summarizer(mut self, summarizer: Arc<dyn Summarizer>) -> Self {
+        self.store.data_mut().summarizer = summarizer;
+        self
+    }
+
+    /// Replaces the ranker this domain's cycles call.
+    pub fn with_ranker(mut self, ranker: Arc<dyn Ranker>) -> Self {
+        self.store.data_mut().ranker = ranker;
+        self
+    }
+
+    /// Validates `plan` and begins a cycle (B-005). `Ok(Err(_))` is a
+    /// refused plan: nothing ran.
+    pub fn begin_cycle(
+        &mut self,
+        plan: &cycle::ExecutionPlan,
+        session_ref: &str,
+        request_id: &str,
+    ) -> Result<Result<Cycle, cycle::PlanError>> {
+        let begun = self.instance.engram_memory_cycle().cycle().call_begin(
+            &mut self.store,
+            plan,
+            session_ref,
+            request_id,
+        )?;
+        Ok(begun.map(Cycle))
+    }
+
+    /// Runs one stage of a cycle with the transient inputs given.
+    pub fn run_stage(
+        &mut self,
+        cycle: &Cycle,
+        stage: cycle::Stage,
+        input: &cycle::TurnInput,
+    ) -> Result<Result<Vec<cycle::StepResult>, cycle::CycleError>> {
+        Ok(self.instance.engram_memory_cycle().cycle().call_run_stage(
+            &mut self.store,
+            cycle.0,
+            stage,
+            input,
+        )?)
+    }
+
+    /// The output of a step of a cycle, if it ran.
+    pub fn step_output(&mut self, cycle: &Cycle, step: &str) -> Result<Option<cycle::StepOutput>> {
+        Ok(self.instance.engram_memory_cycle().cycle().call_output(
+            &mut self.store,
+            cycle.0,
+            step,
+        )?)
+    }
+
+    /// Commits a cycle: every staged memory in one atomic commit (B5-D1).
+    pub fn commit_cycle(
+        &mut self,
+        cycle: &Cycle,
+    ) -> Result<Result<Vec<String>, cycle::CycleError>> {
+        Ok(self
+            .instance
+            .engram_memory_cycle()
+            .cycle()
+            .call_commit(&mut self.store, cycle.0)?)
+    }
+
+    /// Drops a cycle; anything it staged and did not commit is gone.
+    pub fn drop_cycle(&mut self, cycle: Cycle) -> Result<()> {
+        Ok(cycle.0.resource_drop(&mut self.store)?)
+    }
+
     /// Reads records (IO-R1 … IO-R7). `Ok(Err(_))` is a refused read, a
     /// typed error; `Err` means the call itself failed.
     pub fn read(
@@ -241,6 +337,11 @@ impl Domain {
     }
 }
 
+/// A cycle in flight in a [`Domain`]; pass it back to the domain's cycle
+/// calls, and to [`Domain::drop_cycle`] when done.
+#[derive(Debug)]
+pub struct Cycle(wasmtime::component::ResourceAny);
+
 /// What one engine instance may reach: its agent's part of the store.
 struct DomainState {
     agent_id: String,
@@ -248,6 +349,8 @@ struct DomainState {
     mode: Mode,
     backend: Arc<dyn Backend>,
     audit: Arc<dyn AuditSink>,
+    summarizer: Arc<dyn Summarizer>,
+    ranker: Arc<dyn Ranker>,
     config: Config,
 }
 
@@ -276,11 +379,15 @@ impl persistence::Host for DomainState {
         limit: u32,
         order: persistence::Direction,
     ) -> Result<Vec<persistence::Entry>, persistence::StorageError> {
-        // The engine never needs more than one read's worth of entries.
-        if limit > self.config.read_limit_ceiling {
+        // The engine never needs more than one read's or one retrieval's
+        // worth of entries.
+        let ceiling = self
+            .config
+            .read_limit_ceiling
+            .max(self.config.candidate_limit);
+        if limit > ceiling {
             return Err(persistence::StorageError::Unavailable(format!(
-                "a scan of {limit} entries is above the ceiling of {}",
-                self.config.read_limit_ceiling
+                "a scan of {limit} entries is above the ceiling of {ceiling}"
             )));
         }
         let order = match order {
@@ -378,6 +485,46 @@ impl wit_domain::Host for DomainState {
 
     fn read_limit_ceiling(&mut self) -> u32 {
         self.config.read_limit_ceiling
+    }
+
+    fn candidate_limit(&mut self) -> u32 {
+        self.config.candidate_limit
+    }
+}
+
+impl wit_summarizer::Host for DomainState {
+    fn summarize(
+        &mut self,
+        user_message: String,
+        model_response: Option<String>,
+    ) -> Result<wit_summarizer::Summary, String> {
+        let summary = self
+            .summarizer
+            .summarize(&user_message, model_response.as_deref())?;
+        Ok(wit_summarizer::Summary {
+            summary: summary.summary,
+            keywords: summary.keywords,
+        })
+    }
+}
+
+impl wit_ranker::Host for DomainState {
+    fn rank(
+        &mut self,
+        query_keywords: Vec<String>,
+        candidates: Vec<wit_ranker::Candidate>,
+        k: u32,
+    ) -> Result<Vec<String>, String> {
+        let candidates: Vec<Candidate> = candidates
+            .into_iter()
+            .map(|c| Candidate {
+                id: c.id,
+                summary: c.summary,
+                keywords: c.keywords,
+                timestamp: c.timestamp,
+            })
+            .collect();
+        self.ranker.rank(&query_keywords, &candidates, k)
     }
 }
 

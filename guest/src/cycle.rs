@@ -1,0 +1,528 @@
+//! Execution cycles (B-005): plan validation, then stage-by-stage steps whose
+//! outputs and staged writes live in the cycle resource only (B5-F5), and one
+//! atomic commit when every step succeeded (B5-D1).
+
+use crate::engram::memory::audit::{self, Operation, Outcome};
+use crate::engram::memory::domain::{self, AccessMode};
+use crate::engram::memory::ranker::{self, Candidate};
+use crate::engram::memory::summarizer;
+use crate::engram::memory::types::{
+    Event, EventPayload, IngestedMemory, MemoryRecord, RecordType, SourceActor, SourceComponent,
+    WriteSource,
+};
+use crate::exports::engram::memory::cycle::{
+    AssembledPrompt, Cycle, CycleError, Damage, ExecutionPlan, Guest, GuestCycle, PlanError,
+    PlanErrorKind, PlanStep, RetrievedMemory, Stage, StepKind, StepOutput, StepResult,
+    SummarizeInput, Summarized, TurnInput,
+};
+use crate::writer::{self, Write, Written};
+use crate::{Engine, Stored, keys, load, validate};
+use std::cell::RefCell;
+use std::collections::{HashMap, HashSet};
+
+impl Guest for Engine {
+    type Cycle = CycleResource;
+}
+
+const STAGES: [Stage; 4] = [
+    Stage::ContextSelect,
+    Stage::PromptAssemble,
+    Stage::SummarizeMemory,
+    Stage::PersistMemory,
+];
+
+fn stage_index(stage: Stage) -> usize {
+    STAGES.iter().position(|s| *s == stage).unwrap_or(0)
+}
+
+/// One cycle: the plan, and everything the steps produced so far.
+pub struct CycleResource {
+    plan: ExecutionPlan,
+    session_ref: String,
+    request_id: String,
+    state: RefCell<State>,
+}
+
+#[derive(Default)]
+struct State {
+    /// The index in `STAGES` of the first stage that has not run.
+    next_stage: usize,
+    closed: bool,
+    outputs: HashMap<String, StepOutput>,
+    user_message: Option<String>,
+    model_response: Option<String>,
+    /// Memories staged by PersistMemory steps: step name, memory, timestamp.
+    staged: Vec<(String, IngestedMemory, i64)>,
+}
+
+impl State {
+    /// Fails the cycle: nothing it produced survives (B5-D1).
+    fn fail(&mut self, error: CycleError) -> CycleError {
+        self.closed = true;
+        self.outputs.clear();
+        self.staged.clear();
+        self.user_message = None;
+        self.model_response = None;
+        error
+    }
+}
+
+impl GuestCycle for CycleResource {
+    fn begin(
+        plan: ExecutionPlan,
+        session_ref: String,
+        request_id: String,
+    ) -> Result<Cycle, PlanError> {
+        validate_plan(&plan)?;
+        Ok(Cycle::new(CycleResource {
+            plan,
+            session_ref,
+            request_id,
+            state: RefCell::new(State::default()),
+        }))
+    }
+
+    fn run_stage(&self, stage: Stage, input: TurnInput) -> Result<Vec<StepResult>, CycleError> {
+        let mut state = self.state.borrow_mut();
+        if state.closed {
+            return Err(CycleError::Closed);
+        }
+        let index = stage_index(stage);
+        let skipped_work = STAGES[state.next_stage.min(index)..index]
+            .iter()
+            .any(|s| self.plan.steps.iter().any(|step| step.stage == *s));
+        if index < state.next_stage || skipped_work {
+            return Err(state.fail(CycleError::StageOutOfOrder));
+        }
+        if let Some(message) = input.user_message {
+            state.user_message = Some(message);
+        }
+        if let Some(response) = input.model_response {
+            state.model_response = Some(response);
+        }
+        let mut results = Vec::new();
+        for step in self.plan.steps.iter().filter(|s| s.stage == stage) {
+            match self.run_step(step, &mut state) {
+                Ok(output) => {
+                    state.outputs.insert(step.name.clone(), output.clone());
+                    results.push(StepResult {
+                        step: step.name.clone(),
+                        output,
+                    });
+                }
+                Err(error) => return Err(state.fail(error)),
+            }
+        }
+        state.next_stage = index + 1;
+        Ok(results)
+    }
+
+    fn output(&self, step: String) -> Option<StepOutput> {
+        self.state.borrow().outputs.get(&step).cloned()
+    }
+
+    fn commit(&self) -> Result<Vec<String>, CycleError> {
+        let mut state = self.state.borrow_mut();
+        if state.closed {
+            return Err(CycleError::Closed);
+        }
+        let unfinished = STAGES[state.next_stage..]
+            .iter()
+            .any(|s| self.plan.steps.iter().any(|step| step.stage == *s));
+        if unfinished {
+            return Err(state.fail(CycleError::Unfinished));
+        }
+        let staged = std::mem::take(&mut state.staged);
+        let answer = self.persist(&staged);
+        state.closed = true;
+        answer.map_err(|error| state.fail(error))
+    }
+}
+
+impl CycleResource {
+    fn run_step(&self, step: &PlanStep, state: &mut State) -> Result<StepOutput, CycleError> {
+        let input = |i: usize| {
+            step.inputs
+                .get(i)
+                .and_then(|name| state.outputs.get(name))
+                .cloned()
+        };
+        match &step.kind {
+            StepKind::SummarizeMemory(what) => {
+                let message = state
+                    .user_message
+                    .clone()
+                    .ok_or_else(|| CycleError::MissingInput("user-message".into()))?;
+                let response = match what {
+                    SummarizeInput::UserMessage => None,
+                    SummarizeInput::Turn => Some(
+                        state
+                            .model_response
+                            .clone()
+                            .ok_or_else(|| CycleError::MissingInput("model-response".into()))?,
+                    ),
+                };
+                summarize(&message, response.as_deref()).map(StepOutput::Summarized)
+            }
+            StepKind::RetrieveMemory => {
+                let Some(StepOutput::Summarized(query)) = input(0) else {
+                    return Err(CycleError::MissingInput(step.inputs.join(",")));
+                };
+                let top_k = self.plan.metadata.top_k.unwrap_or(0);
+                self.retrieve(&step.name, &query.keywords, top_k)
+                    .map(StepOutput::Retrieved)
+            }
+            StepKind::ContextSelect => match input(0) {
+                // Only the complete result of a RetrieveMemory that succeeded
+                // exists to be selected (B5-D3): a failure ended the cycle.
+                Some(StepOutput::Retrieved(memories)) => Ok(StepOutput::Selected(memories)),
+                _ => Err(CycleError::MissingInput(step.inputs.join(","))),
+            },
+            StepKind::PromptAssemble => {
+                let Some(StepOutput::Selected(context)) = input(0) else {
+                    return Err(CycleError::MissingInput(step.inputs.join(",")));
+                };
+                let message = state
+                    .user_message
+                    .as_deref()
+                    .ok_or_else(|| CycleError::MissingInput("user-message".into()))?;
+                Ok(StepOutput::Prompt(assemble(context, message)))
+            }
+            StepKind::PersistMemory => {
+                let Some(StepOutput::Summarized(summary)) = input(0) else {
+                    return Err(CycleError::MissingInput(step.inputs.join(",")));
+                };
+                let memory = IngestedMemory {
+                    session_ref: self.session_ref.clone(),
+                    summary: summary.summary.clone(),
+                    keywords: summary.keywords.clone(),
+                };
+                state
+                    .staged
+                    .push((step.name.clone(), memory, domain::now()));
+                Ok(StepOutput::Staged(summary))
+            }
+        }
+    }
+
+    /// Finds candidates through the keyword index, reading at most the
+    /// host's candidate limit of entries, and has the ranker order them.
+    fn retrieve(
+        &self,
+        step: &str,
+        keywords: &[String],
+        top_k: u32,
+    ) -> Result<Vec<RetrievedMemory>, CycleError> {
+        let request_id = format!("{}#{step}", self.request_id);
+        let answer = gather_and_rank(keywords, top_k);
+        let outcome = match &answer {
+            Ok(memories) => Outcome::Returned(memories.len() as u32),
+            Err((_, reason)) => Outcome::Failed(reason.clone()),
+        };
+        audit::append(&audit::Entry {
+            request_id,
+            operation: Operation::Read,
+            source: None,
+            record_type: Some(RecordType::Event),
+            outcome,
+        });
+        answer.map_err(|(error, _)| error)
+    }
+
+    /// Stores every staged memory in one commit (B5-D1, B5-F2).
+    fn persist(&self, staged: &[(String, IngestedMemory, i64)]) -> Result<Vec<String>, CycleError> {
+        if staged.is_empty() {
+            return Ok(Vec::new());
+        }
+        let source = WriteSource {
+            agent_id: domain::agent(),
+            component: SourceComponent::Cognition,
+            actor: SourceActor::System,
+        };
+        let requests: Vec<(String, MemoryRecord)> = staged
+            .iter()
+            .map(|(step, memory, timestamp)| {
+                let record = MemoryRecord::Event(Event {
+                    timestamp: *timestamp,
+                    payload: EventPayload::Ingested(memory.clone()),
+                });
+                (format!("{}#{step}", self.request_id), record)
+            })
+            .collect();
+        let answer = if domain::mode() != AccessMode::Online {
+            Err("COGNITION may not write while the domain is in maintenance mode (IO-W7)".into())
+        } else if let Some(why) = requests
+            .iter()
+            .find_map(|(_, record)| validate::record(record).err())
+        {
+            Err(format!("invalid record: {why}"))
+        } else {
+            let writes: Vec<Write<'_>> = requests
+                .iter()
+                .map(|(request_id, record)| Write {
+                    request_id,
+                    source: &source,
+                    record,
+                })
+                .collect();
+            writer::write_all(&writes)
+        };
+        for (i, (request_id, _)) in requests.iter().enumerate() {
+            let outcome = match &answer {
+                Ok(written) => match &written[i] {
+                    Written::New(id) => Outcome::Accepted(id.clone()),
+                    Written::Replayed(id) => Outcome::Replayed(id.clone()),
+                },
+                Err(reason) => Outcome::Rejected(reason.clone()),
+            };
+            audit::append(&audit::Entry {
+                request_id: request_id.clone(),
+                operation: Operation::Write,
+                source: Some(source.clone()),
+                record_type: Some(RecordType::Event),
+                outcome,
+            });
+        }
+        match answer {
+            Ok(written) => Ok(written
+                .into_iter()
+                .map(|w| match w {
+                    Written::New(id) | Written::Replayed(id) => id,
+                })
+                .collect()),
+            Err(_) => Err(CycleError::CommitFailed),
+        }
+    }
+}
+
+fn summarize(message: &str, response: Option<&str>) -> Result<Summarized, CycleError> {
+    let summary = summarizer::summarize(message, response).map_err(CycleError::SummarizerFailed)?;
+    let refused = |why: &str| Err(CycleError::SummaryRefused(why.into()));
+    if summary.summary.trim().is_empty() {
+        return refused("the summary is empty");
+    }
+    if summary.keywords.iter().any(|k| k.is_empty()) {
+        return refused("a keyword is empty");
+    }
+    if summary
+        .keywords
+        .iter()
+        .any(|k| k.len() > validate::MAX_KEYWORD_LEN)
+    {
+        return refused("a keyword is too long");
+    }
+    let verbatim = |raw: &str| !raw.trim().is_empty() && summary.summary.contains(raw.trim());
+    if verbatim(message) || response.is_some_and(verbatim) {
+        return refused("the summary holds the raw text verbatim (B5-S1)");
+    }
+    Ok(Summarized {
+        summary: summary.summary,
+        keywords: summary.keywords,
+    })
+}
+
+type Failure = (CycleError, String);
+
+fn gather_and_rank(keywords: &[String], top_k: u32) -> Result<Vec<RetrievedMemory>, Failure> {
+    let storage = |why: String| (CycleError::StorageUnavailable, why);
+    let mut budget = domain::candidate_limit().max(1);
+    let mut seen = HashSet::new();
+    let mut ids = Vec::new();
+    let mut distinct: Vec<&String> = keywords.iter().collect();
+    distinct.sort();
+    distinct.dedup();
+    for keyword in distinct {
+        if budget == 0 {
+            break;
+        }
+        let (start, end) = keys::keyword_range(keyword);
+        let entries = crate::persistence::scan(
+            &start,
+            &end,
+            budget,
+            crate::persistence::Direction::Descending,
+        )
+        .map_err(|e| storage(crate::storage(e)))?;
+        budget = budget.saturating_sub(entries.len() as u32);
+        for entry in entries {
+            let id = String::from_utf8(entry.value)
+                .map_err(|_| storage("a keyword-index entry is damaged".into()))?;
+            if seen.insert(id.clone()) {
+                ids.push(id);
+            }
+        }
+    }
+    let mut candidates = Vec::with_capacity(ids.len());
+    for id in &ids {
+        match load(id).map_err(storage)? {
+            Some(Stored::Event {
+                id,
+                event:
+                    Event {
+                        timestamp,
+                        payload: EventPayload::Ingested(memory),
+                    },
+            }) => candidates.push(Candidate {
+                id,
+                summary: memory.summary,
+                keywords: memory.keywords,
+                timestamp,
+            }),
+            _ => {
+                return Err(storage(format!(
+                    "keyword index entry for {id} points nowhere"
+                )));
+            }
+        }
+    }
+    // Newest first, so every ranker sees the candidates in one stable order.
+    candidates.sort_by(|a, b| b.timestamp.cmp(&a.timestamp).then_with(|| b.id.cmp(&a.id)));
+    if candidates.is_empty() {
+        return Ok(Vec::new());
+    }
+    let ranked = ranker::rank(keywords, &candidates, top_k).map_err(|why| {
+        (
+            CycleError::RankerFailed(why.clone()),
+            format!("ranker failed: {why}"),
+        )
+    })?;
+    let damaged = |damage: Damage| {
+        (
+            CycleError::RankingDamaged(damage),
+            format!("the ranker's answer was damaged: {damage:?}"),
+        )
+    };
+    if ranked.len() > top_k as usize {
+        return Err(damaged(Damage::TooMany));
+    }
+    let by_id: HashMap<&str, &Candidate> = candidates.iter().map(|c| (c.id.as_str(), c)).collect();
+    let mut used = HashSet::new();
+    let mut memories = Vec::with_capacity(ranked.len());
+    for id in &ranked {
+        let Some(candidate) = by_id.get(id.as_str()) else {
+            return Err(damaged(Damage::UnknownId));
+        };
+        if !used.insert(id.as_str()) {
+            return Err(damaged(Damage::DuplicateId));
+        }
+        memories.push(RetrievedMemory {
+            id: candidate.id.clone(),
+            summary: candidate.summary.clone(),
+            timestamp: candidate.timestamp,
+        });
+    }
+    Ok(memories)
+}
+
+fn assemble(context: Vec<RetrievedMemory>, message: &str) -> AssembledPrompt {
+    let mut text = String::from("Relevant memories:");
+    if context.is_empty() {
+        text.push_str(" none");
+    }
+    for memory in &context {
+        text.push_str(&format!("\n- [{}] {}", memory.timestamp, memory.summary));
+    }
+    text.push_str("\n\nUser: ");
+    text.push_str(message);
+    AssembledPrompt { context, text }
+}
+
+/// Checks a plan before anything runs; the error names the step and rule.
+fn validate_plan(plan: &ExecutionPlan) -> Result<(), PlanError> {
+    let fail = |step: &PlanStep, rule: &str, kind: PlanErrorKind| PlanError {
+        step: Some(step.name.clone()),
+        rule: rule.into(),
+        kind,
+    };
+    let mut seen: HashMap<&str, &PlanStep> = HashMap::new();
+    let mut stage = 0;
+    for step in &plan.steps {
+        if seen.contains_key(step.name.as_str()) {
+            return Err(fail(step, "B5-F4", PlanErrorKind::DuplicateName));
+        }
+        let index = stage_index(step.stage);
+        if index < stage {
+            return Err(fail(step, "B5-F4", PlanErrorKind::StageOutOfOrder));
+        }
+        stage = index;
+        if let Some(rule) = wrong_stage(step) {
+            return Err(fail(step, rule, PlanErrorKind::WrongStage));
+        }
+        for input in &step.inputs {
+            if !seen.contains_key(input.as_str()) {
+                let later = plan.steps.iter().any(|s| s.name == *input);
+                let kind = if later {
+                    PlanErrorKind::LaterInput(input.clone())
+                } else {
+                    PlanErrorKind::UnknownInput(input.clone())
+                };
+                return Err(fail(step, "B5-F4", kind));
+            }
+        }
+        let inputs: Vec<&PlanStep> = step.inputs.iter().map(|i| seen[i.as_str()]).collect();
+        if let Some(rule) = wrong_inputs(step, &inputs) {
+            return Err(fail(
+                step,
+                rule,
+                PlanErrorKind::WrongInput(step.inputs.join(",")),
+            ));
+        }
+        seen.insert(&step.name, step);
+    }
+    if let Some(retrieve) = plan
+        .steps
+        .iter()
+        .find(|s| s.kind == StepKind::RetrieveMemory)
+    {
+        let ceiling = domain::read_limit_ceiling().max(1);
+        match plan.metadata.top_k {
+            None | Some(0) => return Err(fail(retrieve, "B5-P4", PlanErrorKind::MissingTopK)),
+            Some(k) if k > ceiling => {
+                return Err(fail(
+                    retrieve,
+                    "IO-G6",
+                    PlanErrorKind::TopKOutOfBounds(ceiling),
+                ));
+            }
+            Some(_) => {}
+        }
+    }
+    Ok(())
+}
+
+/// The rule a step breaks by running in its stage, if any.
+fn wrong_stage(step: &PlanStep) -> Option<&'static str> {
+    let ok = match (&step.kind, step.stage) {
+        (StepKind::RetrieveMemory, Stage::ContextSelect) => true,
+        (StepKind::RetrieveMemory | StepKind::PersistMemory, Stage::PromptAssemble) => {
+            return Some("B5-P3"); // the prompt stage never touches the store
+        }
+        (StepKind::RetrieveMemory, _) => return Some("B5-P3"),
+        (StepKind::SummarizeMemory(SummarizeInput::UserMessage), Stage::ContextSelect) => true,
+        (StepKind::SummarizeMemory(SummarizeInput::Turn), Stage::SummarizeMemory) => true,
+        (StepKind::SummarizeMemory(_), _) => return Some("B5-P1"),
+        (StepKind::ContextSelect, Stage::ContextSelect) => true,
+        (StepKind::ContextSelect, _) => return Some("B5-D3"),
+        (StepKind::PromptAssemble, Stage::PromptAssemble) => true,
+        (StepKind::PromptAssemble, _) => return Some("B5-P3"),
+        (StepKind::PersistMemory, Stage::PersistMemory) => true,
+        (StepKind::PersistMemory, _) => return Some("B5-D1"),
+    };
+    (!ok).then_some("B5-P3")
+}
+
+/// The rule a step breaks by the outputs it takes, if any.
+fn wrong_inputs(step: &PlanStep, inputs: &[&PlanStep]) -> Option<&'static str> {
+    let one = |kind: &dyn Fn(&StepKind) -> bool| inputs.len() == 1 && kind(&inputs[0].kind);
+    match step.kind {
+        StepKind::SummarizeMemory(_) => (!inputs.is_empty()).then_some("B5-P1"),
+        StepKind::RetrieveMemory => {
+            (!one(&|k| matches!(k, StepKind::SummarizeMemory(_)))).then_some("B5-P2")
+        }
+        StepKind::ContextSelect => (!one(&|k| *k == StepKind::RetrieveMemory)).then_some("B5-D3"),
+        StepKind::PromptAssemble => (!one(&|k| *k == StepKind::ContextSelect)).then_some("B5-P3"),
+        StepKind::PersistMemory => {
+            (!one(&|k| *k == StepKind::SummarizeMemory(SummarizeInput::Turn))).then_some("B5-F4")
+        }
+    }
+}

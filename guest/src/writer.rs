@@ -1,0 +1,208 @@
+//! Storing records: one or more writes laid out over the key-value store in
+//! one atomic commit, with idempotency (IO-W2), id allocation, supersession
+//! of fact versions and the indexes.
+
+use crate::engram::memory::domain;
+use crate::engram::memory::persistence::{self, Entry, Op, Precondition, StorageError};
+use crate::engram::memory::types::{
+    EventPayload, MemoryRecord, SourceActor, SourceComponent, StoredFact, StoredState, WriteSource,
+};
+use crate::{Stored, decode, encode, get, keys, load_with};
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+
+/// How often a batch is retried when another writer changed the domain
+/// between its reads and its commit.
+const MAX_COMMIT_ATTEMPTS: usize = 16;
+
+/// One record to store.
+pub struct Write<'a> {
+    pub request_id: &'a str,
+    pub source: &'a WriteSource,
+    pub record: &'a MemoryRecord,
+}
+
+/// A write that was answered with ACCEPTED.
+pub enum Written {
+    /// Stored now under this id.
+    New(String),
+    /// Stored earlier under this id, by the same request (IO-W2).
+    Replayed(String),
+}
+
+/// What the idempotency table keeps for a request id: the id it was
+/// answered with and the source it came from. The record itself is compared
+/// with the stored one.
+#[derive(Serialize, Deserialize)]
+struct Idempotency {
+    stored_id: String,
+    component: SourceComponent,
+    actor: SourceActor,
+}
+
+/// Stores every write, or none: one commit. The error is the reason, for the
+/// audit trail.
+pub fn write_all(writes: &[Write<'_>]) -> Result<Vec<Written>, String> {
+    for _ in 0..MAX_COMMIT_ATTEMPTS {
+        if let Some(written) = try_write_all(writes)? {
+            return Ok(written);
+        }
+    }
+    Err("the domain kept changing under the write; gave up".into())
+}
+
+/// The changes of one commit, and what they make the store look like to the
+/// rest of the batch.
+#[derive(Default)]
+struct Batch {
+    overlay: HashMap<Vec<u8>, Vec<u8>>,
+    preconditions: Vec<Precondition>,
+    ops: Vec<Op>,
+}
+
+impl Batch {
+    fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, String> {
+        match self.overlay.get(key) {
+            Some(value) => Ok(Some(value.clone())),
+            None => get(key),
+        }
+    }
+
+    fn put(&mut self, key: Vec<u8>, value: Vec<u8>) {
+        self.overlay.insert(key.clone(), value.clone());
+        self.ops.push(Op::Put(Entry { key, value }));
+    }
+}
+
+/// One attempt: `Ok(None)` when another writer got in between.
+fn try_write_all(writes: &[Write<'_>]) -> Result<Option<Vec<Written>>, String> {
+    let mut batch = Batch::default();
+    let seq_value = get(keys::SEQ)?;
+    let first_seq = match &seq_value {
+        Some(bytes) => decode_seq(bytes)?,
+        None => 0,
+    };
+    let mut seq = first_seq;
+    let mut written = Vec::with_capacity(writes.len());
+    for write in writes {
+        let idempotency_key = keys::idempotency(write.request_id);
+        if let Some(bytes) = batch.get(&idempotency_key)? {
+            written.push(replay(write, decode(&bytes)?, &batch)?);
+            continue;
+        }
+        seq += 1;
+        let id = keys::record_id(seq);
+        batch
+            .preconditions
+            .push(Precondition::Absent(idempotency_key.clone()));
+        let entry = Idempotency {
+            stored_id: id.clone(),
+            component: write.source.component,
+            actor: write.source.actor,
+        };
+        batch.put(idempotency_key, encode(&entry));
+        lay_out(&mut batch, write.record, &id, seq)?;
+        written.push(Written::New(id));
+    }
+    if seq == first_seq {
+        return Ok(Some(written)); // every write was a replay: nothing to commit
+    }
+    // Every write bumps the counter and is conditioned on it, so two writers
+    // of one domain can never both commit from the same reads.
+    batch.preconditions.push(match seq_value {
+        Some(value) => Precondition::Holds(Entry {
+            key: keys::SEQ.to_vec(),
+            value,
+        }),
+        None => Precondition::Absent(keys::SEQ.to_vec()),
+    });
+    batch.put(keys::SEQ.to_vec(), seq.to_be_bytes().to_vec());
+    match persistence::commit(&batch.preconditions, &batch.ops) {
+        Ok(()) => Ok(Some(written)),
+        Err(StorageError::Conflict) => Ok(None),
+        Err(StorageError::Unavailable(why)) => Err(format!("storage unavailable: {why}")),
+    }
+}
+
+/// Adds a new record, its indexes and, for a FACT, the closing of the
+/// version it supersedes.
+fn lay_out(batch: &mut Batch, record: &MemoryRecord, id: &str, seq: u64) -> Result<(), String> {
+    let stored = match record.clone() {
+        MemoryRecord::Fact(fact) => {
+            let now = domain::now();
+            let key_entry = keys::fact_key(&fact.key);
+            if let Some(current) = batch.get(&key_entry)? {
+                // Close the current version in transaction time (MT-2); it
+                // stays readable by id.
+                let current_id = String::from_utf8(current)
+                    .map_err(|_| "a fact-key index entry is damaged".to_string())?;
+                let Some(Stored::Fact(mut previous)) = load_with(&current_id, |k| batch.get(k))?
+                else {
+                    return Err("a fact-key index entry points nowhere".into());
+                };
+                previous.superseded_at = Some(now);
+                batch.put(keys::record(&current_id), encode(&Stored::Fact(previous)));
+            }
+            batch.put(key_entry, id.as_bytes().to_vec());
+            Stored::Fact(StoredFact {
+                id: id.to_owned(),
+                created_at: now,
+                superseded_at: None,
+                fact,
+            })
+        }
+        MemoryRecord::Event(event) => {
+            let index = keys::time(keys::EVENT, event.timestamp, seq);
+            batch.put(index, id.as_bytes().to_vec());
+            if let EventPayload::Ingested(memory) = &event.payload {
+                let mut keywords: Vec<&String> = memory.keywords.iter().collect();
+                keywords.sort();
+                keywords.dedup();
+                for keyword in keywords {
+                    batch.put(keys::keyword(keyword, seq), id.as_bytes().to_vec());
+                }
+            }
+            Stored::Event {
+                id: id.to_owned(),
+                event,
+            }
+        }
+        MemoryRecord::State(state) => {
+            let index = keys::time(keys::STATE, state.timestamp, seq);
+            batch.put(index, id.as_bytes().to_vec());
+            Stored::State(StoredState {
+                id: id.to_owned(),
+                state,
+            })
+        }
+    };
+    batch.put(keys::record(id), encode(&stored));
+    Ok(())
+}
+
+/// Answers a request id that was seen before (IO-W2): the same record from
+/// the same source gets the same id; anything else is refused.
+fn replay(write: &Write<'_>, entry: Idempotency, batch: &Batch) -> Result<Written, String> {
+    let reused = || Err("request_id was already used for a different write (IO-W2)".to_string());
+    if entry.component != write.source.component || entry.actor != write.source.actor {
+        return reused();
+    }
+    let same = match (load_with(&entry.stored_id, |k| batch.get(k))?, write.record) {
+        (Some(Stored::Fact(stored)), MemoryRecord::Fact(fact)) => stored.fact == *fact,
+        (Some(Stored::Event { event: stored, .. }), MemoryRecord::Event(event)) => stored == *event,
+        (Some(Stored::State(stored)), MemoryRecord::State(state)) => stored.state == *state,
+        (None, _) => return Err("an idempotency entry points nowhere".into()),
+        _ => false,
+    };
+    if same {
+        Ok(Written::Replayed(entry.stored_id))
+    } else {
+        reused()
+    }
+}
+
+fn decode_seq(bytes: &[u8]) -> Result<u64, String> {
+    <[u8; 8]>::try_from(bytes)
+        .map(u64::from_be_bytes)
+        .map_err(|_| "the sequence counter is damaged".to_string())
+}
