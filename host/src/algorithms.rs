@@ -103,12 +103,29 @@ impl ExtractiveSummarizer {
         let Some((_, sentence)) = best else {
             return String::new();
         };
-        sentence
+        let words: Vec<&str> = sentence
             .split(|c: char| !(c.is_alphanumeric() || c == '-' || c == '\''))
-            .filter(|w| !w.is_empty() && !self.stop_words.contains(&w.to_lowercase()))
+            .filter(|w| !w.is_empty())
+            .collect();
+        let content: Vec<&str> = words
+            .iter()
+            .copied()
+            .filter(|w| !self.stop_words.contains(&w.to_lowercase()))
             .take(self.words)
-            .collect::<Vec<_>>()
-            .join(" ")
+            .collect();
+        if !content.is_empty() && (content.len() < words.len() || words.len() < 2) {
+            return content.join(" ");
+        }
+        // Nothing to leave out, or nothing but stop words: name the words
+        // instead, so the text never comes through whole (B5-S1).
+        let base = if content.is_empty() { &words } else { &content };
+        if base.is_empty() {
+            return String::new();
+        }
+        let mut named: Vec<String> = base.iter().map(|w| w.to_lowercase()).collect();
+        named.sort();
+        named.dedup();
+        format!("about {}", named.join(", "))
     }
 }
 

@@ -92,6 +92,11 @@ impl Fixture {
             .expect("the domain opens")
     }
 
+    /// The folder of a SQLite fixture's file.
+    pub fn folder(&self) -> Option<&std::path::Path> {
+        self._dir.as_ref().map(|d| d.path())
+    }
+
     /// The whole audit trail, oldest first.
     pub fn trail(&self) -> Vec<AuditEntry> {
         match &self.trail {
