@@ -325,3 +325,148 @@ fn the_default_store_is_engram_db_in_the_working_folder() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(Path::new(&cli.dir.path().join("engram.db")).exists());
 }
+
+const PLAN: &str = include_str!("../host/samples/plan.json");
+
+#[test]
+fn a_cycle_prints_each_stage_and_commits_its_summary_only() {
+    // proves B5-S1, B5-D1, B5-P4 through the CLI
+    let cli = Cli::new();
+    let plan = cli.file("plan.json", PLAN);
+    let plan = plan.to_str().unwrap();
+    let message = "Could you find me a vegetarian restaurant near the office for Friday lunch?";
+    let response = "Green Leaf on Main Street serves vegetarian food and is ten minutes away.";
+    let out = cli.run(
+        &[
+            "cycle",
+            plan,
+            "--agent",
+            "alice",
+            "--message",
+            message,
+            "--response",
+            response,
+        ],
+        "",
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let lines = json_lines(&out);
+    let stages: Vec<&str> = lines.iter().filter_map(|l| l["stage"].as_str()).collect();
+    assert_eq!(
+        stages,
+        [
+            "ContextSelect",
+            "PromptAssemble",
+            "SummarizeMemory",
+            "PersistMemory"
+        ]
+    );
+    let committed = lines.last().unwrap()["committed"].as_array().unwrap();
+    assert_eq!(committed.len(), 1);
+
+    // The next turn retrieves it and puts it in the prompt.
+    let message_file = cli.file("question.txt", "Any vegetarian place for lunch?");
+    let out = cli.run(
+        &[
+            "cycle",
+            plan,
+            "--agent",
+            "alice",
+            "--message-file",
+            message_file.to_str().unwrap(),
+            "--response",
+            "Green Leaf again.",
+        ],
+        "",
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let lines = json_lines(&out);
+    let prompt = &lines[1]["steps"][0]["output"]["prompt"];
+    assert_eq!(prompt["context"][0]["id"], committed[0]);
+    assert_eq!(
+        prompt["context"][0].as_object().unwrap().len(),
+        3,
+        "id, summary, timestamp"
+    );
+    assert!(
+        prompt["text"]
+            .as_str()
+            .unwrap()
+            .ends_with("User: Any vegetarian place for lunch?")
+    );
+
+    let bytes = std::fs::read(cli.store()).unwrap();
+    let wal = std::fs::read(cli.store().with_extension("db-wal")).unwrap_or_default();
+    let text = String::from_utf8_lossy(&[bytes, wal].concat()).into_owned();
+    assert!(
+        !text.contains(message) && !text.contains(response),
+        "raw text reached the file"
+    );
+
+    // A plan without top_k is refused before anything runs.
+    let no_top_k = cli.file("no-top-k.json", &PLAN.replace("\"top_k\": 3", ""));
+    let out = cli.run(
+        &[
+            "cycle",
+            no_top_k.to_str().unwrap(),
+            "--agent",
+            "alice",
+            "--message",
+            "hi there",
+        ],
+        "",
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let lines = json_lines(&out);
+    assert_eq!(lines.len(), 1);
+    assert_eq!(lines[0]["plan_error"]["rule"], "B5-P4");
+    // A malformed plan is bad input.
+    let broken = cli.file(
+        "broken.json",
+        "{\"metadata\":{},\"steps\":[{\"name\":\"x\"}]}",
+    );
+    let out = cli.run(
+        &[
+            "cycle",
+            broken.to_str().unwrap(),
+            "--agent",
+            "alice",
+            "--message",
+            "hi",
+        ],
+        "",
+    );
+    assert_one_line_error(&out, 3, &["broken.json", "not a valid execution plan"]);
+}
+
+#[test]
+fn the_demo_ingests_the_sample_conversation_once_and_answers_a_question() {
+    let cli = Cli::new();
+    let out = cli.run(&["demo"], "");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(
+        text.contains("# ingesting the sample conversation"),
+        "{text}"
+    );
+    assert_eq!(text.matches("\"committed\"").count(), 6);
+    let context = text
+        .split("# ContextSelect")
+        .nth(1)
+        .unwrap()
+        .split("# PromptAssemble")
+        .next()
+        .unwrap();
+    let selected: serde_json::Value = serde_json::from_str(context).unwrap();
+    let memories = selected["selected"].as_array().unwrap();
+    assert!(!memories.is_empty() && memories.len() <= 3);
+    assert!(
+        memories
+            .iter()
+            .any(|m| m["summary"].as_str().unwrap().contains("Sarah"))
+    );
+    assert!(text.contains("User: Where should I take Sarah for dinner in Lisbon?"));
+    let again = stdout(&cli.run(&["demo", "--question", "Which hotel did I book?"], ""));
+    assert!(again.contains("already in"), "{again}");
+    assert!(again.contains("Casa"), "{again}");
+}

@@ -177,12 +177,15 @@ fn ingest_all(domain: &mut Domain) -> Vec<String> {
 
 // ---- algorithms a plugin host could supply -----------------------------------
 
+/// What the ranker was asked: query keywords, candidates, k.
+type RankCall = (Vec<String>, Vec<Candidate>, u32);
+
 /// Records what the engine asked and answers with the default algorithms,
 /// or with a fixed answer.
 #[derive(Default)]
 struct Recorder {
     summarize_calls: Mutex<Vec<(String, Option<String>)>>,
-    rank_calls: Mutex<Vec<(Vec<String>, Vec<Candidate>, u32)>>,
+    rank_calls: Mutex<Vec<RankCall>>,
     summary: Mutex<Option<Result<Summary, String>>>,
     ranking: Mutex<Option<Result<Vec<String>, String>>>,
 }

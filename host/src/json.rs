@@ -740,3 +740,177 @@ impl From<wit::Episode> for Episode {
         }
     }
 }
+
+// ---- execution plans ------------------------------------------------------------
+
+use crate::cycle as wc;
+
+/// An execution plan as JSON: `{"metadata":{"top_k":3},"steps":[…]}`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Plan {
+    /// The plan's metadata.
+    pub metadata: PlanMetadata,
+    /// Its steps, in order.
+    pub steps: Vec<PlanStep>,
+}
+
+/// `{"top_k":3}`; `top_k` is required when the plan retrieves (B5-P4).
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PlanMetadata {
+    /// How many memories RetrieveMemory keeps.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub top_k: Option<u32>,
+}
+
+/// `{"name":"retrieve","stage":"ContextSelect","kind":"RetrieveMemory","inputs":["query"]}`
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PlanStep {
+    /// Unique in the plan.
+    pub name: String,
+    /// `ContextSelect`, `PromptAssemble`, `SummarizeMemory` or `PersistMemory`.
+    pub stage: Stage,
+    /// What it does.
+    pub kind: StepKind,
+    /// Earlier steps whose outputs it takes.
+    #[serde(default)]
+    pub inputs: Vec<String>,
+}
+
+/// The stages of a turn, in order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[allow(missing_docs)]
+pub enum Stage {
+    ContextSelect,
+    PromptAssemble,
+    SummarizeMemory,
+    PersistMemory,
+}
+
+/// A step's kind; `{"SummarizeMemory":{"of":"user_message"|"turn"}}` or a
+/// plain name.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(missing_docs)]
+pub enum StepKind {
+    SummarizeMemory { of: SummarizeInput },
+    PersistMemory,
+    RetrieveMemory,
+    ContextSelect,
+    PromptAssemble,
+}
+
+/// What a SummarizeMemory step summarizes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[allow(missing_docs)]
+pub enum SummarizeInput {
+    UserMessage,
+    Turn,
+}
+
+impl From<Stage> for wc::Stage {
+    fn from(s: Stage) -> Self {
+        match s {
+            Stage::ContextSelect => wc::Stage::ContextSelect,
+            Stage::PromptAssemble => wc::Stage::PromptAssemble,
+            Stage::SummarizeMemory => wc::Stage::SummarizeMemory,
+            Stage::PersistMemory => wc::Stage::PersistMemory,
+        }
+    }
+}
+
+impl From<Plan> for wc::ExecutionPlan {
+    fn from(plan: Plan) -> Self {
+        wc::ExecutionPlan {
+            metadata: wc::PlanMetadata {
+                top_k: plan.metadata.top_k,
+            },
+            steps: plan
+                .steps
+                .into_iter()
+                .map(|s| wc::PlanStep {
+                    name: s.name,
+                    stage: s.stage.into(),
+                    kind: match s.kind {
+                        StepKind::SummarizeMemory { of } => {
+                            wc::StepKind::SummarizeMemory(match of {
+                                SummarizeInput::UserMessage => wc::SummarizeInput::UserMessage,
+                                SummarizeInput::Turn => wc::SummarizeInput::Turn,
+                            })
+                        }
+                        StepKind::PersistMemory => wc::StepKind::PersistMemory,
+                        StepKind::RetrieveMemory => wc::StepKind::RetrieveMemory,
+                        StepKind::ContextSelect => wc::StepKind::ContextSelect,
+                        StepKind::PromptAssemble => wc::StepKind::PromptAssemble,
+                    },
+                    inputs: s.inputs,
+                })
+                .collect(),
+        }
+    }
+}
+
+/// A retrieved memory: exactly `id`, `summary`, `timestamp` (B5-D2).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[allow(missing_docs)]
+pub struct RetrievedMemory {
+    pub id: String,
+    pub summary: String,
+    pub timestamp: i64,
+}
+
+/// A step's output as JSON.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "snake_case")]
+#[allow(missing_docs)]
+pub enum StepOutput {
+    Summarized {
+        summary: String,
+        keywords: Vec<String>,
+    },
+    Retrieved(Vec<RetrievedMemory>),
+    Selected(Vec<RetrievedMemory>),
+    Prompt {
+        context: Vec<RetrievedMemory>,
+        text: String,
+    },
+    Staged {
+        summary: String,
+        keywords: Vec<String>,
+    },
+}
+
+fn retrieved(memories: Vec<wc::RetrievedMemory>) -> Vec<RetrievedMemory> {
+    memories
+        .into_iter()
+        .map(|m| RetrievedMemory {
+            id: m.id,
+            summary: m.summary,
+            timestamp: m.timestamp,
+        })
+        .collect()
+}
+
+impl From<wc::StepOutput> for StepOutput {
+    fn from(output: wc::StepOutput) -> Self {
+        match output {
+            wc::StepOutput::Summarized(s) => StepOutput::Summarized {
+                summary: s.summary,
+                keywords: s.keywords,
+            },
+            wc::StepOutput::Retrieved(m) => StepOutput::Retrieved(retrieved(m)),
+            wc::StepOutput::Selected(m) => StepOutput::Selected(retrieved(m)),
+            wc::StepOutput::Prompt(p) => StepOutput::Prompt {
+                context: retrieved(p.context),
+                text: p.text,
+            },
+            wc::StepOutput::Staged(s) => StepOutput::Staged {
+                summary: s.summary,
+                keywords: s.keywords,
+            },
+        }
+    }
+}

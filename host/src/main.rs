@@ -2,7 +2,11 @@
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
-use engram::json::{ReadAnswer, ReadRequest, WriteAnswer, WriteRequest};
+use engram::cycle::{
+    CycleError, ExecutionPlan, PlanMetadata, PlanStep, Stage, StepKind, StepOutput, SummarizeInput,
+    TurnInput,
+};
+use engram::json::{self, Plan, ReadAnswer, ReadRequest, WriteAnswer, WriteRequest};
 use engram::{Engram, Mode, SqliteBackend};
 use serde::de::DeserializeOwned;
 use std::io::{BufWriter, Read, Write};
@@ -42,6 +46,43 @@ enum Command {
     Write(Io),
     /// Read records: one request as JSON, or JSON Lines with --batch.
     Read(Io),
+    /// Run one execution cycle of PLAN: each stage's output as a JSON line,
+    /// then the committed ids.
+    Cycle {
+        /// The execution plan (JSON).
+        plan: PathBuf,
+        /// The agent whose memory domain the cycle runs in.
+        #[arg(long, env = "ENGRAM_AGENT")]
+        agent: String,
+        /// The session the turn belongs to.
+        #[arg(long, default_value = "cli")]
+        session: String,
+        /// The cycle's request id (audit, idempotency); made from the clock when absent.
+        #[arg(long)]
+        request_id: Option<String>,
+        /// The user's message.
+        #[arg(long, conflicts_with = "message_file")]
+        message: Option<String>,
+        /// A file holding the user's message.
+        #[arg(long)]
+        message_file: Option<PathBuf>,
+        /// The model's response.
+        #[arg(long, conflicts_with = "response_file")]
+        response: Option<String>,
+        /// A file holding the model's response.
+        #[arg(long)]
+        response_file: Option<PathBuf>,
+    },
+    /// Ingest a sample conversation through cycles, then answer a question's
+    /// ContextSelect and PromptAssemble from it.
+    Demo {
+        /// The question to select context for.
+        #[arg(
+            long,
+            default_value = "Where should I take Sarah for dinner in Lisbon?"
+        )]
+        question: String,
+    },
     /// Print the audit trail as JSON Lines, oldest first.
     Audit {
         /// Only this agent's domain.
@@ -99,6 +140,30 @@ fn run(cli: Cli) -> Result<u8, Exit> {
                 Ok((serde_json::to_string(&answer)?, refused))
             })
         }
+        Command::Cycle {
+            plan,
+            agent,
+            session,
+            request_id,
+            message,
+            message_file,
+            response,
+            response_file,
+        } => {
+            let plan = parse_plan(&plan)?;
+            let input = TurnInput {
+                user_message: text_input(message, message_file)?,
+                model_response: text_input(response, response_file)?,
+            };
+            let request_id =
+                request_id.unwrap_or_else(|| format!("cycle-{}", engram::system_time_ms()));
+            let mut domain = open_domain(&cli.store, &agent, true)?;
+            let mut out = Lines::default();
+            let code = run_cycle(&mut domain, &plan, &session, &request_id, &input, &mut out)?;
+            print_lines(out.0)?;
+            Ok(code)
+        }
+        Command::Demo { question } => demo(&cli.store, &question),
         Command::Audit { agent, limit } => {
             let store = open_store(&cli.store, false)?;
             let entries = store
@@ -113,6 +178,263 @@ fn run(cli: Cli) -> Result<u8, Exit> {
             Ok(OK)
         }
     }
+}
+
+#[derive(Default)]
+struct Lines(Vec<String>);
+
+impl Lines {
+    fn push(&mut self, value: serde_json::Value) {
+        self.0.push(value.to_string());
+    }
+}
+
+fn failure(e: impl std::fmt::Display) -> Exit {
+    Exit(FAILURE, e.to_string())
+}
+
+fn parse_plan(path: &Path) -> Result<ExecutionPlan, Exit> {
+    let name = path.display();
+    let text =
+        std::fs::read_to_string(path).map_err(|e| Exit(BAD_INPUT, format!("{name}: {e}")))?;
+    let plan: Plan = serde_json::from_str(&text).map_err(|e| {
+        Exit(
+            BAD_INPUT,
+            format!("{name}: not a valid execution plan: {e}"),
+        )
+    })?;
+    Ok(plan.into())
+}
+
+fn text_input(text: Option<String>, file: Option<PathBuf>) -> Result<Option<String>, Exit> {
+    match (text, file) {
+        (Some(text), _) => Ok(Some(text)),
+        (None, Some(path)) => std::fs::read_to_string(&path)
+            .map(Some)
+            .map_err(|e| Exit(BAD_INPUT, format!("{}: {e}", path.display()))),
+        (None, None) => Ok(None),
+    }
+}
+
+/// Runs a cycle stage by stage, a line per stage, then commits. A refused
+/// plan or a failed cycle is answered on a line of its own with exit 1.
+fn run_cycle(
+    domain: &mut engram::Domain,
+    plan: &ExecutionPlan,
+    session: &str,
+    request_id: &str,
+    input: &TurnInput,
+    out: &mut Lines,
+) -> Result<u8, Exit> {
+    let cycle = match domain
+        .begin_cycle(plan, session, request_id)
+        .map_err(failure)?
+    {
+        Ok(cycle) => cycle,
+        Err(error) => {
+            out.push(serde_json::json!({"plan_error": {
+                "step": error.step, "rule": error.rule, "kind": debug_name(&error.kind)}}));
+            return Ok(REFUSED);
+        }
+    };
+    let mut code = OK;
+    let failed = |out: &mut Lines, error: CycleError| {
+        out.push(serde_json::json!({"cycle_error": debug_name(&error)}));
+        REFUSED
+    };
+    'stages: {
+        for stage in [
+            Stage::ContextSelect,
+            Stage::PromptAssemble,
+            Stage::SummarizeMemory,
+            Stage::PersistMemory,
+        ] {
+            if !plan.steps.iter().any(|s| s.stage == stage) {
+                continue;
+            }
+            match domain.run_stage(&cycle, stage, input).map_err(failure)? {
+                Ok(results) => {
+                    let steps: Vec<_> = results
+                        .into_iter()
+                        .map(|r| serde_json::json!({"step": r.step, "output": json::StepOutput::from(r.output)}))
+                        .collect();
+                    out.push(serde_json::json!({"stage": stage_name(stage), "steps": steps}));
+                }
+                Err(error) => {
+                    code = failed(out, error);
+                    break 'stages;
+                }
+            }
+        }
+        match domain.commit_cycle(&cycle).map_err(failure)? {
+            Ok(ids) => out.push(serde_json::json!({"committed": ids})),
+            Err(error) => code = failed(out, error),
+        }
+    }
+    domain.drop_cycle(cycle).map_err(failure)?;
+    Ok(code)
+}
+
+fn stage_name(stage: Stage) -> &'static str {
+    match stage {
+        Stage::ContextSelect => "ContextSelect",
+        Stage::PromptAssemble => "PromptAssemble",
+        Stage::SummarizeMemory => "SummarizeMemory",
+        Stage::PersistMemory => "PersistMemory",
+    }
+}
+
+/// A typed error's name and payload, without its type's path.
+fn debug_name(error: &impl std::fmt::Debug) -> String {
+    let text = format!("{error:?}");
+    match text.split_once("::") {
+        Some((_, rest)) => rest.to_owned(),
+        None => text,
+    }
+}
+
+const CONVERSATION: &str = include_str!("../samples/conversation.jsonl");
+const DEMO_AGENT: &str = "demo";
+
+#[derive(serde::Deserialize)]
+struct Turn {
+    session_ref: String,
+    user: String,
+    assistant: String,
+}
+
+fn step(name: &str, stage: Stage, kind: StepKind, inputs: &[&str]) -> PlanStep {
+    PlanStep {
+        name: name.into(),
+        stage,
+        kind,
+        inputs: inputs.iter().map(|s| s.to_string()).collect(),
+    }
+}
+
+/// Ingests the sample conversation (once per store), then selects context
+/// for the question and assembles the prompt.
+fn demo(store: &Path, question: &str) -> Result<u8, Exit> {
+    let mut domain = open_domain(store, DEMO_AGENT, true)?;
+    let latest = engram::io::ReadRequest {
+        record_type: engram::types::RecordType::Event,
+        selector: engram::io::ReadSelector::Latest(engram::io::Latest { limit: 1 }),
+        request_id: "demo-check".into(),
+    };
+    let ingested = domain
+        .read(&latest)
+        .map_err(failure)?
+        .map(|r| !r.records.is_empty())
+        .unwrap_or(false);
+    let ingest = ExecutionPlan {
+        metadata: PlanMetadata { top_k: None },
+        steps: vec![
+            step(
+                "summary",
+                Stage::SummarizeMemory,
+                StepKind::SummarizeMemory(SummarizeInput::Turn),
+                &[],
+            ),
+            step(
+                "persist",
+                Stage::PersistMemory,
+                StepKind::PersistMemory,
+                &["summary"],
+            ),
+        ],
+    };
+    if ingested {
+        println!(
+            "# the sample conversation is already in {}",
+            store.display()
+        );
+    } else {
+        println!(
+            "# ingesting the sample conversation into {} (agent \"{DEMO_AGENT}\")",
+            store.display()
+        );
+        for (i, line) in CONVERSATION.lines().enumerate() {
+            let turn: Turn = serde_json::from_str(line).map_err(failure)?;
+            let input = TurnInput {
+                user_message: Some(turn.user),
+                model_response: Some(turn.assistant),
+            };
+            let mut out = Lines::default();
+            let code = run_cycle(
+                &mut domain,
+                &ingest,
+                &turn.session_ref,
+                &format!("demo-turn-{i}"),
+                &input,
+                &mut out,
+            )?;
+            print_lines(out.0)?;
+            if code != OK {
+                return Ok(code);
+            }
+        }
+    }
+    let recall = ExecutionPlan {
+        metadata: PlanMetadata { top_k: Some(3) },
+        steps: vec![
+            step(
+                "query",
+                Stage::ContextSelect,
+                StepKind::SummarizeMemory(SummarizeInput::UserMessage),
+                &[],
+            ),
+            step(
+                "retrieve",
+                Stage::ContextSelect,
+                StepKind::RetrieveMemory,
+                &["query"],
+            ),
+            step(
+                "select",
+                Stage::ContextSelect,
+                StepKind::ContextSelect,
+                &["retrieve"],
+            ),
+            step(
+                "prompt",
+                Stage::PromptAssemble,
+                StepKind::PromptAssemble,
+                &["select"],
+            ),
+        ],
+    };
+    println!("# question: {question}");
+    let cycle = match domain
+        .begin_cycle(&recall, "demo", "demo-question")
+        .map_err(failure)?
+    {
+        Ok(cycle) => cycle,
+        Err(error) => return Err(failure(format!("the demo plan was refused: {error:?}"))),
+    };
+    let input = TurnInput {
+        user_message: Some(question.into()),
+        model_response: None,
+    };
+    for stage in [Stage::ContextSelect, Stage::PromptAssemble] {
+        if let Err(error) = domain.run_stage(&cycle, stage, &input).map_err(failure)? {
+            println!("{}", serde_json::json!({"cycle_error": debug_name(&error)}));
+            return Ok(REFUSED);
+        }
+    }
+    let output =
+        |domain: &mut engram::Domain, name: &str| domain.step_output(&cycle, name).map_err(failure);
+    if let Some(selected) = output(&mut domain, "select")? {
+        println!("# ContextSelect");
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&json::StepOutput::from(selected)).map_err(failure)?
+        );
+    }
+    if let Some(StepOutput::Prompt(prompt)) = output(&mut domain, "prompt")? {
+        println!("# PromptAssemble\n{}", prompt.text);
+    }
+    domain.drop_cycle(cycle).map_err(failure)?;
+    Ok(OK)
 }
 
 /// Reads and parses every request before any is run, so malformed input

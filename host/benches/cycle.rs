@@ -1,0 +1,275 @@
+//! ContextSelect latency (median and p99, top-k 10) with 10k and 100k
+//! ingested memories, and full-cycle throughput, through the engine on a
+//! SQLite file with the default summarizer and BM25 ranker.
+//!
+//! `cargo bench --bench cycle` (10,000 and 100,000 memories), or
+//! `cargo bench --bench cycle -- 5000` for one size.
+//!
+//! Memories are written through `io.write` (their summaries and keywords
+//! drawn from a fixed vocabulary by a seeded generator); the timed queries
+//! run the plan's ContextSelect stage: SummarizeMemory of the question,
+//! RetrieveMemory through the keyword index (candidate limit 256), and
+//! ContextSelect.
+
+use engram::cycle::*;
+use engram::io::WriteRequest;
+use engram::types::*;
+use engram::{Engram, Mode, SqliteBackend, SqliteOptions, Synchronous};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+const WORDS: [&str; 48] = [
+    "lisbon",
+    "porto",
+    "flight",
+    "hotel",
+    "vegetarian",
+    "restaurant",
+    "dinner",
+    "lunch",
+    "sarah",
+    "birthday",
+    "gift",
+    "museum",
+    "train",
+    "ticket",
+    "weather",
+    "spring",
+    "beach",
+    "coffee",
+    "meeting",
+    "office",
+    "budget",
+    "invoice",
+    "doctor",
+    "dentist",
+    "gym",
+    "yoga",
+    "book",
+    "concert",
+    "jazz",
+    "wine",
+    "market",
+    "bakery",
+    "garden",
+    "paint",
+    "kitchen",
+    "recipe",
+    "pasta",
+    "sushi",
+    "tennis",
+    "running",
+    "marathon",
+    "passport",
+    "visa",
+    "insurance",
+    "taxi",
+    "airport",
+    "bike",
+    "camera",
+];
+
+/// A small seeded generator, so every run writes the same memories.
+struct Lcg(u64);
+
+impl Lcg {
+    fn next(&mut self) -> usize {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (self.0 >> 33) as usize
+    }
+
+    fn word(&mut self) -> &'static str {
+        WORDS[self.next() % WORDS.len()]
+    }
+}
+
+fn plan() -> ExecutionPlan {
+    let step = |name: &str, stage, kind, inputs: &[&str]| PlanStep {
+        name: name.into(),
+        stage,
+        kind,
+        inputs: inputs.iter().map(|s| s.to_string()).collect(),
+    };
+    ExecutionPlan {
+        metadata: PlanMetadata { top_k: Some(10) },
+        steps: vec![
+            step(
+                "query",
+                Stage::ContextSelect,
+                StepKind::SummarizeMemory(SummarizeInput::UserMessage),
+                &[],
+            ),
+            step(
+                "retrieve",
+                Stage::ContextSelect,
+                StepKind::RetrieveMemory,
+                &["query"],
+            ),
+            step(
+                "select",
+                Stage::ContextSelect,
+                StepKind::ContextSelect,
+                &["retrieve"],
+            ),
+            step(
+                "prompt",
+                Stage::PromptAssemble,
+                StepKind::PromptAssemble,
+                &["select"],
+            ),
+            step(
+                "summary",
+                Stage::SummarizeMemory,
+                StepKind::SummarizeMemory(SummarizeInput::Turn),
+                &[],
+            ),
+            step(
+                "persist",
+                Stage::PersistMemory,
+                StepKind::PersistMemory,
+                &["summary"],
+            ),
+        ],
+    }
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    sorted[((sorted.len() - 1) as f64 * p).round() as usize]
+}
+
+fn run(n: usize, engram: &Engram) -> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
+    let path = dir.path().join("engram.db");
+    let mut rng = Lcg(n as u64);
+    // Filling the store is set-up, not measured: no disk flush per write.
+    {
+        let fast = SqliteOptions {
+            synchronous: Synchronous::Normal,
+            ..SqliteOptions::default()
+        };
+        let store = Arc::new(SqliteBackend::open_with(&path, &fast)?);
+        let mut domain = engram.open("bench", Mode::Online, store.clone(), store)?;
+        let source = WriteSource {
+            agent_id: "bench".into(),
+            component: SourceComponent::Cognition,
+            actor: SourceActor::System,
+        };
+        let start = Instant::now();
+        for i in 0..n {
+            let keywords: Vec<String> = (0..5).map(|_| rng.word().to_string()).collect();
+            let summary = format!(
+                "Asked about {} and {}; planned {} with {}.",
+                keywords[0], keywords[1], keywords[2], keywords[3]
+            );
+            let record = MemoryRecord::Event(Event {
+                timestamp: 1_700_000_000_000 + i as i64,
+                payload: EventPayload::Ingested(IngestedMemory {
+                    session_ref: format!("s{}", i / 50),
+                    summary,
+                    keywords,
+                }),
+            });
+            let request = WriteRequest {
+                record,
+                source: source.clone(),
+                request_id: format!("m{i}"),
+            };
+            domain.write(&request)?;
+        }
+        eprintln!("# wrote {n} memories in {:.1?}", start.elapsed());
+    }
+    let store = Arc::new(SqliteBackend::open(&path)?);
+    let mut domain = engram.open("bench", Mode::Online, store.clone(), store)?;
+    let plan = plan();
+    let queries = 300;
+    let mut latencies = Vec::with_capacity(queries);
+    let mut found = 0;
+    for q in 0..queries {
+        let question = format!(
+            "What about the {} and the {} {}?",
+            rng.word(),
+            rng.word(),
+            rng.word()
+        );
+        let cycle = domain
+            .begin_cycle(&plan, "bench", &format!("q{q}"))?
+            .map_err(|e| anyhow::anyhow!("{e:?}"))?;
+        let input = TurnInput {
+            user_message: Some(question),
+            model_response: None,
+        };
+        let start = Instant::now();
+        let results = domain
+            .run_stage(&cycle, Stage::ContextSelect, &input)?
+            .map_err(|e| anyhow::anyhow!("{e:?}"))?;
+        latencies.push(start.elapsed());
+        if let Some(StepOutput::Selected(context)) = results.last().map(|r| r.output.clone()) {
+            found += context.len();
+        }
+        domain.drop_cycle(cycle)?;
+    }
+    latencies.sort();
+    println!(
+        "{n:>7} memories  ContextSelect (top-k 10): median {:>8.2?}  p99 {:>8.2?}  mean context {:.1}",
+        percentile(&latencies, 0.5),
+        percentile(&latencies, 0.99),
+        found as f64 / queries as f64
+    );
+
+    // Whole turns: every stage and the commit, synchronous=FULL.
+    let turns = 100;
+    let start = Instant::now();
+    for t in 0..turns {
+        let cycle = domain
+            .begin_cycle(&plan, "bench", &format!("t{t}"))?
+            .map_err(|e| anyhow::anyhow!("{e:?}"))?;
+        let input = TurnInput {
+            user_message: Some(format!(
+                "Plan the {} trip with a {} stop, please.",
+                rng.word(),
+                rng.word()
+            )),
+            model_response: Some(format!(
+                "Done: the {} and the {} are booked for you.",
+                rng.word(),
+                rng.word()
+            )),
+        };
+        for stage in [
+            Stage::ContextSelect,
+            Stage::PromptAssemble,
+            Stage::SummarizeMemory,
+            Stage::PersistMemory,
+        ] {
+            domain
+                .run_stage(&cycle, stage, &input)?
+                .map_err(|e| anyhow::anyhow!("{e:?}"))?;
+        }
+        domain
+            .commit_cycle(&cycle)?
+            .map_err(|e| anyhow::anyhow!("{e:?}"))?;
+        domain.drop_cycle(cycle)?;
+    }
+    let elapsed = start.elapsed();
+    println!(
+        "{n:>7} memories  full cycles: {:.0} cycles/s ({:.2?} per cycle, recall + ingest + commit)",
+        turns as f64 / elapsed.as_secs_f64(),
+        elapsed / turns
+    );
+    Ok(())
+}
+
+fn main() -> anyhow::Result<()> {
+    let sizes: Vec<usize> = match std::env::args().skip(1).find(|a| !a.starts_with('-')) {
+        Some(n) => vec![n.parse()?],
+        None => vec![10_000, 100_000],
+    };
+    let engram = Engram::new()?;
+    for n in sizes {
+        run(n, &engram)?;
+    }
+    Ok(())
+}
