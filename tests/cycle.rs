@@ -16,60 +16,7 @@ use support::*;
 
 // ---- plans -------------------------------------------------------------------
 
-fn step(name: &str, stage: Stage, kind: StepKind, inputs: &[&str]) -> PlanStep {
-    PlanStep {
-        name: name.into(),
-        stage,
-        kind,
-        inputs: inputs.iter().map(|s| s.to_string()).collect(),
-    }
-}
-
-fn recall_steps() -> Vec<PlanStep> {
-    vec![
-        step(
-            "query",
-            Stage::ContextSelect,
-            StepKind::SummarizeMemory(SummarizeInput::UserMessage),
-            &[],
-        ),
-        step(
-            "retrieve",
-            Stage::ContextSelect,
-            StepKind::RetrieveMemory,
-            &["query"],
-        ),
-        step(
-            "select",
-            Stage::ContextSelect,
-            StepKind::ContextSelect,
-            &["retrieve"],
-        ),
-        step(
-            "prompt",
-            Stage::PromptAssemble,
-            StepKind::PromptAssemble,
-            &["select"],
-        ),
-    ]
-}
-
-fn ingest_steps() -> Vec<PlanStep> {
-    vec![
-        step(
-            "summary",
-            Stage::SummarizeMemory,
-            StepKind::SummarizeMemory(SummarizeInput::Turn),
-            &[],
-        ),
-        step(
-            "persist",
-            Stage::PersistMemory,
-            StepKind::PersistMemory,
-            &["summary"],
-        ),
-    ]
-}
+use engram::plans::{ingest_steps, recall_steps};
 
 fn plan(top_k: Option<u32>, steps: Vec<PlanStep>) -> ExecutionPlan {
     ExecutionPlan {
@@ -79,11 +26,11 @@ fn plan(top_k: Option<u32>, steps: Vec<PlanStep>) -> ExecutionPlan {
 }
 
 fn full_plan(top_k: u32) -> ExecutionPlan {
-    plan(Some(top_k), [recall_steps(), ingest_steps()].concat())
+    engram::plans::turn(top_k)
 }
 
 fn ingest_plan() -> ExecutionPlan {
-    plan(None, ingest_steps())
+    engram::plans::ingest()
 }
 
 const STAGES: [Stage; 4] = [
@@ -988,4 +935,11 @@ fn b5_f5_two_cycles_in_flight_never_see_each_others_outputs() {
         assert!(alice.step_output(&c, "summary").unwrap().is_none());
         alice.drop_cycle(c).unwrap();
     }
+}
+
+#[test]
+fn the_sample_plan_is_the_library_turn_plan() {
+    let text = include_str!("../host/samples/plan.json");
+    let plan: engram::json::Plan = serde_json::from_str(text).expect("the sample plan parses");
+    assert_eq!(ExecutionPlan::from(plan), engram::plans::turn(3));
 }

@@ -14,7 +14,10 @@
 use engram::cycle::*;
 use engram::io::WriteRequest;
 use engram::types::*;
-use engram::{Engram, Mode, SqliteBackend, SqliteOptions, Synchronous};
+use engram::{
+    Bm25Ranker, Candidate, Engram, ExtractiveSummarizer, Mode, Ranker, SqliteBackend,
+    SqliteOptions, Summarizer, Synchronous,
+};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -86,56 +89,6 @@ impl Lcg {
     }
 }
 
-fn plan() -> ExecutionPlan {
-    let step = |name: &str, stage, kind, inputs: &[&str]| PlanStep {
-        name: name.into(),
-        stage,
-        kind,
-        inputs: inputs.iter().map(|s| s.to_string()).collect(),
-    };
-    ExecutionPlan {
-        metadata: PlanMetadata { top_k: Some(10) },
-        steps: vec![
-            step(
-                "query",
-                Stage::ContextSelect,
-                StepKind::SummarizeMemory(SummarizeInput::UserMessage),
-                &[],
-            ),
-            step(
-                "retrieve",
-                Stage::ContextSelect,
-                StepKind::RetrieveMemory,
-                &["query"],
-            ),
-            step(
-                "select",
-                Stage::ContextSelect,
-                StepKind::ContextSelect,
-                &["retrieve"],
-            ),
-            step(
-                "prompt",
-                Stage::PromptAssemble,
-                StepKind::PromptAssemble,
-                &["select"],
-            ),
-            step(
-                "summary",
-                Stage::SummarizeMemory,
-                StepKind::SummarizeMemory(SummarizeInput::Turn),
-                &[],
-            ),
-            step(
-                "persist",
-                Stage::PersistMemory,
-                StepKind::PersistMemory,
-                &["summary"],
-            ),
-        ],
-    }
-}
-
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
     sorted[((sorted.len() - 1) as f64 * p).round() as usize]
 }
@@ -183,7 +136,7 @@ fn run(n: usize, engram: &Engram) -> anyhow::Result<()> {
     }
     let store = Arc::new(SqliteBackend::open(&path)?);
     let mut domain = engram.open("bench", Mode::Online, store.clone(), store)?;
-    let plan = plan();
+    let plan = engram::plans::turn(10);
     let queries = 300;
     let mut latencies = Vec::with_capacity(queries);
     let mut found = 0;
@@ -217,6 +170,47 @@ fn run(n: usize, engram: &Engram) -> anyhow::Result<()> {
         percentile(&latencies, 0.5),
         percentile(&latencies, 0.99),
         found as f64 / queries as f64
+    );
+
+    // Where the time goes: the host's default algorithms alone, on the same
+    // kind of input.
+    let summarizer = ExtractiveSummarizer::default();
+    let candidates: Vec<Candidate> = (0..256)
+        .map(|i| Candidate {
+            id: format!("{i:016x}"),
+            summary: format!(
+                "Asked about {} and {}; planned {} with {}.",
+                rng.word(),
+                rng.word(),
+                rng.word(),
+                rng.word()
+            ),
+            keywords: (0..5).map(|_| rng.word().to_string()).collect(),
+            timestamp: i,
+        })
+        .collect();
+    let rounds = 100u32;
+    let start = Instant::now();
+    for _ in 0..rounds {
+        summarizer
+            .summarize("What about the lisbon and the hotel budget?", None)
+            .map_err(anyhow::Error::msg)?;
+    }
+    let summarize = start.elapsed() / rounds;
+    let query = vec![
+        "lisbon".to_string(),
+        "hotel".to_string(),
+        "budget".to_string(),
+    ];
+    let start = Instant::now();
+    for _ in 0..rounds {
+        Bm25Ranker
+            .rank(&query, &candidates, 10)
+            .map_err(anyhow::Error::msg)?;
+    }
+    let rank = start.elapsed() / rounds;
+    println!(
+        "{n:>7} memories  of which, natively: summarizer {summarize:.2?}, BM25 ranker over 256 candidates {rank:.2?}"
     );
 
     // Whole turns: every stage and the commit, synchronous=FULL.

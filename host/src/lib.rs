@@ -46,6 +46,7 @@ pub mod algorithms;
 pub mod audit;
 pub mod backend;
 pub mod json;
+pub mod plans;
 
 pub use algorithms::{Bm25Ranker, Candidate, ExtractiveSummarizer, Ranker, Summarizer, Summary};
 pub use audit::{AuditEntry, AuditSink, MemoryAudit};

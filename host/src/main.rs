@@ -1,11 +1,9 @@
-//! The `engram` command: the memory IO contract on an embedded SQLite file.
+//! The `engram` command: the memory IO contract and execution cycles on an
+//! embedded SQLite file.
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
-use engram::cycle::{
-    CycleError, ExecutionPlan, PlanMetadata, PlanStep, Stage, StepKind, StepOutput, SummarizeInput,
-    TurnInput,
-};
+use engram::cycle::{CycleError, ExecutionPlan, Stage, StepOutput, TurnInput};
 use engram::json::{self, Plan, ReadAnswer, ReadRequest, WriteAnswer, WriteRequest};
 use engram::{Engram, Mode, SqliteBackend};
 use serde::de::DeserializeOwned;
@@ -303,15 +301,6 @@ struct Turn {
     assistant: String,
 }
 
-fn step(name: &str, stage: Stage, kind: StepKind, inputs: &[&str]) -> PlanStep {
-    PlanStep {
-        name: name.into(),
-        stage,
-        kind,
-        inputs: inputs.iter().map(|s| s.to_string()).collect(),
-    }
-}
-
 /// Ingests the sample conversation (once per store), then selects context
 /// for the question and assembles the prompt.
 fn demo(store: &Path, question: &str) -> Result<u8, Exit> {
@@ -326,23 +315,7 @@ fn demo(store: &Path, question: &str) -> Result<u8, Exit> {
         .map_err(failure)?
         .map(|r| !r.records.is_empty())
         .unwrap_or(false);
-    let ingest = ExecutionPlan {
-        metadata: PlanMetadata { top_k: None },
-        steps: vec![
-            step(
-                "summary",
-                Stage::SummarizeMemory,
-                StepKind::SummarizeMemory(SummarizeInput::Turn),
-                &[],
-            ),
-            step(
-                "persist",
-                Stage::PersistMemory,
-                StepKind::PersistMemory,
-                &["summary"],
-            ),
-        ],
-    };
+    let ingest = engram::plans::ingest();
     if ingested {
         println!(
             "# the sample conversation is already in {}",
@@ -374,35 +347,7 @@ fn demo(store: &Path, question: &str) -> Result<u8, Exit> {
             }
         }
     }
-    let recall = ExecutionPlan {
-        metadata: PlanMetadata { top_k: Some(3) },
-        steps: vec![
-            step(
-                "query",
-                Stage::ContextSelect,
-                StepKind::SummarizeMemory(SummarizeInput::UserMessage),
-                &[],
-            ),
-            step(
-                "retrieve",
-                Stage::ContextSelect,
-                StepKind::RetrieveMemory,
-                &["query"],
-            ),
-            step(
-                "select",
-                Stage::ContextSelect,
-                StepKind::ContextSelect,
-                &["retrieve"],
-            ),
-            step(
-                "prompt",
-                Stage::PromptAssemble,
-                StepKind::PromptAssemble,
-                &["select"],
-            ),
-        ],
-    };
+    let recall = engram::plans::recall(3);
     println!("# question: {question}");
     let cycle = match domain
         .begin_cycle(&recall, "demo", "demo-question")
