@@ -470,3 +470,55 @@ fn the_demo_ingests_the_sample_conversation_once_and_answers_a_question() {
     assert!(again.contains("already in"), "{again}");
     assert!(again.contains("Casa"), "{again}");
 }
+
+#[test]
+fn history_and_as_of_print_the_versions_of_a_key() {
+    // proves MT-2 through the CLI
+    let cli = Cli::new();
+    let vegan = FACT
+        .replace("Prefers vegetarian food", "Prefers vegan food")
+        .replace("\"r1\"", "\"r2\"");
+    let out = cli.run(
+        &["write", "--agent", "alice", "--batch"],
+        &format!("{}\n{}", FACT.replace('\n', ""), vegan.replace('\n', "")),
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let out = cli.run(&["history", "user.diet", "--agent", "alice"], "");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let answer = &json_lines(&out)[0];
+    let versions = answer["records"].as_array().unwrap();
+    assert_eq!(versions.len(), 2);
+    assert_eq!(
+        versions[0]["payload"]["semantic"]["content"],
+        "Prefers vegan food"
+    );
+    assert!(versions[1]["superseded_at"].is_i64());
+    let first_known = versions[1]["created_at"].as_i64().unwrap();
+    let out = cli.run(
+        &[
+            "as-of",
+            "user.diet",
+            "--agent",
+            "alice",
+            "--known",
+            &first_known.to_string(),
+        ],
+        "",
+    );
+    let answer = &json_lines(&out)[0];
+    assert_eq!(
+        answer["records"][0]["payload"]["semantic"]["content"],
+        "Prefers vegetarian food"
+    );
+    let out = cli.run(
+        &["as-of", "user.diet", "--agent", "alice", "--valid", "-5"],
+        "",
+    );
+    assert_eq!(json_lines(&out)[0], serde_json::json!({"records": []}));
+    let out = cli.run(&["history", "User Diet", "--agent", "alice"], "");
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        json_lines(&out)[0],
+        serde_json::json!({"error": "InvalidKey"})
+    );
+}

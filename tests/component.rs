@@ -126,11 +126,22 @@ fn the_component_imports_only_engram_interfaces_and_nothing_from_wasi() {
 #[test]
 fn io_r3_the_io_interface_is_the_only_way_in_or_out() {
     // proves IO-R3: reads reach memory only through the engine's exports:
-    // `io.read` and the RetrieveMemory step of a cycle, both bounded and
-    // audited inside the engine. The storage capability is imported by the
+    // `io.read`, the bounded history extension and the RetrieveMemory step
+    // of a cycle, all bounded and audited inside the engine. The storage capability is imported by the
     // engine and never exported, so no other module can read through it.
     let names: Vec<String> = exports().into_keys().collect();
-    assert_eq!(names, [interface("cycle"), interface("io")]);
+    assert_eq!(
+        names,
+        [interface("cycle"), interface("history"), interface("io")]
+    );
+    let history: Vec<String> = functions(&exports()[&interface("history")])
+        .into_keys()
+        .collect();
+    assert_eq!(
+        history,
+        ["as-of", "versions"],
+        "each names one key and a bound"
+    );
     assert_eq!(io().into_keys().collect::<Vec<_>>(), ["read", "write"]);
     let cycle: Vec<String> = functions(&exports()[&interface("cycle")])
         .into_keys()

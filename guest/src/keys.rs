@@ -10,6 +10,7 @@
 //! | `T` | type byte, timestamp (8), sequence (8)    | record id                   |
 //! | `I` | request id                                | idempotency entry           |
 //! | `W` | keyword length (2), keyword, sequence (8) | record id                   |
+//! | `V` | fact key, 0, sequence (8)                 | record id of that version   |
 //!
 //! Timestamps are stored big-endian with the sign bit flipped so that
 //! bytewise order is numeric order; the sequence number after it breaks ties
@@ -23,6 +24,7 @@ const FACT_KEY: u8 = b'K';
 const TIME: u8 = b'T';
 const IDEMPOTENCY: u8 = b'I';
 const KEYWORD: u8 = b'W';
+const VERSION: u8 = b'V';
 
 /// The time-index type byte of EVENT records.
 pub const EVENT: u8 = b'E';
@@ -54,6 +56,27 @@ pub fn fact_key_range() -> (Vec<u8>, Vec<u8>) {
 /// The idempotency entry of a request id.
 pub fn idempotency(request_id: &str) -> Vec<u8> {
     tagged(IDEMPOTENCY, request_id.as_bytes())
+}
+
+/// The version-index entry of a FACT version. Normalized keys hold no 0
+/// byte, so the 0 after the key ends it.
+pub fn version(key: &str, seq: u64) -> Vec<u8> {
+    let mut entry = version_prefix(key);
+    entry.extend_from_slice(&seq.to_be_bytes());
+    entry
+}
+
+/// The range `start..end` of every version of one fact key.
+pub fn version_range(key: &str) -> (Vec<u8>, Vec<u8>) {
+    let prefix = version_prefix(key);
+    let end = successor(&prefix);
+    (prefix, end)
+}
+
+fn version_prefix(key: &str) -> Vec<u8> {
+    let mut prefix = tagged(VERSION, key.as_bytes());
+    prefix.push(0);
+    prefix
 }
 
 /// The keyword-index entry of an ingested memory for one of its keywords.

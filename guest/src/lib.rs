@@ -6,6 +6,7 @@
 //! its own and imports nothing from WASI.
 
 mod cycle;
+mod history;
 mod keys;
 mod validate;
 mod writer;

@@ -144,6 +144,7 @@ fn lay_out(batch: &mut Batch, record: &MemoryRecord, id: &str, seq: u64) -> Resu
                 batch.put(keys::record(&current_id), encode(&Stored::Fact(previous)));
             }
             batch.put(key_entry, id.as_bytes().to_vec());
+            batch.put(keys::version(&fact.key, seq), id.as_bytes().to_vec());
             Stored::Fact(StoredFact {
                 id: id.to_owned(),
                 created_at: now,

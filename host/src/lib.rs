@@ -83,6 +83,11 @@ pub mod io {
     pub use crate::bindings::exports::engram::memory::io::*;
 }
 
+/// Versions of a FACT in time (`engram:memory/history`, MT-2).
+pub mod history {
+    pub use crate::bindings::exports::engram::memory::history::*;
+}
+
 /// Execution cycles (`engram:memory/cycle`): plans, stages, step outputs.
 pub mod cycle {
     pub use crate::bindings::exports::engram::memory::cycle::{
@@ -253,6 +258,29 @@ impl Domain {
             .instance
             .engram_memory_io()
             .call_write(&mut self.store, request)?)
+    }
+
+    /// The newest versions of one FACT key, newest first (MT-2).
+    pub fn versions(
+        &mut self,
+        request: &history::VersionsRequest,
+    ) -> Result<Result<Vec<types::StoredFact>, io::ReadError>> {
+        Ok(self
+            .instance
+            .engram_memory_history()
+            .call_versions(&mut self.store, request)?)
+    }
+
+    /// The version of one FACT key as of a time, on the valid or the
+    /// transaction axis (MT-2).
+    pub fn as_of(
+        &mut self,
+        request: &history::AsOfRequest,
+    ) -> Result<Result<Option<types::StoredFact>, io::ReadError>> {
+        Ok(self
+            .instance
+            .engram_memory_history()
+            .call_as_of(&mut self.store, request)?)
     }
 
     /// Replaces the summarizer this domain's cycles call.

@@ -81,6 +81,40 @@ enum Command {
         )]
         question: String,
     },
+    /// Print the versions of a FACT key, newest first (MT-2).
+    History {
+        /// The normalized fact key.
+        key: String,
+        /// The agent whose memory domain to read.
+        #[arg(long, env = "ENGRAM_AGENT")]
+        agent: String,
+        /// How many versions at most.
+        #[arg(long, default_value_t = 10)]
+        limit: u32,
+    },
+    /// Print the version of a FACT key as of a time (MT-2): true in the world
+    /// at --valid, or known to the engine at --known.
+    AsOf {
+        /// The normalized fact key.
+        key: String,
+        /// The agent whose memory domain to read.
+        #[arg(long, env = "ENGRAM_AGENT")]
+        agent: String,
+        /// A valid time (milliseconds since the Unix epoch).
+        #[arg(
+            long,
+            allow_hyphen_values = true,
+            conflicts_with = "known",
+            required_unless_present = "known"
+        )]
+        valid: Option<i64>,
+        /// A transaction time (milliseconds since the Unix epoch).
+        #[arg(long, allow_hyphen_values = true)]
+        known: Option<i64>,
+        /// How many of the newest versions to look at.
+        #[arg(long, default_value_t = 100)]
+        limit: u32,
+    },
     /// Print the audit trail as JSON Lines, oldest first.
     Audit {
         /// Only this agent's domain.
@@ -162,6 +196,39 @@ fn run(cli: Cli) -> Result<u8, Exit> {
             Ok(code)
         }
         Command::Demo { question } => demo(&cli.store, &question),
+        Command::History { key, agent, limit } => {
+            let mut domain = open_domain(&cli.store, &agent, false)?;
+            let request = engram::history::VersionsRequest {
+                request_id: format!("history-{}", engram::system_time_ms()),
+                key,
+                limit,
+            };
+            let answer = domain.versions(&request).map_err(failure)?;
+            print_facts(answer)
+        }
+        Command::AsOf {
+            key,
+            agent,
+            valid,
+            known,
+            limit,
+        } => {
+            let (axis, at) = match (valid, known) {
+                (Some(at), _) => (engram::history::TimeAxis::Valid, at),
+                (None, Some(at)) => (engram::history::TimeAxis::Transaction, at),
+                (None, None) => return Err(Exit(2, "give --valid or --known".into())),
+            };
+            let mut domain = open_domain(&cli.store, &agent, false)?;
+            let request = engram::history::AsOfRequest {
+                request_id: format!("as-of-{}", engram::system_time_ms()),
+                key,
+                axis,
+                at,
+                limit,
+            };
+            let answer = domain.as_of(&request).map_err(failure)?;
+            print_facts(answer.map(|found| found.into_iter().collect()))
+        }
         Command::Audit { agent, limit } => {
             let store = open_store(&cli.store, false)?;
             let entries = store
@@ -176,6 +243,26 @@ fn run(cli: Cli) -> Result<u8, Exit> {
             Ok(OK)
         }
     }
+}
+
+/// Prints FACT versions as a read answer: `{"records":[…]}` or `{"error":…}`.
+fn print_facts(
+    answer: Result<Vec<engram::types::StoredFact>, engram::io::ReadError>,
+) -> Result<u8, Exit> {
+    let answer = ReadAnswer::from(answer.map(|facts| {
+        engram::io::ReadResult {
+            records: facts
+                .into_iter()
+                .map(engram::types::StoredRecord::Fact)
+                .collect(),
+        }
+    }));
+    let code = match answer {
+        ReadAnswer::Error { .. } => REFUSED,
+        ReadAnswer::Records { .. } => OK,
+    };
+    print_lines(vec![serde_json::to_string(&answer).map_err(failure)?])?;
+    Ok(code)
 }
 
 #[derive(Default)]

@@ -1,0 +1,92 @@
+//! Bounded reads of a FACT's versions in time (MT-2), beside the five
+//! selectors of the IO.
+
+use crate::engram::memory::audit::{self, Operation, Outcome};
+use crate::engram::memory::persistence::{self, Direction};
+use crate::engram::memory::types::{FactPayload, RecordType, StoredFact};
+use crate::exports::engram::memory::history::{AsOfRequest, Guest, TimeAxis, VersionsRequest};
+use crate::exports::engram::memory::io::ReadError;
+use crate::{Engine, Refused, Stored, bounded, id_text, keys, load, storage, validate};
+
+impl Guest for Engine {
+    fn versions(request: VersionsRequest) -> Result<Vec<StoredFact>, ReadError> {
+        let answer = checked(&request.request_id, &request.key)
+            .and_then(|()| versions(&request.key, request.limit));
+        audited(&request.request_id, answer.as_ref().map(Vec::len));
+        answer.map_err(|refused| refused.error)
+    }
+
+    fn as_of(request: AsOfRequest) -> Result<Option<StoredFact>, ReadError> {
+        let answer = checked(&request.request_id, &request.key)
+            .and_then(|()| versions(&request.key, request.limit))
+            .map(|versions| {
+                versions.into_iter().find(|v| match request.axis {
+                    TimeAxis::Valid => valid_at(v, request.at),
+                    TimeAxis::Transaction => {
+                        v.created_at <= request.at
+                            && v.superseded_at.is_none_or(|end| request.at < end)
+                    }
+                })
+            });
+        audited(
+            &request.request_id,
+            answer.as_ref().map(|found| usize::from(found.is_some())),
+        );
+        answer.map_err(|refused| refused.error)
+    }
+}
+
+fn checked(request_id: &str, key: &str) -> Result<(), Refused> {
+    if request_id.is_empty() {
+        return Err(Refused::new(
+            ReadError::InvalidRequestId,
+            "request_id is empty",
+        ));
+    }
+    if !validate::is_normalized_fact_key(key) {
+        return Err(Refused::new(
+            ReadError::InvalidKey,
+            format!("key {key:?} is not a normalized fact key"),
+        ));
+    }
+    Ok(())
+}
+
+fn audited(request_id: &str, answer: Result<usize, &Refused>) {
+    audit::append(&audit::Entry {
+        request_id: request_id.to_owned(),
+        operation: Operation::Read,
+        source: None,
+        record_type: Some(RecordType::Fact),
+        outcome: match answer {
+            Ok(n) => Outcome::Returned(n as u32),
+            Err(refused) => Outcome::Failed(refused.reason.clone()),
+        },
+    });
+}
+
+/// The newest `limit` versions of a key, newest first.
+fn versions(key: &str, limit: u32) -> Result<Vec<StoredFact>, Refused> {
+    let limit = bounded(limit)?;
+    let (start, end) = keys::version_range(key);
+    let entries = persistence::scan(&start, &end, limit, Direction::Descending).map_err(storage)?;
+    let mut versions = Vec::with_capacity(entries.len());
+    for entry in entries {
+        let id = id_text(entry.value)?;
+        match load(&id)? {
+            Some(Stored::Fact(fact)) => versions.push(fact),
+            _ => return Err(format!("version index entry for {id} points nowhere").into()),
+        }
+    }
+    Ok(versions)
+}
+
+/// Whether a version held in the world at `at` (valid time, MT-2).
+fn valid_at(version: &StoredFact, at: i64) -> bool {
+    let (from, to) = match &version.fact.payload {
+        FactPayload::Semantic(m) => (m.valid_at, m.invalid_at),
+        FactPayload::Relationship(r) => (r.valid_at, r.invalid_at),
+        FactPayload::Procedural(_) | FactPayload::Entity(_) => return true,
+    };
+    from <= at && to.is_none_or(|end| at < end)
+}

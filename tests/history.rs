@@ -1,0 +1,232 @@
+//! FACT versions in time (MT-2): a write of a key supersedes its current
+//! version, which is closed in transaction time and kept; bounded reads of
+//! a key's history and of its version as of a valid or a transaction time.
+
+mod support;
+
+use engram::history::{AsOfRequest, TimeAxis, VersionsRequest};
+use engram::io::ReadError;
+use engram::types::*;
+use engram::{Config, Domain, Engram, Mode};
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, LazyLock};
+use support::*;
+
+/// The engine's clock for these tests, set by hand.
+static NOW: AtomicI64 = AtomicI64::new(0);
+
+fn engram_with_clock() -> &'static Engram {
+    static ENGRAM: LazyLock<Engram> = LazyLock::new(|| {
+        Engram::with_config(Config {
+            read_limit_ceiling: CEILING,
+            clock: Arc::new(|| NOW.load(Ordering::SeqCst)),
+            ..Config::default()
+        })
+        .expect("the engine compiles")
+    });
+    &ENGRAM
+}
+
+fn open(fx: &Fixture) -> Domain {
+    engram_with_clock()
+        .open("alice", Mode::Online, fx.backend.clone(), fx.audit.clone())
+        .unwrap()
+}
+
+fn diet(content: &str, valid_at: i64, invalid_at: Option<i64>) -> MemoryRecord {
+    let mut memory = semantic(content);
+    memory.valid_at = valid_at;
+    memory.invalid_at = invalid_at;
+    MemoryRecord::Fact(Fact {
+        key: "user.diet".into(),
+        payload: FactPayload::Semantic(memory),
+    })
+}
+
+fn content(fact: &StoredFact) -> &str {
+    match &fact.fact.payload {
+        FactPayload::Semantic(m) => &m.content,
+        _ => "",
+    }
+}
+
+fn versions(domain: &mut Domain, key: &str, limit: u32) -> Result<Vec<StoredFact>, ReadError> {
+    let request = VersionsRequest {
+        request_id: "h".into(),
+        key: key.into(),
+        limit,
+    };
+    domain.versions(&request).unwrap()
+}
+
+fn as_of(domain: &mut Domain, axis: TimeAxis, at: i64) -> Option<String> {
+    let request = AsOfRequest {
+        request_id: "a".into(),
+        key: "user.diet".into(),
+        axis,
+        at,
+        limit: 10,
+    };
+    domain
+        .as_of(&request)
+        .unwrap()
+        .unwrap()
+        .map(|f| content(&f).to_owned())
+}
+
+/// Three versions of `user.diet`, learned at 100, 200 and 300: vegetarian
+/// from valid time 10 on; vegan from 20 to 30; pescatarian from 40 on.
+fn three_versions(fx: &Fixture) -> (Domain, Vec<String>) {
+    let mut alice = open(fx);
+    let mut ids = Vec::new();
+    for (i, (t, record)) in [
+        (100, diet("vegetarian", 10, None)),
+        (200, diet("vegan", 20, Some(30))),
+        (300, diet("pescatarian", 40, None)),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        NOW.store(t, Ordering::SeqCst);
+        ids.push(accept(&mut alice, &format!("v{i}"), record));
+    }
+    (alice, ids)
+}
+
+#[test]
+fn mt_2_superseding_keeps_every_version_closed_in_transaction_time() {
+    // proves MT-2
+    let _clock = CLOCK.lock().unwrap();
+    for fx in fixtures() {
+        let (mut alice, written) = three_versions(&fx);
+        let history = versions(&mut alice, "user.diet", 10).unwrap();
+        let got: Vec<(&str, i64, Option<i64>)> = history
+            .iter()
+            .map(|v| (content(v), v.created_at, v.superseded_at))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("pescatarian", 300, None),
+                ("vegan", 200, Some(300)),
+                ("vegetarian", 100, Some(200))
+            ],
+            "{}",
+            fx.name
+        );
+        assert_eq!(
+            history
+                .iter()
+                .map(|v| v.id.clone())
+                .rev()
+                .collect::<Vec<_>>(),
+            written
+        );
+        // ByKey answers the current version; ById still finds the old ones.
+        assert_eq!(
+            ids(&records(&mut alice, RecordType::Fact, by_key("user.diet"))),
+            [written[2].clone()]
+        );
+        assert_eq!(
+            records(&mut alice, RecordType::Fact, by_id(&written[0])).len(),
+            1
+        );
+        // The bound holds: the newest versions only.
+        assert_eq!(versions(&mut alice, "user.diet", 2).unwrap().len(), 2);
+        assert!(versions(&mut alice, "user.other", 10).unwrap().is_empty());
+    }
+}
+
+/// The tests of this file share the hand-set clock.
+static CLOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+#[test]
+fn mt_2_as_of_reads_answer_on_both_time_axes() {
+    // proves MT-2: valid time is the writer's, transaction time the engine's
+    let _clock = CLOCK.lock().unwrap();
+    for fx in fixtures() {
+        let (mut alice, _) = three_versions(&fx);
+        // What the engine knew at a transaction time.
+        for (at, expected) in [
+            (50, None),
+            (100, Some("vegetarian")),
+            (199, Some("vegetarian")),
+            (200, Some("vegan")),
+            (299, Some("vegan")),
+            (300, Some("pescatarian")),
+            (i64::MAX, Some("pescatarian")),
+        ] {
+            assert_eq!(
+                as_of(&mut alice, TimeAxis::Transaction, at).as_deref(),
+                expected,
+                "{}: known at {at}",
+                fx.name
+            );
+        }
+        // What was true in the world at a valid time, as known now.
+        for (at, expected) in [
+            (5, None),
+            (10, Some("vegetarian")),
+            (19, Some("vegetarian")),
+            (20, Some("vegan")),
+            (29, Some("vegan")),
+            (30, Some("vegetarian")),
+            (40, Some("pescatarian")),
+            (1_000, Some("pescatarian")),
+        ] {
+            assert_eq!(
+                as_of(&mut alice, TimeAxis::Valid, at).as_deref(),
+                expected,
+                "{}: valid at {at}",
+                fx.name
+            );
+        }
+    }
+}
+
+#[test]
+fn mt_2_history_reads_are_bounded_and_refuse_bad_requests() {
+    // proves MT-2, IO-G6
+    let _clock = CLOCK.lock().unwrap();
+    for fx in fixtures() {
+        let (mut alice, _) = three_versions(&fx);
+        assert_eq!(
+            versions(&mut alice, "user.diet", 0),
+            Err(ReadError::LimitOutOfBounds(CEILING))
+        );
+        assert_eq!(
+            versions(&mut alice, "user.diet", CEILING + 1),
+            Err(ReadError::LimitOutOfBounds(CEILING))
+        );
+        assert_eq!(
+            versions(&mut alice, "User.Diet", 5),
+            Err(ReadError::InvalidKey)
+        );
+        let request = AsOfRequest {
+            request_id: "".into(),
+            key: "user.diet".into(),
+            axis: TimeAxis::Valid,
+            at: 0,
+            limit: 5,
+        };
+        assert_eq!(
+            alice.as_of(&request).unwrap(),
+            Err(ReadError::InvalidRequestId),
+            "{}",
+            fx.name
+        );
+        // An as-of read looks at its newest `limit` versions only.
+        let request = AsOfRequest {
+            request_id: "a".into(),
+            key: "user.diet".into(),
+            axis: TimeAxis::Valid,
+            at: 15,
+            limit: 2,
+        };
+        assert_eq!(
+            alice.as_of(&request).unwrap(),
+            Ok(None),
+            "vegetarian is the third version"
+        );
+    }
+}
