@@ -126,13 +126,25 @@ fn the_component_imports_only_engram_interfaces_and_nothing_from_wasi() {
 #[test]
 fn io_r3_the_io_interface_is_the_only_way_in_or_out() {
     // proves IO-R3: reads reach memory only through the engine's exports:
-    // `io.read`, the bounded history extension and the RetrieveMemory step
-    // of a cycle, all bounded and audited inside the engine. The storage capability is imported by the
+    // `io.read`, the history and graph extensions and the RetrieveMemory
+    // step of a cycle, all bounded and audited inside the engine. The storage capability is imported by the
     // engine and never exported, so no other module can read through it.
     let names: Vec<String> = exports().into_keys().collect();
     assert_eq!(
         names,
-        [interface("cycle"), interface("history"), interface("io")]
+        [
+            interface("cycle"),
+            interface("graph"),
+            interface("history"),
+            interface("io")
+        ]
+    );
+    let graph: Vec<String> = functions(&exports()[&interface("graph")])
+        .into_keys()
+        .collect();
+    assert_eq!(
+        graph,
+        ["entities-of-type", "get", "list", "put", "relationships-of"]
     );
     let history: Vec<String> = functions(&exports()[&interface("history")])
         .into_keys()

@@ -82,7 +82,8 @@ fn record_type(record: &MemoryRecord) -> RecordType {
 
 #[test]
 fn io_w1_every_record_kind_is_accepted_and_read_back_as_written() {
-    // proves IO-W1, IO-G3
+    // proves IO-W1, IO-G3, MT-3 (episode), MT-4 (procedural rule), MT-5
+    // (entity), MT-6 (relationship): every field is stored and returned
     for fx in fixtures() {
         let mut alice = fx.open("alice");
         for (i, record) in every_kind_of_record().into_iter().enumerate() {

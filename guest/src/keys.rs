@@ -11,6 +11,12 @@
 //! | `I` | request id                                | idempotency entry           |
 //! | `W` | keyword length (2), keyword, sequence (8) | record id                   |
 //! | `V` | fact key, 0, sequence (8)                 | record id of that version   |
+//! | `Y` | entity type (1), fact key                 | id of the current entity    |
+//! | `O` | from entity (2+n), type (2+n), fact key   | id of the current relation  |
+//! | `N` | to entity (2+n), type (2+n), fact key     | id of the current relation  |
+//!
+//! `(2+n)` is a string with its length in two bytes in front, so one
+//! string's entries never mix with a longer string's that starts the same.
 //!
 //! Timestamps are stored big-endian with the sign bit flipped so that
 //! bytewise order is numeric order; the sequence number after it breaks ties
@@ -25,6 +31,11 @@ const TIME: u8 = b'T';
 const IDEMPOTENCY: u8 = b'I';
 const KEYWORD: u8 = b'W';
 const VERSION: u8 = b'V';
+const ENTITY_TYPE: u8 = b'Y';
+/// The edge-index tag of outgoing relationships.
+pub const OUTGOING: u8 = b'O';
+/// The edge-index tag of incoming relationships.
+pub const INCOMING: u8 = b'N';
 
 /// The time-index type byte of EVENT records.
 pub const EVENT: u8 = b'E';
@@ -76,6 +87,54 @@ pub fn version_range(key: &str) -> (Vec<u8>, Vec<u8>) {
 fn version_prefix(key: &str) -> Vec<u8> {
     let mut prefix = tagged(VERSION, key.as_bytes());
     prefix.push(0);
+    prefix
+}
+
+/// The range `start..end` of the fact-key index under a key prefix.
+pub fn fact_key_prefix_range(prefix: &str) -> (Vec<u8>, Vec<u8>) {
+    let start = tagged(FACT_KEY, prefix.as_bytes());
+    let end = successor(&start);
+    (start, end)
+}
+
+/// The entity-type index entry of an entity's key.
+pub fn entity_type(kind: u8, key: &str) -> Vec<u8> {
+    [&[ENTITY_TYPE, kind][..], key.as_bytes()].concat()
+}
+
+/// The range `start..end` of the entity-type index for one type.
+pub fn entity_type_range(kind: u8) -> (Vec<u8>, Vec<u8>) {
+    (vec![ENTITY_TYPE, kind], vec![ENTITY_TYPE, kind + 1])
+}
+
+fn counted(out: &mut Vec<u8>, text: &str) {
+    let len = u16::try_from(text.len()).unwrap_or(u16::MAX);
+    out.extend_from_slice(&len.to_be_bytes());
+    out.extend_from_slice(text.as_bytes());
+}
+
+/// The edge-index entry of a relationship's key, under `entity` (its source
+/// for [`OUTGOING`], its target for [`INCOMING`]).
+pub fn edge(direction: u8, entity: &str, kind: &str, key: &str) -> Vec<u8> {
+    let mut entry = edge_prefix(direction, entity, Some(kind));
+    entry.extend_from_slice(key.as_bytes());
+    entry
+}
+
+/// The range `start..end` of an entity's edges in one direction, of one
+/// relationship type or of all.
+pub fn edge_range(direction: u8, entity: &str, kind: Option<&str>) -> (Vec<u8>, Vec<u8>) {
+    let start = edge_prefix(direction, entity, kind);
+    let end = successor(&start);
+    (start, end)
+}
+
+fn edge_prefix(direction: u8, entity: &str, kind: Option<&str>) -> Vec<u8> {
+    let mut prefix = vec![direction];
+    counted(&mut prefix, entity);
+    if let Some(kind) = kind {
+        counted(&mut prefix, kind);
+    }
     prefix
 }
 

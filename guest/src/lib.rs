@@ -6,6 +6,7 @@
 //! its own and imports nothing from WASI.
 
 mod cycle;
+mod graph;
 mod history;
 mod keys;
 mod validate;
@@ -41,19 +42,7 @@ export!(Engine);
 impl Guest for Engine {
     fn write(request: WriteRequest) -> WriteResult {
         let answer = write(&request);
-        let (result, outcome) = match answer {
-            Ok(Written::New(id)) => (WriteResult::Accepted(id.clone()), Outcome::Accepted(id)),
-            Ok(Written::Replayed(id)) => (WriteResult::Accepted(id.clone()), Outcome::Replayed(id)),
-            Err(reason) => (WriteResult::Rejected, Outcome::Rejected(reason)),
-        };
-        audit::append(&audit::Entry {
-            request_id: request.request_id,
-            operation: Operation::Write,
-            source: Some(request.source),
-            record_type: Some(record_type(&request.record)),
-            outcome,
-        });
-        result
+        answered(request, answer)
     }
 
     fn read(request: ReadRequest) -> Result<ReadResult, ReadError> {
@@ -75,6 +64,23 @@ impl Guest for Engine {
     }
 }
 
+/// Audits a write and turns its answer into the binary result (IO-W8).
+fn answered(request: WriteRequest, answer: Result<Written, String>) -> WriteResult {
+    let (result, outcome) = match answer {
+        Ok(Written::New(id)) => (WriteResult::Accepted(id.clone()), Outcome::Accepted(id)),
+        Ok(Written::Replayed(id)) => (WriteResult::Accepted(id.clone()), Outcome::Replayed(id)),
+        Err(reason) => (WriteResult::Rejected, Outcome::Rejected(reason)),
+    };
+    audit::append(&audit::Entry {
+        request_id: request.request_id,
+        operation: Operation::Write,
+        source: Some(request.source),
+        record_type: Some(record_type(&request.record)),
+        outcome,
+    });
+    result
+}
+
 fn record_type(record: &MemoryRecord) -> RecordType {
     match record {
         MemoryRecord::Fact(_) => RecordType::Fact,
@@ -83,7 +89,7 @@ fn record_type(record: &MemoryRecord) -> RecordType {
     }
 }
 
-fn write(request: &WriteRequest) -> Result<Written, String> {
+pub(crate) fn write(request: &WriteRequest) -> Result<Written, String> {
     if request.request_id.is_empty() {
         return Err("request_id is empty".into());
     }

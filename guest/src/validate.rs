@@ -11,17 +11,18 @@ pub const MAX_FACT_KEY_LEN: usize = 256;
 /// The longest keyword accepted, in bytes.
 pub const MAX_KEYWORD_LEN: usize = 256;
 
+/// Whether `segment` is one segment of a normalized fact key.
+pub fn is_key_segment(segment: &str) -> bool {
+    !segment.is_empty()
+        && segment
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-')
+}
+
 /// Whether `key` is a normalized fact key: segments of `a-z`, `0-9`, `_`
 /// and `-`, joined by single dots, at most [`MAX_FACT_KEY_LEN`] bytes.
 pub fn is_normalized_fact_key(key: &str) -> bool {
-    !key.is_empty()
-        && key.len() <= MAX_FACT_KEY_LEN
-        && key.split('.').all(|segment| {
-            !segment.is_empty()
-                && segment
-                    .bytes()
-                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-')
-        })
+    !key.is_empty() && key.len() <= MAX_FACT_KEY_LEN && key.split('.').all(is_key_segment)
 }
 
 /// Why a record is not valid.
@@ -81,6 +82,19 @@ fn entity(entity: &Entity) -> Result<(), Invalid> {
 fn relationship(relationship: &Relationship) -> Result<(), Invalid> {
     not_empty("from_entity", &relationship.from_entity)?;
     not_empty("to_entity", &relationship.to_entity)?;
+    for (field, value) in [
+        ("from_entity", &relationship.from_entity),
+        ("to_entity", &relationship.to_entity),
+    ] {
+        if value.len() > MAX_FACT_KEY_LEN {
+            return Err(format!("{field} is longer than {MAX_FACT_KEY_LEN} bytes"));
+        }
+    }
+    if relationship.relationship_type.len() > MAX_FACT_KEY_LEN {
+        return Err(format!(
+            "relationship_type is longer than {MAX_FACT_KEY_LEN} bytes"
+        ));
+    }
     let kind = &relationship.relationship_type;
     if kind.is_empty()
         || !kind

@@ -5,7 +5,8 @@
 use crate::engram::memory::domain;
 use crate::engram::memory::persistence::{self, Entry, Op, Precondition, StorageError};
 use crate::engram::memory::types::{
-    EventPayload, MemoryRecord, SourceActor, SourceComponent, StoredFact, StoredState, WriteSource,
+    EntityType, EventPayload, FactPayload, MemoryRecord, SourceActor, SourceComponent, StoredFact,
+    StoredState, WriteSource,
 };
 use crate::{Stored, decode, encode, get, keys, load_with};
 use serde::{Deserialize, Serialize};
@@ -55,7 +56,7 @@ pub fn write_all(writes: &[Write<'_>]) -> Result<Vec<Written>, String> {
 /// rest of the batch.
 #[derive(Default)]
 struct Batch {
-    overlay: HashMap<Vec<u8>, Vec<u8>>,
+    overlay: HashMap<Vec<u8>, Option<Vec<u8>>>,
     preconditions: Vec<Precondition>,
     ops: Vec<Op>,
 }
@@ -63,14 +64,19 @@ struct Batch {
 impl Batch {
     fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, String> {
         match self.overlay.get(key) {
-            Some(value) => Ok(Some(value.clone())),
+            Some(value) => Ok(value.clone()),
             None => get(key),
         }
     }
 
     fn put(&mut self, key: Vec<u8>, value: Vec<u8>) {
-        self.overlay.insert(key.clone(), value.clone());
+        self.overlay.insert(key.clone(), Some(value.clone()));
         self.ops.push(Op::Put(Entry { key, value }));
+    }
+
+    fn delete(&mut self, key: Vec<u8>) {
+        self.overlay.insert(key.clone(), None);
+        self.ops.push(Op::Delete(key));
     }
 }
 
@@ -140,8 +146,17 @@ fn lay_out(batch: &mut Batch, record: &MemoryRecord, id: &str, seq: u64) -> Resu
                 else {
                     return Err("a fact-key index entry points nowhere".into());
                 };
+                // The lookup indexes follow the current version.
+                let replaced = fact_indexes(&fact.key, &previous.fact.payload);
+                let kept = fact_indexes(&fact.key, &fact.payload);
+                for entry in replaced.into_iter().filter(|e| !kept.contains(e)) {
+                    batch.delete(entry);
+                }
                 previous.superseded_at = Some(now);
                 batch.put(keys::record(&current_id), encode(&Stored::Fact(previous)));
+            }
+            for entry in fact_indexes(&fact.key, &fact.payload) {
+                batch.put(entry, id.as_bytes().to_vec());
             }
             batch.put(key_entry, id.as_bytes().to_vec());
             batch.put(keys::version(&fact.key, seq), id.as_bytes().to_vec());
@@ -199,6 +214,31 @@ fn replay(write: &Write<'_>, entry: Idempotency, batch: &Batch) -> Result<Writte
         Ok(Written::Replayed(entry.stored_id))
     } else {
         reused()
+    }
+}
+
+/// The lookup-index entries of a FACT's current version (MT-8).
+fn fact_indexes(key: &str, payload: &FactPayload) -> Vec<Vec<u8>> {
+    match payload {
+        FactPayload::Entity(entity) => {
+            vec![keys::entity_type(entity_type_byte(entity.entity_type), key)]
+        }
+        FactPayload::Relationship(r) => vec![
+            keys::edge(keys::OUTGOING, &r.from_entity, &r.relationship_type, key),
+            keys::edge(keys::INCOMING, &r.to_entity, &r.relationship_type, key),
+        ],
+        FactPayload::Semantic(_) | FactPayload::Procedural(_) => Vec::new(),
+    }
+}
+
+/// The byte an entity type is indexed under.
+pub fn entity_type_byte(kind: EntityType) -> u8 {
+    match kind {
+        EntityType::Person => b'p',
+        EntityType::Organization => b'o',
+        EntityType::Place => b'l',
+        EntityType::Product => b'r',
+        EntityType::Event => b'e',
     }
 }
 

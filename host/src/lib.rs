@@ -88,6 +88,12 @@ pub mod history {
     pub use crate::bindings::exports::engram::memory::history::*;
 }
 
+/// Entities and relationships in namespaces, and their lookups
+/// (`engram:memory/graph`, MT-7, MT-8).
+pub mod graph {
+    pub use crate::bindings::exports::engram::memory::graph::*;
+}
+
 /// Execution cycles (`engram:memory/cycle`): plans, stages, step outputs.
 pub mod cycle {
     pub use crate::bindings::exports::engram::memory::cycle::{
@@ -281,6 +287,70 @@ impl Domain {
             .instance
             .engram_memory_history()
             .call_as_of(&mut self.store, request)?)
+    }
+
+    /// Writes a value under an id of a namespace (MT-7): a FACT write.
+    pub fn put(&mut self, request: &graph::PutRequest) -> Result<io::WriteResult> {
+        Ok(self
+            .instance
+            .engram_memory_graph()
+            .call_put(&mut self.store, request)?)
+    }
+
+    /// The current version under an id of a namespace (MT-7).
+    pub fn get(
+        &mut self,
+        request_id: &str,
+        namespace: &graph::Namespace,
+        id: &str,
+    ) -> Result<Result<Option<types::StoredFact>, io::ReadError>> {
+        Ok(self.instance.engram_memory_graph().call_get(
+            &mut self.store,
+            &request_id.to_owned(),
+            namespace,
+            id,
+        )?)
+    }
+
+    /// The current versions in a namespace, in key order (MT-7).
+    pub fn list(
+        &mut self,
+        request_id: &str,
+        namespace: &graph::Namespace,
+        limit: u32,
+    ) -> Result<Result<Vec<types::StoredFact>, io::ReadError>> {
+        Ok(self.instance.engram_memory_graph().call_list(
+            &mut self.store,
+            &request_id.to_owned(),
+            namespace,
+            limit,
+        )?)
+    }
+
+    /// The current entities of one type, in key order (MT-8).
+    pub fn entities_of_type(
+        &mut self,
+        request_id: &str,
+        entity_type: types::EntityType,
+        limit: u32,
+    ) -> Result<Result<Vec<types::StoredFact>, io::ReadError>> {
+        Ok(self.instance.engram_memory_graph().call_entities_of_type(
+            &mut self.store,
+            &request_id.to_owned(),
+            entity_type,
+            limit,
+        )?)
+    }
+
+    /// The current relationships of one entity (MT-8).
+    pub fn relationships_of(
+        &mut self,
+        request: &graph::RelationshipsRequest,
+    ) -> Result<Result<Vec<types::StoredFact>, io::ReadError>> {
+        Ok(self
+            .instance
+            .engram_memory_graph()
+            .call_relationships_of(&mut self.store, request)?)
     }
 
     /// Replaces the summarizer this domain's cycles call.

@@ -1,0 +1,209 @@
+//! Entities and relationships in namespaces (MT-7) and their index-backed
+//! lookups (MT-8), all of it FACT records under the IO contract.
+
+use crate::engram::memory::audit::{self, Operation, Outcome};
+use crate::engram::memory::persistence::{self, Direction};
+use crate::engram::memory::types::{
+    EntityType, Fact, FactPayload, MemoryRecord, RecordType, StoredFact,
+};
+use crate::exports::engram::memory::graph::{
+    EdgeDirection, Guest, PutRequest, RelationshipsRequest,
+};
+use crate::exports::engram::memory::io::{ReadError, WriteRequest, WriteResult};
+use crate::{
+    Engine, Refused, Stored, answered, bounded, get, id_text, keys, load, storage, validate, write,
+};
+
+impl Guest for Engine {
+    fn put(request: PutRequest) -> WriteResult {
+        let key = namespaced(&request.namespace, Some(&request.id));
+        let write_request = WriteRequest {
+            record: MemoryRecord::Fact(Fact {
+                key: key.clone().unwrap_or_default(),
+                payload: request.value,
+            }),
+            source: request.source,
+            request_id: request.request_id,
+        };
+        let answer = match key {
+            Some(_) => write(&write_request),
+            None => Err("the namespace or the id is not made of key segments (MT-7)".into()),
+        };
+        answered(write_request, answer)
+    }
+
+    fn get(
+        request_id: String,
+        namespace: Vec<String>,
+        id: String,
+    ) -> Result<Option<StoredFact>, ReadError> {
+        let answer = checked(&request_id).and_then(|()| {
+            let key = namespaced(&namespace, Some(&id)).ok_or_else(invalid_namespace)?;
+            match get(&keys::fact_key(&key))? {
+                Some(id) => Ok(fact(&id_text(id)?)?),
+                None => Ok(None),
+            }
+        });
+        audited(
+            &request_id,
+            answer.as_ref().map(|f| usize::from(f.is_some())),
+        );
+        answer.map_err(|refused| refused.error)
+    }
+
+    fn list(
+        request_id: String,
+        namespace: Vec<String>,
+        limit: u32,
+    ) -> Result<Vec<StoredFact>, ReadError> {
+        let answer = checked(&request_id).and_then(|()| {
+            let prefix = namespaced(&namespace, None).ok_or_else(invalid_namespace)?;
+            let limit = bounded(limit)?;
+            let (start, end) = keys::fact_key_prefix_range(&prefix);
+            facts_indexed(&start, &end, limit)
+        });
+        audited(&request_id, answer.as_ref().map(Vec::len));
+        answer.map_err(|refused| refused.error)
+    }
+
+    fn entities_of_type(
+        request_id: String,
+        entity_type: EntityType,
+        limit: u32,
+    ) -> Result<Vec<StoredFact>, ReadError> {
+        let answer = checked(&request_id).and_then(|()| {
+            let limit = bounded(limit)?;
+            let (start, end) =
+                keys::entity_type_range(crate::writer::entity_type_byte(entity_type));
+            facts_indexed(&start, &end, limit)
+        });
+        audited(&request_id, answer.as_ref().map(Vec::len));
+        answer.map_err(|refused| refused.error)
+    }
+
+    fn relationships_of(request: RelationshipsRequest) -> Result<Vec<StoredFact>, ReadError> {
+        let answer = checked(&request.request_id).and_then(|()| relationships_of(&request));
+        audited(&request.request_id, answer.as_ref().map(Vec::len));
+        answer.map_err(|refused| refused.error)
+    }
+}
+
+fn relationships_of(request: &RelationshipsRequest) -> Result<Vec<StoredFact>, Refused> {
+    let mut budget = bounded(request.limit)?;
+    let direction = match request.direction {
+        EdgeDirection::Outgoing => keys::OUTGOING,
+        EdgeDirection::Incoming => keys::INCOMING,
+    };
+    let mut types: Vec<Option<&str>> = request
+        .relationship_types
+        .iter()
+        .map(|t| Some(t.as_str()))
+        .collect();
+    types.sort();
+    types.dedup();
+    if types.is_empty() {
+        types.push(None);
+    }
+    let mut found = Vec::new();
+    for kind in types {
+        if budget == 0 {
+            break;
+        }
+        let (start, end) = keys::edge_range(direction, &request.entity, kind);
+        let entries =
+            persistence::scan(&start, &end, budget, Direction::Ascending).map_err(storage)?;
+        budget -= entries.len() as u32;
+        for entry in entries {
+            let id = id_text(entry.value)?;
+            let relationship = fact(&id)?
+                .ok_or_else(|| Refused::from(format!("edge entry for {id} points nowhere")))?;
+            if request
+                .valid_at
+                .is_none_or(|at| valid_at(&relationship, at))
+            {
+                found.push(relationship);
+            }
+        }
+    }
+    Ok(found)
+}
+
+/// Whether a relationship held at valid time `at` (MT-6).
+pub fn valid_at(fact: &StoredFact, at: i64) -> bool {
+    match &fact.fact.payload {
+        FactPayload::Relationship(r) => r.valid_at <= at && r.invalid_at.is_none_or(|end| at < end),
+        _ => true,
+    }
+}
+
+/// The key of `id` in `namespace`, or with no id the prefix of every key in
+/// it (ending in a dot, so only whole segments match).
+fn namespaced(namespace: &[String], id: Option<&str>) -> Option<String> {
+    if namespace.is_empty() || !namespace.iter().all(|s| validate::is_key_segment(s)) {
+        return None;
+    }
+    let mut key = namespace.join(".");
+    key.push('.');
+    if let Some(id) = id {
+        if !validate::is_key_segment(id) {
+            return None;
+        }
+        key.push_str(id);
+        if key.len() > validate::MAX_FACT_KEY_LEN {
+            return None;
+        }
+    }
+    Some(key)
+}
+
+fn invalid_namespace() -> Refused {
+    Refused::new(
+        ReadError::InvalidKey,
+        "the namespace or the id is not made of key segments (MT-7)",
+    )
+}
+
+fn checked(request_id: &str) -> Result<(), Refused> {
+    if request_id.is_empty() {
+        return Err(Refused::new(
+            ReadError::InvalidRequestId,
+            "request_id is empty",
+        ));
+    }
+    Ok(())
+}
+
+fn audited(request_id: &str, answer: Result<usize, &Refused>) {
+    audit::append(&audit::Entry {
+        request_id: request_id.to_owned(),
+        operation: Operation::Read,
+        source: None,
+        record_type: Some(RecordType::Fact),
+        outcome: match answer {
+            Ok(n) => Outcome::Returned(n as u32),
+            Err(refused) => Outcome::Failed(refused.reason.clone()),
+        },
+    });
+}
+
+fn fact(id: &str) -> Result<Option<StoredFact>, Refused> {
+    match load(id)? {
+        Some(Stored::Fact(fact)) => Ok(Some(fact)),
+        None => Ok(None),
+        Some(_) => Err(format!("{id} is not a FACT").into()),
+    }
+}
+
+/// The FACTs an index range points at, at most `limit`, in key order.
+fn facts_indexed(start: &[u8], end: &[u8], limit: u32) -> Result<Vec<StoredFact>, Refused> {
+    let entries = persistence::scan(start, end, limit, Direction::Ascending).map_err(storage)?;
+    let mut facts = Vec::with_capacity(entries.len());
+    for entry in entries {
+        let id = id_text(entry.value)?;
+        facts.push(
+            fact(&id)?
+                .ok_or_else(|| Refused::from(format!("index entry for {id} points nowhere")))?,
+        );
+    }
+    Ok(facts)
+}
