@@ -522,3 +522,55 @@ fn history_and_as_of_print_the_versions_of_a_key() {
         serde_json::json!({"error": "InvalidKey"})
     );
 }
+
+#[test]
+fn list_entities_and_relationships_answer_from_the_indexes() {
+    // proves MT-7, MT-8 through the CLI
+    let cli = Cli::new();
+    let samples = include_str!("../host/samples/memories.jsonl");
+    let out = cli.run(&["write", "--agent", "alice", "--batch"], samples);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let keys = |args: &[&str]| -> Vec<String> {
+        let out = cli.run(args, "");
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        json_lines(&out)[0]["records"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["key"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!(
+        keys(&["entities", "person", "--agent", "alice"]),
+        ["entity.sarah"]
+    );
+    assert_eq!(
+        keys(&[
+            "relationships",
+            "USER",
+            "--agent",
+            "alice",
+            "--type",
+            "KNOWS"
+        ]),
+        ["rel.user.knows.sarah"]
+    );
+    assert_eq!(
+        keys(&[
+            "relationships",
+            "entity.sarah",
+            "--agent",
+            "alice",
+            "--incoming"
+        ]),
+        ["rel.user.knows.sarah"]
+    );
+    assert_eq!(
+        keys(&["list", "rule", "--agent", "alice"]),
+        ["rule.travel.direct-flights"]
+    );
+    assert!(
+        keys(&["list", "rul", "--agent", "alice"]).is_empty(),
+        "whole segments only"
+    );
+}

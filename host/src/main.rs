@@ -115,6 +115,50 @@ enum Command {
         #[arg(long, default_value_t = 100)]
         limit: u32,
     },
+    /// Print the current FACTs of a namespace, in key order (MT-7).
+    List {
+        /// The namespace's segments, e.g. `entities u1`.
+        #[arg(required = true)]
+        namespace: Vec<String>,
+        /// The agent whose memory domain to read.
+        #[arg(long, env = "ENGRAM_AGENT")]
+        agent: String,
+        /// How many at most.
+        #[arg(long, default_value_t = 100)]
+        limit: u32,
+    },
+    /// Print the current entities of one type (MT-8).
+    Entities {
+        /// person, organization, place, product or event.
+        #[arg(value_parser = ["person", "organization", "place", "product", "event"])]
+        entity_type: String,
+        /// The agent whose memory domain to read.
+        #[arg(long, env = "ENGRAM_AGENT")]
+        agent: String,
+        /// How many at most.
+        #[arg(long, default_value_t = 100)]
+        limit: u32,
+    },
+    /// Print the current relationships of an entity (MT-8).
+    Relationships {
+        /// The entity's key (or a pseudo-entity such as USER).
+        entity: String,
+        /// The agent whose memory domain to read.
+        #[arg(long, env = "ENGRAM_AGENT")]
+        agent: String,
+        /// Those it is the target of, instead of the source.
+        #[arg(long)]
+        incoming: bool,
+        /// Only relationships of this type; repeat for more.
+        #[arg(long = "type")]
+        types: Vec<String>,
+        /// Only those valid at this time.
+        #[arg(long, allow_hyphen_values = true)]
+        valid_at: Option<i64>,
+        /// How many index entries to examine at most.
+        #[arg(long, default_value_t = 100)]
+        limit: u32,
+    },
     /// Print the audit trail as JSON Lines, oldest first.
     Audit {
         /// Only this agent's domain.
@@ -196,6 +240,63 @@ fn run(cli: Cli) -> Result<u8, Exit> {
             Ok(code)
         }
         Command::Demo { question } => demo(&cli.store, &question),
+        Command::List {
+            namespace,
+            agent,
+            limit,
+        } => {
+            let mut domain = open_domain(&cli.store, &agent, false)?;
+            let request_id = format!("list-{}", engram::system_time_ms());
+            print_facts(
+                domain
+                    .list(&request_id, &namespace, limit)
+                    .map_err(failure)?,
+            )
+        }
+        Command::Entities {
+            entity_type,
+            agent,
+            limit,
+        } => {
+            use engram::types::EntityType;
+            let entity_type = match entity_type.as_str() {
+                "person" => EntityType::Person,
+                "organization" => EntityType::Organization,
+                "place" => EntityType::Place,
+                "product" => EntityType::Product,
+                _ => EntityType::Event,
+            };
+            let mut domain = open_domain(&cli.store, &agent, false)?;
+            let request_id = format!("entities-{}", engram::system_time_ms());
+            print_facts(
+                domain
+                    .entities_of_type(&request_id, entity_type, limit)
+                    .map_err(failure)?,
+            )
+        }
+        Command::Relationships {
+            entity,
+            agent,
+            incoming,
+            types,
+            valid_at,
+            limit,
+        } => {
+            let mut domain = open_domain(&cli.store, &agent, false)?;
+            let request = engram::graph::RelationshipsRequest {
+                request_id: format!("relationships-{}", engram::system_time_ms()),
+                entity,
+                direction: if incoming {
+                    engram::graph::EdgeDirection::Incoming
+                } else {
+                    engram::graph::EdgeDirection::Outgoing
+                },
+                relationship_types: types,
+                valid_at,
+                limit,
+            };
+            print_facts(domain.relationships_of(&request).map_err(failure)?)
+        }
         Command::History { key, agent, limit } => {
             let mut domain = open_domain(&cli.store, &agent, false)?;
             let request = engram::history::VersionsRequest {
