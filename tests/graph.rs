@@ -366,3 +366,193 @@ fn mt_8_lookups_find_entities_by_type_and_relationships_by_entity() {
         );
     }
 }
+
+use engram::graph::{TraversalOrder, TraverseRequest};
+
+/// Writes relationship `from -> to` of `kind` under a generated id.
+fn edge(domain: &mut Domain, from: &str, to: &str, kind: &str, valid: (i64, Option<i64>)) {
+    let id = format!(
+        "{}-{}-{}",
+        from.replace('.', "_"),
+        kind.to_lowercase(),
+        to.replace('.', "_")
+    );
+    let answer = put(domain, &["rel"], &id, relation(from, to, kind, valid));
+    assert!(matches!(answer, WriteResult::Accepted(_)), "{id}");
+}
+
+fn walk(
+    domain: &mut Domain,
+    start: &str,
+    order: TraversalOrder,
+    depth: u32,
+    nodes: u32,
+    edges: u32,
+) -> (Vec<(String, u32)>, usize) {
+    let request = TraverseRequest {
+        request_id: "walk".into(),
+        start: start.into(),
+        order,
+        direction: EdgeDirection::Outgoing,
+        relationship_types: vec![],
+        valid_at: None,
+        max_depth: depth,
+        max_nodes: nodes,
+        max_edges: edges,
+    };
+    let traversal = domain.traverse(&request).unwrap().unwrap();
+    (
+        traversal
+            .nodes
+            .iter()
+            .map(|n| (n.key.clone(), n.depth))
+            .collect(),
+        traversal.edges.len(),
+    )
+}
+
+fn names(nodes: &[(String, u32)]) -> Vec<&str> {
+    nodes.iter().map(|(k, _)| k.as_str()).collect()
+}
+
+#[test]
+fn mt_9_traversal_hits_its_bounds_exactly_and_ends_on_cycles() {
+    // proves MT-9
+    for fx in fixtures() {
+        let faulty = Faulty::over(fx.backend.clone());
+        let mut alice = fx.open_over("alice", faulty.clone());
+        // A chain n0 -> n1 -> … -> n9 -> n0 (a cycle), and a star s -> l00..l19.
+        for i in 0..10 {
+            edge(
+                &mut alice,
+                &format!("n.n{i}"),
+                &format!("n.n{}", (i + 1) % 10),
+                "NEXT",
+                (0, None),
+            );
+        }
+        for i in 0..20 {
+            edge(&mut alice, "s", &format!("l.l{i:02}"), "HAS", (0, None));
+        }
+        put(&mut alice, &["n"], "n0", entity("first", EntityType::Place));
+
+        // Depth: exactly max-depth edges away.
+        let (nodes, edges) = walk(&mut alice, "n.n0", TraversalOrder::BreadthFirst, 3, 50, 50);
+        assert_eq!(
+            names(&nodes),
+            ["n.n0", "n.n1", "n.n2", "n.n3"],
+            "{}",
+            fx.name
+        );
+        assert_eq!(
+            nodes.iter().map(|(_, d)| *d).collect::<Vec<_>>(),
+            [0, 1, 2, 3]
+        );
+        assert_eq!(edges, 3);
+        // The cycle ends: every node once, and the edge back to the start kept.
+        let (nodes, edges) = walk(&mut alice, "n.n0", TraversalOrder::DepthFirst, 50, 50, 50);
+        assert_eq!(nodes.len(), 10, "{}", fx.name);
+        assert_eq!(edges, 10, "n9 -> n0 leads to a node of the answer");
+        // Nodes: exactly max-nodes, the start included, in a stable order.
+        let (nodes, _) = walk(&mut alice, "s", TraversalOrder::BreadthFirst, 5, 6, 50);
+        assert_eq!(
+            names(&nodes),
+            ["s", "l.l00", "l.l01", "l.l02", "l.l03", "l.l04"]
+        );
+        // Edges examined: exactly max-edges index entries are read.
+        faulty.reset_counts();
+        let (nodes, edges) = walk(&mut alice, "s", TraversalOrder::BreadthFirst, 5, 50, 7);
+        assert_eq!((nodes.len(), edges), (8, 7));
+        assert!(faulty.scanned.load(Ordering::SeqCst) <= 7, "{}", fx.name);
+        assert!(faulty.largest_scan_limit.load(Ordering::SeqCst) <= 7);
+        // Depth 0 is the start alone; a start with a FACT carries it.
+        let request = TraverseRequest {
+            request_id: "w".into(),
+            start: "n.n0".into(),
+            order: TraversalOrder::DepthFirst,
+            direction: EdgeDirection::Outgoing,
+            relationship_types: vec![],
+            valid_at: None,
+            max_depth: 0,
+            max_nodes: 5,
+            max_edges: 5,
+        };
+        let traversal = alice.traverse(&request).unwrap().unwrap();
+        assert_eq!(traversal.nodes.len(), 1);
+        assert!(traversal.nodes[0].entity.is_some());
+        // Bounds out of range are typed errors.
+        for (nodes, edges) in [(0, 5), (CEILING + 1, 5), (5, 0), (5, CEILING + 1)] {
+            let request = TraverseRequest {
+                max_nodes: nodes,
+                max_edges: edges,
+                max_depth: 2,
+                ..request.clone()
+            };
+            assert_eq!(
+                alice.traverse(&request).unwrap(),
+                Err(ReadError::LimitOutOfBounds(CEILING))
+            );
+        }
+        let deep = TraverseRequest {
+            max_depth: CEILING + 1,
+            ..request.clone()
+        };
+        assert_eq!(
+            alice.traverse(&deep).unwrap(),
+            Err(ReadError::LimitOutOfBounds(CEILING))
+        );
+    }
+}
+
+#[test]
+fn mt_9_traversal_orders_and_filters_by_type_and_valid_time() {
+    // proves MT-9, MT-6
+    for fx in fixtures() {
+        let mut alice = fx.open("alice");
+        // a -> b -> d, a -> c -> e; a KNOWS c only until time 10.
+        edge(&mut alice, "g.a", "g.b", "LIKES", (0, None));
+        edge(&mut alice, "g.a", "g.c", "KNOWS", (0, Some(10)));
+        edge(&mut alice, "g.b", "g.d", "LIKES", (0, None));
+        edge(&mut alice, "g.c", "g.e", "LIKES", (0, None));
+        let (bfs, _) = walk(&mut alice, "g.a", TraversalOrder::BreadthFirst, 5, 10, 10);
+        assert_eq!(
+            names(&bfs),
+            ["g.a", "g.c", "g.b", "g.e", "g.d"],
+            "{}: KNOWS sorts before LIKES",
+            fx.name
+        );
+        let (dfs, _) = walk(&mut alice, "g.a", TraversalOrder::DepthFirst, 5, 10, 10);
+        assert_eq!(names(&dfs), ["g.a", "g.c", "g.e", "g.b", "g.d"]);
+        let mut request = TraverseRequest {
+            request_id: "w".into(),
+            start: "g.a".into(),
+            order: TraversalOrder::BreadthFirst,
+            direction: EdgeDirection::Outgoing,
+            relationship_types: vec!["LIKES".into()],
+            valid_at: None,
+            max_depth: 5,
+            max_nodes: 10,
+            max_edges: 10,
+        };
+        let keys =
+            |t: engram::graph::Traversal| t.nodes.into_iter().map(|n| n.key).collect::<Vec<_>>();
+        assert_eq!(
+            keys(alice.traverse(&request).unwrap().unwrap()),
+            ["g.a", "g.b", "g.d"]
+        );
+        request.relationship_types.clear();
+        request.valid_at = Some(20);
+        assert_eq!(
+            keys(alice.traverse(&request).unwrap().unwrap()),
+            ["g.a", "g.b", "g.d"],
+            "KNOWS ended at 10"
+        );
+        request.direction = EdgeDirection::Incoming;
+        request.start = "g.e".into();
+        request.valid_at = Some(5);
+        assert_eq!(
+            keys(alice.traverse(&request).unwrap().unwrap()),
+            ["g.e", "g.c", "g.a"]
+        );
+    }
+}

@@ -7,12 +7,14 @@ use crate::engram::memory::types::{
     EntityType, Fact, FactPayload, MemoryRecord, RecordType, StoredFact,
 };
 use crate::exports::engram::memory::graph::{
-    EdgeDirection, Guest, PutRequest, RelationshipsRequest,
+    EdgeDirection, Guest, Node, PutRequest, RelationshipsRequest, Traversal, TraversalOrder,
+    TraverseRequest,
 };
 use crate::exports::engram::memory::io::{ReadError, WriteRequest, WriteResult};
 use crate::{
     Engine, Refused, Stored, answered, bounded, get, id_text, keys, load, storage, validate, write,
 };
+use std::collections::HashSet;
 
 impl Guest for Engine {
     fn put(request: PutRequest) -> WriteResult {
@@ -81,6 +83,15 @@ impl Guest for Engine {
         answer.map_err(|refused| refused.error)
     }
 
+    fn traverse(request: TraverseRequest) -> Result<Traversal, ReadError> {
+        let answer = checked(&request.request_id).and_then(|()| traverse(&request));
+        audited(
+            &request.request_id,
+            answer.as_ref().map(|t| t.nodes.len() + t.edges.len()),
+        );
+        answer.map_err(|refused| refused.error)
+    }
+
     fn relationships_of(request: RelationshipsRequest) -> Result<Vec<StoredFact>, ReadError> {
         let answer = checked(&request.request_id).and_then(|()| relationships_of(&request));
         audited(&request.request_id, answer.as_ref().map(Vec::len));
@@ -90,12 +101,30 @@ impl Guest for Engine {
 
 fn relationships_of(request: &RelationshipsRequest) -> Result<Vec<StoredFact>, Refused> {
     let mut budget = bounded(request.limit)?;
-    let direction = match request.direction {
+    edges(
+        &request.entity,
+        request.direction,
+        &request.relationship_types,
+        request.valid_at,
+        &mut budget,
+    )
+}
+
+/// The relationships of `entity` in `direction`, of the given types (all
+/// when none) and valid at a time when given, in index order, examining at
+/// most `budget` index entries and taking them off it.
+fn edges(
+    entity: &str,
+    direction: EdgeDirection,
+    relationship_types: &[String],
+    valid: Option<i64>,
+    budget: &mut u32,
+) -> Result<Vec<StoredFact>, Refused> {
+    let direction = match direction {
         EdgeDirection::Outgoing => keys::OUTGOING,
         EdgeDirection::Incoming => keys::INCOMING,
     };
-    let mut types: Vec<Option<&str>> = request
-        .relationship_types
+    let mut types: Vec<Option<&str>> = relationship_types
         .iter()
         .map(|t| Some(t.as_str()))
         .collect();
@@ -106,26 +135,150 @@ fn relationships_of(request: &RelationshipsRequest) -> Result<Vec<StoredFact>, R
     }
     let mut found = Vec::new();
     for kind in types {
-        if budget == 0 {
+        if *budget == 0 {
             break;
         }
-        let (start, end) = keys::edge_range(direction, &request.entity, kind);
+        let (start, end) = keys::edge_range(direction, entity, kind);
         let entries =
-            persistence::scan(&start, &end, budget, Direction::Ascending).map_err(storage)?;
-        budget -= entries.len() as u32;
+            persistence::scan(&start, &end, *budget, Direction::Ascending).map_err(storage)?;
+        *budget -= entries.len() as u32;
         for entry in entries {
             let id = id_text(entry.value)?;
             let relationship = fact(&id)?
                 .ok_or_else(|| Refused::from(format!("edge entry for {id} points nowhere")))?;
-            if request
-                .valid_at
-                .is_none_or(|at| valid_at(&relationship, at))
-            {
+            if valid.is_none_or(|at| valid_at(&relationship, at)) {
                 found.push(relationship);
             }
         }
     }
     Ok(found)
+}
+
+/// Walks from `request.start` within its bounds (MT-9).
+fn traverse(request: &TraverseRequest) -> Result<Traversal, Refused> {
+    let max_nodes = bounded(request.max_nodes)? as usize;
+    let mut budget = bounded(request.max_edges)?;
+    let ceiling = crate::domain::read_limit_ceiling().max(1);
+    if request.max_depth > ceiling {
+        return Err(Refused::new(
+            ReadError::LimitOutOfBounds(ceiling),
+            format!("max-depth {} is above {ceiling}", request.max_depth),
+        ));
+    }
+    let mut walk = Walk {
+        request,
+        max_nodes,
+        budget: &mut budget,
+        seen: HashSet::new(),
+        nodes: Vec::new(),
+        edges: Vec::new(),
+    };
+    walk.visit(&request.start, 0)?;
+    match request.order {
+        TraversalOrder::BreadthFirst => walk.breadth_first()?,
+        TraversalOrder::DepthFirst => walk.depth_first(&request.start, 0)?,
+    }
+    Ok(Traversal {
+        nodes: walk.nodes,
+        edges: walk.edges,
+    })
+}
+
+/// A traversal in progress: what it has reached and what it may still read.
+struct Walk<'a> {
+    request: &'a TraverseRequest,
+    max_nodes: usize,
+    budget: &'a mut u32,
+    seen: HashSet<String>,
+    nodes: Vec<Node>,
+    edges: Vec<StoredFact>,
+}
+
+impl Walk<'_> {
+    /// Adds a node unless it was seen or the node bound is reached.
+    fn visit(&mut self, key: &str, depth: u32) -> Result<bool, Refused> {
+        if self.nodes.len() >= self.max_nodes || self.seen.contains(key) {
+            return Ok(false);
+        }
+        self.seen.insert(key.to_owned());
+        let entity = if validate::is_normalized_fact_key(key) {
+            match get(&keys::fact_key(key))? {
+                Some(id) => fact(&id_text(id)?)?,
+                None => None,
+            }
+        } else {
+            None
+        };
+        self.nodes.push(Node {
+            key: key.to_owned(),
+            depth,
+            entity,
+        });
+        Ok(true)
+    }
+
+    /// The relationships to follow from `key`, each with the key it leads to.
+    fn neighbours(&mut self, key: &str) -> Result<Vec<(StoredFact, String)>, Refused> {
+        let r = self.request;
+        let found = edges(
+            key,
+            r.direction,
+            &r.relationship_types,
+            r.valid_at,
+            self.budget,
+        )?;
+        Ok(found
+            .into_iter()
+            .filter_map(|edge| {
+                let next = match (&edge.fact.payload, r.direction) {
+                    (FactPayload::Relationship(rel), EdgeDirection::Outgoing) => {
+                        rel.to_entity.clone()
+                    }
+                    (FactPayload::Relationship(rel), EdgeDirection::Incoming) => {
+                        rel.from_entity.clone()
+                    }
+                    _ => return None,
+                };
+                Some((edge, next))
+            })
+            .collect())
+    }
+
+    /// Follows an edge: keeps it when it leads to a node of the answer.
+    fn follow(&mut self, edge: StoredFact, next: &str, depth: u32) -> Result<bool, Refused> {
+        let added = self.visit(next, depth)?;
+        if added || self.seen.contains(next) {
+            self.edges.push(edge);
+        }
+        Ok(added)
+    }
+
+    fn breadth_first(&mut self) -> Result<(), Refused> {
+        let mut next = 0;
+        while next < self.nodes.len() {
+            let (key, depth) = (self.nodes[next].key.clone(), self.nodes[next].depth);
+            next += 1;
+            if depth >= self.request.max_depth || *self.budget == 0 {
+                continue;
+            }
+            for (edge, to) in self.neighbours(&key)? {
+                self.follow(edge, &to, depth + 1)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn depth_first(&mut self, key: &str, depth: u32) -> Result<(), Refused> {
+        if depth >= self.request.max_depth || *self.budget == 0 {
+            return Ok(());
+        }
+        for (edge, to) in self.neighbours(key)? {
+            if self.follow(edge, &to, depth + 1)? {
+                self.depth_first(&to, depth + 1)?;
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Whether a relationship held at valid time `at` (MT-6).

@@ -353,6 +353,17 @@ impl Domain {
             .call_relationships_of(&mut self.store, request)?)
     }
 
+    /// Walks the graph from one entity within the request's bounds (MT-9).
+    pub fn traverse(
+        &mut self,
+        request: &graph::TraverseRequest,
+    ) -> Result<Result<graph::Traversal, io::ReadError>> {
+        Ok(self
+            .instance
+            .engram_memory_graph()
+            .call_traverse(&mut self.store, request)?)
+    }
+
     /// Replaces the summarizer this domain's cycles call.
     pub fn with_summarizer(mut self, summarizer: Arc<dyn Summarizer>) -> Self {
         self.store.data_mut().summarizer = summarizer;
