@@ -159,6 +159,36 @@ enum Command {
         #[arg(long, default_value_t = 100)]
         limit: u32,
     },
+    /// Walk the graph from an entity, bounded (MT-9): prints
+    /// `{"nodes":[…],"edges":[…]}`.
+    Traverse {
+        /// The key of the entity to start from.
+        start: String,
+        /// The agent whose memory domain to read.
+        #[arg(long, env = "ENGRAM_AGENT")]
+        agent: String,
+        /// Depth-first instead of breadth-first.
+        #[arg(long)]
+        depth_first: bool,
+        /// Follow relationships from target to source.
+        #[arg(long)]
+        incoming: bool,
+        /// Only relationships of this type; repeat for more.
+        #[arg(long = "type")]
+        types: Vec<String>,
+        /// Only relationships valid at this time.
+        #[arg(long, allow_hyphen_values = true)]
+        valid_at: Option<i64>,
+        /// How many edges away at most.
+        #[arg(long, default_value_t = 2)]
+        max_depth: u32,
+        /// How many nodes at most.
+        #[arg(long, default_value_t = 100)]
+        max_nodes: u32,
+        /// How many edge-index entries to examine at most.
+        #[arg(long, default_value_t = 1000)]
+        max_edges: u32,
+    },
     /// Print the audit trail as JSON Lines, oldest first.
     Audit {
         /// Only this agent's domain.
@@ -240,6 +270,59 @@ fn run(cli: Cli) -> Result<u8, Exit> {
             Ok(code)
         }
         Command::Demo { question } => demo(&cli.store, &question),
+        Command::Traverse {
+            start,
+            agent,
+            depth_first,
+            incoming,
+            types,
+            valid_at,
+            max_depth,
+            max_nodes,
+            max_edges,
+        } => {
+            use engram::graph::{EdgeDirection, TraversalOrder, TraverseRequest};
+            let mut domain = open_domain(&cli.store, &agent, false)?;
+            let request = TraverseRequest {
+                request_id: format!("traverse-{}", engram::system_time_ms()),
+                start,
+                order: if depth_first {
+                    TraversalOrder::DepthFirst
+                } else {
+                    TraversalOrder::BreadthFirst
+                },
+                direction: if incoming {
+                    EdgeDirection::Incoming
+                } else {
+                    EdgeDirection::Outgoing
+                },
+                relationship_types: types,
+                valid_at,
+                max_depth,
+                max_nodes,
+                max_edges,
+            };
+            let line = match domain.traverse(&request).map_err(failure)? {
+                Ok(traversal) => {
+                    let fact = |f: engram::types::StoredFact| {
+                        json::StoredRecord::from(engram::types::StoredRecord::Fact(f))
+                    };
+                    let nodes: Vec<_> = traversal
+                        .nodes
+                        .into_iter()
+                        .map(|n| serde_json::json!({"key": n.key, "depth": n.depth, "entity": n.entity.map(fact)}))
+                        .collect();
+                    let edges: Vec<_> = traversal.edges.into_iter().map(fact).collect();
+                    (serde_json::json!({"nodes": nodes, "edges": edges}), OK)
+                }
+                Err(error) => (
+                    serde_json::json!({"error": json::ReadFailure::from(error)}),
+                    REFUSED,
+                ),
+            };
+            print_lines(vec![line.0.to_string()])?;
+            Ok(line.1)
+        }
         Command::List {
             namespace,
             agent,
