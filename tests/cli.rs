@@ -573,4 +573,32 @@ fn list_entities_and_relationships_answer_from_the_indexes() {
         keys(&["list", "rul", "--agent", "alice"]).is_empty(),
         "whole segments only"
     );
+    // proves MT-9 through the CLI
+    let out = cli.run(
+        &["traverse", "USER", "--agent", "alice", "--max-depth", "1"],
+        "",
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let walk = &json_lines(&out)[0];
+    let nodes: Vec<&str> = walk["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["key"].as_str().unwrap())
+        .collect();
+    assert_eq!(nodes, ["USER", "entity.sarah"]);
+    assert_eq!(
+        walk["nodes"][1]["entity"]["payload"]["entity"]["name"],
+        "Sarah"
+    );
+    assert_eq!(walk["edges"][0]["key"], "rel.user.knows.sarah");
+    let out = cli.run(
+        &["traverse", "USER", "--agent", "alice", "--max-nodes", "0"],
+        "",
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        json_lines(&out)[0],
+        serde_json::json!({"error": {"LimitOutOfBounds": {"max": 1000}}})
+    );
 }
