@@ -144,7 +144,14 @@ fn io_r3_the_io_interface_is_the_only_way_in_or_out() {
         .collect();
     assert_eq!(
         graph,
-        ["entities-of-type", "get", "list", "put", "relationships-of"]
+        [
+            "entities-of-type",
+            "get",
+            "list",
+            "put",
+            "relationships-of",
+            "traverse"
+        ]
     );
     let history: Vec<String> = functions(&exports()[&interface("history")])
         .into_keys()

@@ -1,18 +1,16 @@
 //! Entities and relationships in namespaces (MT-7) and their index-backed
 //! lookups (MT-8), all of it FACT records under the IO contract.
 
-use crate::engram::memory::audit::{self, Operation, Outcome};
 use crate::engram::memory::persistence::{self, Direction};
-use crate::engram::memory::types::{
-    EntityType, Fact, FactPayload, MemoryRecord, RecordType, StoredFact,
-};
+use crate::engram::memory::types::{EntityType, Fact, FactPayload, MemoryRecord, StoredFact};
 use crate::exports::engram::memory::graph::{
     EdgeDirection, Guest, Node, PutRequest, RelationshipsRequest, Traversal, TraversalOrder,
     TraverseRequest,
 };
 use crate::exports::engram::memory::io::{ReadError, WriteRequest, WriteResult};
 use crate::{
-    Engine, Refused, Stored, answered, bounded, get, id_text, keys, load, storage, validate, write,
+    Engine, Refused, Stored, answered, audit_fact_read, bounded, get, id_text, keys, load,
+    request_id_given, storage, validate, write,
 };
 use std::collections::HashSet;
 
@@ -39,14 +37,14 @@ impl Guest for Engine {
         namespace: Vec<String>,
         id: String,
     ) -> Result<Option<StoredFact>, ReadError> {
-        let answer = checked(&request_id).and_then(|()| {
+        let answer = request_id_given(&request_id).and_then(|()| {
             let key = namespaced(&namespace, Some(&id)).ok_or_else(invalid_namespace)?;
             match get(&keys::fact_key(&key))? {
                 Some(id) => Ok(fact(&id_text(id)?)?),
                 None => Ok(None),
             }
         });
-        audited(
+        audit_fact_read(
             &request_id,
             answer.as_ref().map(|f| usize::from(f.is_some())),
         );
@@ -58,13 +56,13 @@ impl Guest for Engine {
         namespace: Vec<String>,
         limit: u32,
     ) -> Result<Vec<StoredFact>, ReadError> {
-        let answer = checked(&request_id).and_then(|()| {
+        let answer = request_id_given(&request_id).and_then(|()| {
             let prefix = namespaced(&namespace, None).ok_or_else(invalid_namespace)?;
             let limit = bounded(limit)?;
             let (start, end) = keys::fact_key_prefix_range(&prefix);
             facts_indexed(&start, &end, limit)
         });
-        audited(&request_id, answer.as_ref().map(Vec::len));
+        audit_fact_read(&request_id, answer.as_ref().map(Vec::len));
         answer.map_err(|refused| refused.error)
     }
 
@@ -73,19 +71,19 @@ impl Guest for Engine {
         entity_type: EntityType,
         limit: u32,
     ) -> Result<Vec<StoredFact>, ReadError> {
-        let answer = checked(&request_id).and_then(|()| {
+        let answer = request_id_given(&request_id).and_then(|()| {
             let limit = bounded(limit)?;
             let (start, end) =
                 keys::entity_type_range(crate::writer::entity_type_byte(entity_type));
             facts_indexed(&start, &end, limit)
         });
-        audited(&request_id, answer.as_ref().map(Vec::len));
+        audit_fact_read(&request_id, answer.as_ref().map(Vec::len));
         answer.map_err(|refused| refused.error)
     }
 
     fn traverse(request: TraverseRequest) -> Result<Traversal, ReadError> {
-        let answer = checked(&request.request_id).and_then(|()| traverse(&request));
-        audited(
+        let answer = request_id_given(&request.request_id).and_then(|()| traverse(&request));
+        audit_fact_read(
             &request.request_id,
             answer.as_ref().map(|t| t.nodes.len() + t.edges.len()),
         );
@@ -93,8 +91,9 @@ impl Guest for Engine {
     }
 
     fn relationships_of(request: RelationshipsRequest) -> Result<Vec<StoredFact>, ReadError> {
-        let answer = checked(&request.request_id).and_then(|()| relationships_of(&request));
-        audited(&request.request_id, answer.as_ref().map(Vec::len));
+        let answer =
+            request_id_given(&request.request_id).and_then(|()| relationships_of(&request));
+        audit_fact_read(&request.request_id, answer.as_ref().map(Vec::len));
         answer.map_err(|refused| refused.error)
     }
 }
@@ -314,29 +313,6 @@ fn invalid_namespace() -> Refused {
         ReadError::InvalidKey,
         "the namespace or the id is not made of key segments (MT-7)",
     )
-}
-
-fn checked(request_id: &str) -> Result<(), Refused> {
-    if request_id.is_empty() {
-        return Err(Refused::new(
-            ReadError::InvalidRequestId,
-            "request_id is empty",
-        ));
-    }
-    Ok(())
-}
-
-fn audited(request_id: &str, answer: Result<usize, &Refused>) {
-    audit::append(&audit::Entry {
-        request_id: request_id.to_owned(),
-        operation: Operation::Read,
-        source: None,
-        record_type: Some(RecordType::Fact),
-        outcome: match answer {
-            Ok(n) => Outcome::Returned(n as u32),
-            Err(refused) => Outcome::Failed(refused.reason.clone()),
-        },
-    });
 }
 
 fn fact(id: &str) -> Result<Option<StoredFact>, Refused> {

@@ -1,18 +1,20 @@
 //! Bounded reads of a FACT's versions in time (MT-2), beside the five
 //! selectors of the IO.
 
-use crate::engram::memory::audit::{self, Operation, Outcome};
 use crate::engram::memory::persistence::{self, Direction};
-use crate::engram::memory::types::{FactPayload, RecordType, StoredFact};
+use crate::engram::memory::types::{FactPayload, StoredFact};
 use crate::exports::engram::memory::history::{AsOfRequest, Guest, TimeAxis, VersionsRequest};
 use crate::exports::engram::memory::io::ReadError;
-use crate::{Engine, Refused, Stored, bounded, id_text, keys, load, storage, validate};
+use crate::{
+    Engine, Refused, Stored, audit_fact_read, bounded, id_text, keys, load, request_id_given,
+    storage, validate,
+};
 
 impl Guest for Engine {
     fn versions(request: VersionsRequest) -> Result<Vec<StoredFact>, ReadError> {
         let answer = checked(&request.request_id, &request.key)
             .and_then(|()| versions(&request.key, request.limit));
-        audited(&request.request_id, answer.as_ref().map(Vec::len));
+        audit_fact_read(&request.request_id, answer.as_ref().map(Vec::len));
         answer.map_err(|refused| refused.error)
     }
 
@@ -28,7 +30,7 @@ impl Guest for Engine {
                     }
                 })
             });
-        audited(
+        audit_fact_read(
             &request.request_id,
             answer.as_ref().map(|found| usize::from(found.is_some())),
         );
@@ -37,12 +39,7 @@ impl Guest for Engine {
 }
 
 fn checked(request_id: &str, key: &str) -> Result<(), Refused> {
-    if request_id.is_empty() {
-        return Err(Refused::new(
-            ReadError::InvalidRequestId,
-            "request_id is empty",
-        ));
-    }
+    request_id_given(request_id)?;
     if !validate::is_normalized_fact_key(key) {
         return Err(Refused::new(
             ReadError::InvalidKey,
@@ -50,19 +47,6 @@ fn checked(request_id: &str, key: &str) -> Result<(), Refused> {
         ));
     }
     Ok(())
-}
-
-fn audited(request_id: &str, answer: Result<usize, &Refused>) {
-    audit::append(&audit::Entry {
-        request_id: request_id.to_owned(),
-        operation: Operation::Read,
-        source: None,
-        record_type: Some(RecordType::Fact),
-        outcome: match answer {
-            Ok(n) => Outcome::Returned(n as u32),
-            Err(refused) => Outcome::Failed(refused.reason.clone()),
-        },
-    });
 }
 
 /// The newest `limit` versions of a key, newest first.

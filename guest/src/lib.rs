@@ -147,12 +147,7 @@ impl From<String> for Refused {
 }
 
 fn read(request: &ReadRequest) -> Result<Vec<StoredRecord>, Refused> {
-    if request.request_id.is_empty() {
-        return Err(Refused::new(
-            ReadError::InvalidRequestId,
-            "request_id is empty",
-        ));
-    }
+    request_id_given(&request.request_id)?;
     let kind = request.record_type;
     let time_kind = match kind {
         RecordType::Fact => None,
@@ -212,6 +207,31 @@ fn read(request: &ReadRequest) -> Result<Vec<StoredRecord>, Refused> {
             load_indexed(&start, &end, limit, time_order)
         }
     }
+}
+
+/// Refuses an empty request id (IO-W2).
+fn request_id_given(request_id: &str) -> Result<(), Refused> {
+    if request_id.is_empty() {
+        return Err(Refused::new(
+            ReadError::InvalidRequestId,
+            "request_id is empty",
+        ));
+    }
+    Ok(())
+}
+
+/// Audits a read of FACTs made through an extension of the IO.
+fn audit_fact_read(request_id: &str, answer: Result<usize, &Refused>) {
+    audit::append(&audit::Entry {
+        request_id: request_id.to_owned(),
+        operation: Operation::Read,
+        source: None,
+        record_type: Some(RecordType::Fact),
+        outcome: match answer {
+            Ok(n) => Outcome::Returned(n as u32),
+            Err(refused) => Outcome::Failed(refused.reason.clone()),
+        },
+    });
 }
 
 fn not_allowed(reason: &str) -> Refused {
