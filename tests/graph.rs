@@ -454,11 +454,15 @@ fn mt_9_traversal_hits_its_bounds_exactly_and_ends_on_cycles() {
         assert_eq!(nodes.len(), 10, "{}", fx.name);
         assert_eq!(edges, 10, "n9 -> n0 leads to a node of the answer");
         // Nodes: exactly max-nodes, the start included, in a stable order.
-        let (nodes, _) = walk(&mut alice, "s", TraversalOrder::BreadthFirst, 5, 6, 50);
-        assert_eq!(
-            names(&nodes),
-            ["s", "l.l00", "l.l01", "l.l02", "l.l03", "l.l04"]
-        );
+        // The walk ends there: the edges are the five it followed.
+        for order in [TraversalOrder::BreadthFirst, TraversalOrder::DepthFirst] {
+            let (nodes, edges) = walk(&mut alice, "s", order, 5, 6, 50);
+            assert_eq!(
+                names(&nodes),
+                ["s", "l.l00", "l.l01", "l.l02", "l.l03", "l.l04"]
+            );
+            assert_eq!(edges, 5, "{}", fx.name);
+        }
         // Edges examined: exactly max-edges index entries are read.
         faulty.reset_counts();
         let (nodes, edges) = walk(&mut alice, "s", TraversalOrder::BreadthFirst, 5, 50, 7);

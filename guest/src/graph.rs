@@ -252,15 +252,23 @@ impl Walk<'_> {
         Ok(added)
     }
 
+    /// Whether the walk has reached its node bound: it ends there.
+    fn full(&self) -> bool {
+        self.nodes.len() >= self.max_nodes
+    }
+
     fn breadth_first(&mut self) -> Result<(), Refused> {
         let mut next = 0;
-        while next < self.nodes.len() {
+        while next < self.nodes.len() && !self.full() {
             let (key, depth) = (self.nodes[next].key.clone(), self.nodes[next].depth);
             next += 1;
             if depth >= self.request.max_depth || *self.budget == 0 {
                 continue;
             }
             for (edge, to) in self.neighbours(&key)? {
+                if self.full() {
+                    break;
+                }
                 self.follow(edge, &to, depth + 1)?;
             }
         }
@@ -268,10 +276,13 @@ impl Walk<'_> {
     }
 
     fn depth_first(&mut self, key: &str, depth: u32) -> Result<(), Refused> {
-        if depth >= self.request.max_depth || *self.budget == 0 {
+        if depth >= self.request.max_depth || *self.budget == 0 || self.full() {
             return Ok(());
         }
         for (edge, to) in self.neighbours(key)? {
+            if self.full() {
+                break;
+            }
             if self.follow(edge, &to, depth + 1)? {
                 self.depth_first(&to, depth + 1)?;
             }
