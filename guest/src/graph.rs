@@ -1,7 +1,7 @@
 //! Entities and relationships in namespaces (MT-7) and their index-backed
 //! lookups (MT-8), all of it FACT records under the IO contract.
 
-use crate::engram::memory::persistence::{self, Direction};
+use crate::engram::memory::persistence::Direction;
 use crate::engram::memory::types::{EntityType, Fact, FactPayload, MemoryRecord, StoredFact};
 use crate::exports::engram::memory::graph::{
     EdgeDirection, Guest, Node, PutRequest, RelationshipsRequest, Traversal, TraversalOrder,
@@ -10,7 +10,7 @@ use crate::exports::engram::memory::graph::{
 use crate::exports::engram::memory::io::{ReadError, WriteRequest, WriteResult};
 use crate::{
     Engine, Refused, Stored, answered, audit_fact_read, bounded, get, id_text, keys, load,
-    request_id_given, storage, validate, write,
+    load_facts, request_id_given, validate, write,
 };
 use std::collections::HashSet;
 
@@ -60,7 +60,7 @@ impl Guest for Engine {
             let prefix = namespaced(&namespace, None).ok_or_else(invalid_namespace)?;
             let limit = bounded(limit)?;
             let (start, end) = keys::fact_key_prefix_range(&prefix);
-            facts_indexed(&start, &end, limit)
+            load_facts(&start, &end, limit, Direction::Ascending)
         });
         audit_fact_read(&request_id, answer.as_ref().map(Vec::len));
         answer.map_err(|refused| refused.error)
@@ -75,7 +75,7 @@ impl Guest for Engine {
             let limit = bounded(limit)?;
             let (start, end) =
                 keys::entity_type_range(crate::writer::entity_type_byte(entity_type));
-            facts_indexed(&start, &end, limit)
+            load_facts(&start, &end, limit, Direction::Ascending)
         });
         audit_fact_read(&request_id, answer.as_ref().map(Vec::len));
         answer.map_err(|refused| refused.error)
@@ -138,17 +138,13 @@ fn edges(
             break;
         }
         let (start, end) = keys::edge_range(direction, entity, kind);
-        let entries =
-            persistence::scan(&start, &end, *budget, Direction::Ascending).map_err(storage)?;
-        *budget -= entries.len() as u32;
-        for entry in entries {
-            let id = id_text(entry.value)?;
-            let relationship = fact(&id)?
-                .ok_or_else(|| Refused::from(format!("edge entry for {id} points nowhere")))?;
-            if valid.is_none_or(|at| valid_at(&relationship, at)) {
-                found.push(relationship);
-            }
-        }
+        let relationships = load_facts(&start, &end, *budget, Direction::Ascending)?;
+        *budget -= relationships.len() as u32;
+        found.extend(
+            relationships
+                .into_iter()
+                .filter(|relationship| valid.is_none_or(|at| valid_at(relationship, at))),
+        );
     }
     Ok(found)
 }
@@ -332,18 +328,4 @@ fn fact(id: &str) -> Result<Option<StoredFact>, Refused> {
         None => Ok(None),
         Some(_) => Err(format!("{id} is not a FACT").into()),
     }
-}
-
-/// The FACTs an index range points at, at most `limit`, in key order.
-fn facts_indexed(start: &[u8], end: &[u8], limit: u32) -> Result<Vec<StoredFact>, Refused> {
-    let entries = persistence::scan(start, end, limit, Direction::Ascending).map_err(storage)?;
-    let mut facts = Vec::with_capacity(entries.len());
-    for entry in entries {
-        let id = id_text(entry.value)?;
-        facts.push(
-            fact(&id)?
-                .ok_or_else(|| Refused::from(format!("index entry for {id} points nowhere")))?,
-        );
-    }
-    Ok(facts)
 }

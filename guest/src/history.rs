@@ -1,13 +1,12 @@
 //! Bounded reads of a FACT's versions in time (MT-2), beside the five
 //! selectors of the IO.
 
-use crate::engram::memory::persistence::{self, Direction};
+use crate::engram::memory::persistence::Direction;
 use crate::engram::memory::types::{FactPayload, StoredFact};
 use crate::exports::engram::memory::history::{AsOfRequest, Guest, TimeAxis, VersionsRequest};
 use crate::exports::engram::memory::io::ReadError;
 use crate::{
-    Engine, Refused, Stored, audit_fact_read, bounded, id_text, keys, load, request_id_given,
-    storage, validate,
+    Engine, Refused, audit_fact_read, bounded, keys, load_facts, request_id_given, validate,
 };
 
 impl Guest for Engine {
@@ -53,16 +52,7 @@ fn checked(request_id: &str, key: &str) -> Result<(), Refused> {
 fn versions(key: &str, limit: u32) -> Result<Vec<StoredFact>, Refused> {
     let limit = bounded(limit)?;
     let (start, end) = keys::version_range(key);
-    let entries = persistence::scan(&start, &end, limit, Direction::Descending).map_err(storage)?;
-    let mut versions = Vec::with_capacity(entries.len());
-    for entry in entries {
-        let id = id_text(entry.value)?;
-        match load(&id)? {
-            Some(Stored::Fact(fact)) => versions.push(fact),
-            _ => return Err(format!("version index entry for {id} points nowhere").into()),
-        }
-    }
-    Ok(versions)
+    load_facts(&start, &end, limit, Direction::Descending)
 }
 
 /// Whether a version held in the world at `at` (valid time, MT-2).

@@ -79,9 +79,7 @@ pub fn version(key: &str, seq: u64) -> Vec<u8> {
 
 /// The range `start..end` of every version of one fact key.
 pub fn version_range(key: &str) -> (Vec<u8>, Vec<u8>) {
-    let prefix = version_prefix(key);
-    let end = successor(&prefix);
-    (prefix, end)
+    prefix_range(version_prefix(key))
 }
 
 fn version_prefix(key: &str) -> Vec<u8> {
@@ -92,9 +90,7 @@ fn version_prefix(key: &str) -> Vec<u8> {
 
 /// The range `start..end` of the fact-key index under a key prefix.
 pub fn fact_key_prefix_range(prefix: &str) -> (Vec<u8>, Vec<u8>) {
-    let start = tagged(FACT_KEY, prefix.as_bytes());
-    let end = successor(&start);
-    (start, end)
+    prefix_range(tagged(FACT_KEY, prefix.as_bytes()))
 }
 
 /// The entity-type index entry of an entity's key.
@@ -107,6 +103,8 @@ pub fn entity_type_range(kind: u8) -> (Vec<u8>, Vec<u8>) {
     (vec![ENTITY_TYPE, kind], vec![ENTITY_TYPE, kind + 1])
 }
 
+/// Appends `text` with its length in two bytes in front. Strings longer
+/// than 65,535 bytes are refused by validation before they get here.
 fn counted(out: &mut Vec<u8>, text: &str) {
     let len = u16::try_from(text.len()).unwrap_or(u16::MAX);
     out.extend_from_slice(&len.to_be_bytes());
@@ -124,9 +122,7 @@ pub fn edge(direction: u8, entity: &str, kind: &str, key: &str) -> Vec<u8> {
 /// The range `start..end` of an entity's edges in one direction, of one
 /// relationship type or of all.
 pub fn edge_range(direction: u8, entity: &str, kind: Option<&str>) -> (Vec<u8>, Vec<u8>) {
-    let start = edge_prefix(direction, entity, kind);
-    let end = successor(&start);
-    (start, end)
+    prefix_range(edge_prefix(direction, entity, kind))
 }
 
 fn edge_prefix(direction: u8, entity: &str, kind: Option<&str>) -> Vec<u8> {
@@ -148,18 +144,12 @@ pub fn keyword(keyword: &str, seq: u64) -> Vec<u8> {
 
 /// The range `start..end` of every keyword-index entry of one keyword.
 pub fn keyword_range(keyword: &str) -> (Vec<u8>, Vec<u8>) {
-    let prefix = keyword_prefix(keyword);
-    let end = successor(&prefix);
-    (prefix, end)
+    prefix_range(keyword_prefix(keyword))
 }
 
 fn keyword_prefix(keyword: &str) -> Vec<u8> {
-    // Keywords longer than 65,535 bytes are refused before they get here.
-    let len = u16::try_from(keyword.len()).unwrap_or(u16::MAX);
-    let mut key = Vec::with_capacity(3 + keyword.len() + 8);
-    key.push(KEYWORD);
-    key.extend_from_slice(&len.to_be_bytes());
-    key.extend_from_slice(keyword.as_bytes());
+    let mut key = vec![KEYWORD];
+    counted(&mut key, keyword);
     key
 }
 
@@ -189,6 +179,12 @@ pub fn time_range(kind: u8, from: i64, to: i64) -> (Vec<u8>, Vec<u8>) {
 /// The range `start..end` of every time-index entry of one kind.
 pub fn time_all(kind: u8) -> (Vec<u8>, Vec<u8>) {
     (vec![TIME, kind], vec![TIME, kind + 1])
+}
+
+/// The range `start..end` of every key that starts with `prefix`.
+fn prefix_range(prefix: Vec<u8>) -> (Vec<u8>, Vec<u8>) {
+    let end = successor(&prefix);
+    (prefix, end)
 }
 
 /// The smallest key greater than every key that starts with `prefix`.

@@ -297,16 +297,48 @@ fn load_indexed(
     limit: u32,
     order: Direction,
 ) -> Result<Vec<StoredRecord>, Refused> {
+    Ok(load_range(start, end, limit, order)?
+        .into_iter()
+        .map(Stored::view)
+        .collect())
+}
+
+/// Loads the records an index range points at, at most `limit` of them in
+/// `order`; an entry that points nowhere is a storage fault.
+fn load_range(
+    start: &[u8],
+    end: &[u8],
+    limit: u32,
+    order: Direction,
+) -> Result<Vec<Stored>, Refused> {
     let entries = persistence::scan(start, end, limit, order).map_err(storage)?;
     let mut records = Vec::with_capacity(entries.len());
-    for entry in entries.into_iter().take(limit as usize) {
+    for entry in entries {
         let id = id_text(entry.value)?;
         match load(&id)? {
-            Some(record) => records.push(record.view()),
+            Some(record) => records.push(record),
             None => return Err(format!("index entry for {id} points nowhere").into()),
         }
     }
     Ok(records)
+}
+
+/// Loads the FACTs an index range points at; any other record is a fault.
+fn load_facts(
+    start: &[u8],
+    end: &[u8],
+    limit: u32,
+    order: Direction,
+) -> Result<Vec<StoredFact>, Refused> {
+    load_range(start, end, limit, order)?
+        .into_iter()
+        .map(|record| match record {
+            Stored::Fact(fact) => Ok(fact),
+            _ => Err("a FACT index entry points at another record type"
+                .to_string()
+                .into()),
+        })
+        .collect()
 }
 
 fn id_text(bytes: Vec<u8>) -> Result<String, String> {
