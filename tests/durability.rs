@@ -38,7 +38,16 @@ fn records_survive_closing_and_reopening_the_file() {
     );
     assert_eq!(records(&mut alice, RecordType::Event, limit(5)).len(), 1);
     // The audit trail is in the same file.
-    assert_eq!(store.audit_trail(Some("alice"), 100).unwrap().len(), 8);
+    assert_eq!(
+        store
+            .audit_trail(&engram::AuditQuery {
+                agent: Some("alice".into()),
+                ..engram::AuditQuery::default()
+            })
+            .unwrap()
+            .len(),
+        8
+    );
 }
 
 #[test]

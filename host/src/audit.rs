@@ -61,10 +61,54 @@ pub struct AuditEntry {
     pub reason: Option<String>,
 }
 
+/// Which entries of the trail to read. Every filter that is set must hold.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AuditQuery {
+    /// Only entries of this agent's domain.
+    pub agent: Option<String>,
+    /// Only entries recorded at or after this time (ms since the epoch).
+    pub since: Option<i64>,
+    /// Only entries recorded before this time (ms since the epoch).
+    pub until: Option<i64>,
+    /// Only entries of this operation.
+    pub operation: Option<Operation>,
+    /// Only entries with this outcome.
+    pub outcome: Option<Outcome>,
+    /// How many of the newest matching entries to return.
+    pub limit: u32,
+}
+
+impl Default for AuditQuery {
+    fn default() -> Self {
+        AuditQuery {
+            agent: None,
+            since: None,
+            until: None,
+            operation: None,
+            outcome: None,
+            limit: 100,
+        }
+    }
+}
+
+impl AuditQuery {
+    /// Whether `entry` passes every filter (the limit aside).
+    pub fn matches(&self, entry: &AuditEntry) -> bool {
+        self.agent.as_ref().is_none_or(|a| *a == entry.agent_id)
+            && self.since.is_none_or(|t| entry.at >= t)
+            && self.until.is_none_or(|t| entry.at < t)
+            && self.operation.is_none_or(|o| o == entry.operation)
+            && self.outcome.is_none_or(|o| o == entry.outcome)
+    }
+}
+
 /// Where a host keeps the trail. An error fails the IO call it records.
 pub trait AuditSink: Send + Sync {
     /// Appends one entry.
     fn append(&self, entry: &AuditEntry) -> Result<()>;
+
+    /// The newest `query.limit` entries that match `query`, oldest first.
+    fn trail(&self, query: &AuditQuery) -> Result<Vec<AuditEntry>>;
 }
 
 /// A trail kept in memory, for tests and hosts that keep nothing.
@@ -92,5 +136,21 @@ impl AuditSink for MemoryAudit {
             .map_err(|_| anyhow::anyhow!("the audit trail was poisoned"))?
             .push(entry.clone());
         Ok(())
+    }
+
+    fn trail(&self, query: &AuditQuery) -> Result<Vec<AuditEntry>> {
+        let entries = self
+            .entries
+            .lock()
+            .map_err(|_| anyhow::anyhow!("the audit trail was poisoned"))?;
+        let mut found: Vec<AuditEntry> = entries
+            .iter()
+            .rev()
+            .filter(|e| query.matches(e))
+            .take(query.limit as usize)
+            .cloned()
+            .collect();
+        found.reverse();
+        Ok(found)
     }
 }

@@ -49,8 +49,8 @@ pub mod json;
 pub mod plans;
 
 pub use algorithms::{Bm25Ranker, Candidate, ExtractiveSummarizer, Ranker, Summarizer, Summary};
-pub use audit::{AuditEntry, AuditSink, MemoryAudit};
-pub use backend::{Backend, MemoryBackend, SqliteBackend, SqliteOptions, Synchronous};
+pub use audit::{AuditEntry, AuditQuery, AuditSink, MemoryAudit};
+pub use backend::{Backend, MemoryBackend, SqliteBackend, SqliteOptions, Storage, Synchronous};
 
 use anyhow::{Context, Result, bail};
 use std::sync::Arc;

@@ -5,12 +5,11 @@ use anyhow::Context;
 use clap::{Parser, Subcommand};
 use engram::cycle::{CycleError, ExecutionPlan, Stage, StepOutput, TurnInput};
 use engram::json::{self, Plan, ReadAnswer, ReadRequest, WriteAnswer, WriteRequest};
-use engram::{Engram, Mode, SqliteBackend};
+use engram::{AuditQuery, Engram, Mode, Storage};
 use serde::de::DeserializeOwned;
 use std::io::{BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::Arc;
 
 /// Every write was accepted and every read answered with records.
 const OK: u8 = 0;
@@ -30,9 +29,9 @@ const FAILURE: u8 = 4;
 #[derive(Parser)]
 #[command(name = "engram", version)]
 struct Cli {
-    /// The SQLite file of the store.
+    /// The store: a SQLite file (the default kind).
     #[arg(long, global = true, env = "ENGRAM_STORE", default_value = "engram.db")]
-    store: PathBuf,
+    store: String,
 
     #[command(subcommand)]
     command: Command,
@@ -189,12 +188,25 @@ enum Command {
         #[arg(long, default_value_t = 1000)]
         max_edges: u32,
     },
-    /// Print the audit trail as JSON Lines, oldest first.
+    /// Print the audit trail as JSON Lines, oldest first: the newest
+    /// entries that pass every filter given.
     Audit {
         /// Only this agent's domain.
         #[arg(long)]
         agent: Option<String>,
-        /// How many of the newest entries to print.
+        /// Only entries recorded at or after this time (ms since the epoch).
+        #[arg(long)]
+        since: Option<i64>,
+        /// Only entries recorded before this time (ms since the epoch).
+        #[arg(long)]
+        until: Option<i64>,
+        /// Only this operation: WRITE, READ, …
+        #[arg(long, value_parser = parse_upper::<engram::audit::Operation>)]
+        operation: Option<engram::audit::Operation>,
+        /// Only this outcome: ACCEPTED, REPLAYED, REJECTED, RETURNED, FAILED.
+        #[arg(long, value_parser = parse_upper::<engram::audit::Outcome>)]
+        outcome: Option<engram::audit::Outcome>,
+        /// How many of the newest matching entries to print.
         #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=100_000))]
         limit: u32,
     },
@@ -413,10 +425,26 @@ fn run(cli: Cli) -> Result<u8, Exit> {
             let answer = domain.as_of(&request).map_err(failure)?;
             print_facts(answer.map(|found| found.into_iter().collect()))
         }
-        Command::Audit { agent, limit } => {
+        Command::Audit {
+            agent,
+            since,
+            until,
+            operation,
+            outcome,
+            limit,
+        } => {
             let store = open_store(&cli.store, false)?;
+            let query = AuditQuery {
+                agent,
+                since,
+                until,
+                operation,
+                outcome,
+                limit,
+            };
             let entries = store
-                .audit_trail(agent.as_deref(), limit)
+                .audit
+                .trail(&query)
                 .map_err(|e| Exit(FAILURE, format!("{e:#}")))?;
             let lines = entries
                 .iter()
@@ -574,7 +602,7 @@ struct Turn {
 
 /// Ingests the sample conversation (once per store), then selects context
 /// for the question and assembles the prompt.
-fn demo(store: &Path, question: &str) -> Result<u8, Exit> {
+fn demo(store: &str, question: &str) -> Result<u8, Exit> {
     let mut domain = open_domain(store, DEMO_AGENT, true)?;
     let latest = engram::io::ReadRequest {
         record_type: engram::types::RecordType::Event,
@@ -588,14 +616,11 @@ fn demo(store: &Path, question: &str) -> Result<u8, Exit> {
         .unwrap_or(false);
     let ingest = engram::plans::ingest();
     if ingested {
-        println!(
-            "# the sample conversation is already in {}",
-            store.display()
-        );
+        println!("# the sample conversation is already in {}", store);
     } else {
         println!(
             "# ingesting the sample conversation into {} (agent \"{DEMO_AGENT}\")",
-            store.display()
+            store
         );
         for (i, line) in CONVERSATION.lines().enumerate() {
             let turn: Turn = serde_json::from_str(line).map_err(failure)?;
@@ -690,27 +715,30 @@ fn read_stdin() -> Result<String, Exit> {
     Ok(text)
 }
 
-fn open_store(path: &Path, create: bool) -> Result<Arc<SqliteBackend>, Exit> {
-    if !create && !path.exists() {
+/// Opens the store `spec` names. A SQLite file that does not exist yet is
+/// created only by commands that write.
+fn open_store(spec: &str, create: bool) -> Result<Storage, Exit> {
+    if !create && !spec.contains("://") && !Path::new(spec).exists() {
         return Err(Exit(
             FAILURE,
-            format!(
-                "{}: no store here (write to it first, or pass --store)",
-                path.display()
-            ),
+            format!("{spec}: no store here (write to it first, or pass --store)"),
         ));
     }
-    SqliteBackend::open(path)
-        .map(Arc::new)
+    Storage::open(spec).map_err(|e| Exit(FAILURE, format!("{e:#}")))
+}
+
+fn open_domain(spec: &str, agent: &str, create: bool) -> Result<engram::Domain, Exit> {
+    let store = open_store(spec, create)?;
+    let engram = Engram::new().map_err(|e| Exit(FAILURE, format!("{e:#}")))?;
+    engram
+        .open(agent, Mode::Online, store.backend, store.audit)
         .map_err(|e| Exit(FAILURE, format!("{e:#}")))
 }
 
-fn open_domain(path: &Path, agent: &str, create: bool) -> Result<engram::Domain, Exit> {
-    let store = open_store(path, create)?;
-    let engram = Engram::new().map_err(|e| Exit(FAILURE, format!("{e:#}")))?;
-    engram
-        .open(agent, Mode::Online, store.clone(), store)
-        .map_err(|e| Exit(FAILURE, format!("{e:#}")))
+/// Parses a value named by its upper-case JSON name (`WRITE`, `ACCEPTED`).
+fn parse_upper<T: DeserializeOwned>(text: &str) -> Result<T, String> {
+    serde_json::from_value(serde_json::Value::String(text.to_ascii_uppercase()))
+        .map_err(|_| format!("unknown value {text:?}"))
 }
 
 /// Runs each request in order and prints its answer on a line of its own.

@@ -10,8 +10,8 @@ use engram::io::{
 };
 use engram::types::*;
 use engram::{
-    AuditEntry, AuditSink, Backend, Config, Domain, Engram, MemoryAudit, MemoryBackend, Mode,
-    SqliteBackend,
+    AuditEntry, AuditQuery, AuditSink, Backend, Config, Domain, Engram, MemoryAudit, MemoryBackend,
+    Mode, SqliteBackend,
 };
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock};
@@ -101,7 +101,12 @@ impl Fixture {
     pub fn trail(&self) -> Vec<AuditEntry> {
         match &self.trail {
             Trail::Memory(audit) => audit.entries(),
-            Trail::Sqlite(store) => store.audit_trail(None, 100_000).expect("the trail reads"),
+            Trail::Sqlite(store) => store
+                .audit_trail(&AuditQuery {
+                    limit: 100_000,
+                    ..AuditQuery::default()
+                })
+                .expect("the trail reads"),
         }
     }
 

@@ -10,6 +10,44 @@ mod sqlite;
 pub use memory::MemoryBackend;
 pub use sqlite::{SqliteBackend, SqliteOptions, Synchronous};
 
+use crate::audit::{AuditSink, MemoryAudit};
+use std::path::Path;
+use std::sync::Arc;
+
+/// A persistence backend together with the audit trail kept beside it: what
+/// a host needs to open domains ([`crate::Engram::open`]).
+#[derive(Clone)]
+pub struct Storage {
+    /// Where the key-value pairs of every domain live.
+    pub backend: Arc<dyn Backend>,
+    /// Where the audit trail lives.
+    pub audit: Arc<dyn AuditSink>,
+}
+
+impl Storage {
+    /// A store and a trail that live in memory only.
+    pub fn memory() -> Self {
+        Storage {
+            backend: Arc::new(MemoryBackend::new()),
+            audit: Arc::new(MemoryAudit::new()),
+        }
+    }
+
+    /// A SQLite file holding both, created if absent.
+    pub fn sqlite(path: impl AsRef<Path>) -> anyhow::Result<Self> {
+        let store = Arc::new(SqliteBackend::open(path)?);
+        Ok(Storage {
+            backend: store.clone(),
+            audit: store,
+        })
+    }
+
+    /// Opens the store `spec` names: a SQLite file path (the default kind).
+    pub fn open(spec: &str) -> anyhow::Result<Self> {
+        Self::sqlite(spec)
+    }
+}
+
 /// One pair read by a scan.
 pub type Pair = (Vec<u8>, Vec<u8>);
 

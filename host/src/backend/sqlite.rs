@@ -2,7 +2,7 @@
 //! every domain and the audit trail.
 
 use super::{Backend, Op, Order, Pair, Precondition, StoreError};
-use crate::audit::{AuditEntry, AuditSink};
+use crate::audit::{AuditEntry, AuditQuery, AuditSink};
 use anyhow::{Context, Result, bail};
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 use std::path::{Path, PathBuf};
@@ -150,9 +150,8 @@ impl SqliteBackend {
             .map_err(|_| StoreError::Unavailable("the connection was poisoned".into()))
     }
 
-    /// The audit trail, oldest first: the last `limit` entries, of one
-    /// agent's domain or of all.
-    pub fn audit_trail(&self, agent: Option<&str>, limit: u32) -> Result<Vec<AuditEntry>> {
+    /// The audit trail, oldest first: the newest entries that match `query`.
+    pub fn audit_trail(&self, query: &AuditQuery) -> Result<Vec<AuditEntry>> {
         let conn = self
             .audit
             .lock()
@@ -160,24 +159,43 @@ impl SqliteBackend {
         let mut statement = conn.prepare_cached(
             "SELECT at, agent_id, request_id, operation, source, record_type, outcome,
                     stored_id, count, reason
-             FROM engram_audit WHERE ?1 IS NULL OR agent_id = ?1
-             ORDER BY seq DESC LIMIT ?2",
+             FROM engram_audit
+             WHERE (?1 IS NULL OR agent_id = ?1)
+               AND (?2 IS NULL OR at >= ?2)
+               AND (?3 IS NULL OR at < ?3)
+               AND (?4 IS NULL OR operation = ?4)
+               AND (?5 IS NULL OR outcome = ?5)
+             ORDER BY seq DESC LIMIT ?6",
         )?;
-        let rows = statement.query_map(params![agent, limit], |row| {
-            let text = |i: usize| row.get::<_, Option<String>>(i);
-            Ok((
-                row.get::<_, i64>(0)?,
-                row.get::<_, String>(1)?,
-                row.get::<_, String>(2)?,
-                row.get::<_, String>(3)?,
-                text(4)?,
-                text(5)?,
-                row.get::<_, String>(6)?,
-                text(7)?,
-                row.get::<_, Option<u32>>(8)?,
-                text(9)?,
-            ))
-        })?;
+        let text = |v: serde_json::Value| v.as_str().map(str::to_owned);
+        let operation = query.operation.map(serde_json::to_value).transpose()?;
+        let outcome = query.outcome.map(serde_json::to_value).transpose()?;
+        let (operation, outcome) = (operation.and_then(text), outcome.and_then(text));
+        let rows = statement.query_map(
+            params![
+                query.agent,
+                query.since,
+                query.until,
+                operation,
+                outcome,
+                query.limit
+            ],
+            |row| {
+                let text = |i: usize| row.get::<_, Option<String>>(i);
+                Ok((
+                    row.get::<_, i64>(0)?,
+                    row.get::<_, String>(1)?,
+                    row.get::<_, String>(2)?,
+                    row.get::<_, String>(3)?,
+                    text(4)?,
+                    text(5)?,
+                    row.get::<_, String>(6)?,
+                    text(7)?,
+                    row.get::<_, Option<u32>>(8)?,
+                    text(9)?,
+                ))
+            },
+        )?;
         let mut entries = Vec::new();
         for row in rows {
             let (
@@ -323,5 +341,9 @@ impl AuditSink for SqliteBackend {
         ])
         .context("appending to the audit trail")?;
         Ok(())
+    }
+
+    fn trail(&self, query: &AuditQuery) -> Result<Vec<AuditEntry>> {
+        self.audit_trail(query)
     }
 }
