@@ -305,6 +305,63 @@ fn the_audit_trail_shows_every_call_with_its_reason() {
     assert_eq!(trail[2]["agent_id"], "bob");
     let only_bob = json_lines(&cli.run(&["audit", "--agent", "bob"], ""));
     assert_eq!(only_bob.len(), 1);
+    // Filters by operation, outcome and time, each narrowing the trail.
+    let rejected = json_lines(&cli.run(&["audit", "--outcome", "rejected"], ""));
+    assert_eq!(rejected.len(), 1);
+    assert_eq!(rejected[0]["request_id"], "m1");
+    let writes = json_lines(&cli.run(&["audit", "--operation", "WRITE"], ""));
+    assert_eq!(writes.len(), 2);
+    let at = trail[2]["at"].as_i64().unwrap();
+    let after = json_lines(&cli.run(&["audit", "--since", &at.to_string()], ""));
+    assert!(after.iter().all(|e| e["at"].as_i64().unwrap() >= at));
+    assert!(after.iter().any(|e| e["agent_id"] == "bob"));
+    let before = json_lines(&cli.run(&["audit", "--until", &at.to_string()], ""));
+    assert!(before.iter().all(|e| e["at"].as_i64().unwrap() < at));
+    assert_eq!(
+        json_lines(&cli.run(&["audit", "--limit", "1"], "")),
+        trail[2..]
+    );
+    let bad = cli.run(&["audit", "--outcome", "MAYBE"], "");
+    assert_eq!(bad.status.code(), Some(2));
+}
+
+#[test]
+fn a_tier_ceiling_hides_what_is_above_it() {
+    // proves MT-1 through the CLI
+    let cli = Cli::new();
+    let private = FACT
+        .replace("\"r1\"", "\"r2\"")
+        .replace("user.diet", "user.health")
+        .replace("sensitive", "private");
+    let public = FACT
+        .replace("\"r1\"", "\"r3\"")
+        .replace("user.diet", "user.name")
+        .replace("sensitive", "public");
+    let batch = [FACT, &private, &public]
+        .map(|l| l.replace('\n', ""))
+        .join("\n");
+    let out = cli.run(&["write", "--agent", "alice", "--batch"], &batch);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let all = r#"{"record_type":"FACT","selector":{"Limit":{"limit":10}},"request_id":"q"}"#;
+    let keys = |tier: &str| -> Vec<String> {
+        let out = cli.run(&["read", "--agent", "alice", "--tier-ceiling", tier], all);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        let answer: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+        answer["records"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["key"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!(keys("private"), ["user.diet", "user.health", "user.name"]);
+    assert_eq!(keys("sensitive"), ["user.diet", "user.name"]);
+    assert_eq!(keys("public"), ["user.name"]);
+    let bad = cli.run(
+        &["read", "--agent", "alice", "--tier-ceiling", "secret"],
+        "",
+    );
+    assert_eq!(bad.status.code(), Some(2));
 }
 
 #[test]

@@ -116,9 +116,11 @@ fn the_component_imports_only_engram_interfaces_and_nothing_from_wasi() {
         [
             "agent",
             "candidate-limit",
+            "id-entropy",
             "mode",
             "now",
-            "read-limit-ceiling"
+            "read-limit-ceiling",
+            "tier-ceiling",
         ]
     );
 }

@@ -14,6 +14,9 @@
 //! | `Y` | entity type (1), fact key                 | id of the current entity    |
 //! | `O` | from entity (2+n), type (2+n), fact key   | id of the current relation  |
 //! | `N` | to entity (2+n), type (2+n), fact key     | id of the current relation  |
+//! | `P` | fact key                                  | the key's privacy tier (1)  |
+//!
+//! A fact key with no `P` entry is public.
 //!
 //! `(2+n)` is a string with its length in two bytes in front, so one
 //! string's entries never mix with a longer string's that starts the same.
@@ -32,6 +35,7 @@ const IDEMPOTENCY: u8 = b'I';
 const KEYWORD: u8 = b'W';
 const VERSION: u8 = b'V';
 const ENTITY_TYPE: u8 = b'Y';
+const TIER: u8 = b'P';
 /// The edge-index tag of outgoing relationships.
 pub const OUTGOING: u8 = b'O';
 /// The edge-index tag of incoming relationships.
@@ -57,6 +61,11 @@ pub fn record(id: &str) -> Vec<u8> {
 /// The key-index entry of a fact key.
 pub fn fact_key(key: &str) -> Vec<u8> {
     tagged(FACT_KEY, key.as_bytes())
+}
+
+/// The privacy-tier entry of a fact key.
+pub fn tier(key: &str) -> Vec<u8> {
+    tagged(TIER, key.as_bytes())
 }
 
 /// The range `start..end` that holds every fact-key index entry.
@@ -200,9 +209,14 @@ fn successor(prefix: &[u8]) -> Vec<u8> {
     vec![u8::MAX; prefix.len() + 1]
 }
 
-/// The record id given to the record written with sequence number `seq`.
-pub fn record_id(seq: u64) -> String {
-    format!("{seq:016x}")
+/// A record id made of 128 random bits: 32 lower-case hex digits.
+pub fn record_id((high, low): (u64, u64)) -> String {
+    format!("{high:016x}{low:016x}")
+}
+
+/// Whether `text` has the shape of a record id.
+pub fn is_record_id(text: &str) -> bool {
+    text.len() == 32 && text.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
 }
 
 #[cfg(test)]
@@ -246,8 +260,9 @@ mod tests {
     }
 
     #[test]
-    fn record_ids_sort_in_write_order() {
-        assert!(record_id(9) < record_id(10));
-        assert!(record_id(0xfff) < record_id(0x1000));
+    fn record_ids_keep_every_random_bit() {
+        assert_eq!(record_id((0, 1)), "00000000000000000000000000000001");
+        assert_eq!(record_id((u64::MAX, 0)), "ffffffffffffffff0000000000000000");
+        assert_ne!(record_id((1, 0)), record_id((0, 1)));
     }
 }

@@ -304,23 +304,92 @@ fn load_indexed(
 }
 
 /// Loads the records an index range points at, at most `limit` of them in
-/// `order`; an entry that points nowhere is a storage fault.
+/// `order`; an entry that points nowhere is a storage fault. Records the
+/// reader may not see are passed over and take no place in the limit
+/// (MT-1).
 fn load_range(
     start: &[u8],
     end: &[u8],
     limit: u32,
     order: Direction,
 ) -> Result<Vec<Stored>, Refused> {
-    let entries = persistence::scan(start, end, limit, order).map_err(storage)?;
-    let mut records = Vec::with_capacity(entries.len());
-    for entry in entries {
-        let id = id_text(entry.value)?;
-        match load(&id)? {
-            Some(record) => records.push(record),
-            None => return Err(format!("index entry for {id} points nowhere").into()),
+    let (mut start, mut end) = (start.to_vec(), end.to_vec());
+    let mut records = Vec::new();
+    loop {
+        let wanted = limit - records.len() as u32;
+        let entries = persistence::scan(&start, &end, wanted, order).map_err(storage)?;
+        let more = entries.len() as u32 == wanted;
+        let last = entries.last().map(|entry| entry.key.clone());
+        for entry in entries {
+            let id = id_text(entry.value)?;
+            match load_with(&id, get)? {
+                Some(record) if shown(&record)? => records.push(record),
+                Some(_) => {}
+                None => return Err(format!("index entry for {id} points nowhere").into()),
+            }
+        }
+        match last {
+            Some(last) if more && (records.len() as u32) < limit => match order {
+                Direction::Ascending => start = [last.as_slice(), &[0]].concat(),
+                Direction::Descending => end = last,
+            },
+            _ => return Ok(records),
         }
     }
-    Ok(records)
+}
+
+/// Ranks a privacy tier: 0 public, 1 sensitive, 2 private (MT-1).
+fn tier_rank(tier: types::PrivacyTier) -> u8 {
+    match tier {
+        types::PrivacyTier::Public => 0,
+        types::PrivacyTier::Sensitive => 1,
+        types::PrivacyTier::Private => 2,
+    }
+}
+
+/// The name of a ranked tier, for reasons.
+fn tier_name(rank: u8) -> &'static str {
+    match rank {
+        0 => "public",
+        1 => "sensitive",
+        _ => "private",
+    }
+}
+
+/// The tier of a fact key, read through `get` (MT-1).
+fn key_tier(
+    key: &str,
+    get: impl Fn(&[u8]) -> Result<Option<Vec<u8>>, String>,
+) -> Result<u8, String> {
+    match get(&keys::tier(key))?.as_deref() {
+        None => Ok(0),
+        Some(&[rank]) if rank <= 2 => Ok(rank),
+        Some(_) => Err(format!("the tier entry of key {key:?} is damaged")),
+    }
+}
+
+/// Whether the reader may see `record` (MT-1): a FACT whose key's tier is
+/// above the ceiling is withheld, and so is a relationship that joins an
+/// entity whose key is.
+fn shown(record: &Stored) -> Result<bool, String> {
+    let ceiling = tier_rank(domain::tier_ceiling());
+    let Stored::Fact(fact) = record else {
+        return Ok(true);
+    };
+    if ceiling == 2 {
+        return Ok(true);
+    }
+    if key_tier(&fact.fact.key, get)? > ceiling {
+        return Ok(false);
+    }
+    if let types::FactPayload::Relationship(r) = &fact.fact.payload {
+        for entity in [&r.from_entity, &r.to_entity] {
+            if key_tier(entity, get)? > ceiling {
+                return Ok(false);
+            }
+        }
+    }
+    Ok(true)
 }
 
 /// Loads the FACTs an index range points at; any other record is a fault.
@@ -345,8 +414,12 @@ fn id_text(bytes: Vec<u8>) -> Result<String, String> {
     String::from_utf8(bytes).map_err(|_| "an index entry is damaged".to_string())
 }
 
+/// Loads a record the reader may see (MT-1).
 fn load(id: &str) -> Result<Option<Stored>, String> {
-    load_with(id, get)
+    match load_with(id, get)? {
+        Some(record) if shown(&record)? => Ok(Some(record)),
+        _ => Ok(None),
+    }
 }
 
 /// Loads a record through `get`, which may see changes not yet committed.

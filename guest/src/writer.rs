@@ -97,7 +97,7 @@ fn try_write_all(writes: &[Write<'_>]) -> Result<Option<Vec<Written>>, String> {
             continue;
         }
         seq += 1;
-        let id = keys::record_id(seq);
+        let id = fresh_id(&mut batch)?;
         batch
             .preconditions
             .push(Precondition::Absent(idempotency_key.clone()));
@@ -130,6 +130,21 @@ fn try_write_all(writes: &[Write<'_>]) -> Result<Option<Vec<Written>>, String> {
     }
 }
 
+/// A new record id no record of the store or the batch holds (MT-1: ids
+/// are random, so they reveal nothing of other records). The commit is
+/// conditioned on the id still being free.
+fn fresh_id(batch: &mut Batch) -> Result<String, String> {
+    for _ in 0..4 {
+        let id = keys::record_id(domain::id_entropy());
+        let key = keys::record(&id);
+        if batch.get(&key)?.is_none() {
+            batch.preconditions.push(Precondition::Absent(key));
+            return Ok(id);
+        }
+    }
+    Err("the host's id entropy keeps repeating ids".into())
+}
+
 /// Adds a new record, its indexes and, for a FACT, the closing of the
 /// version it supersedes.
 fn lay_out(batch: &mut Batch, record: &MemoryRecord, id: &str, seq: u64) -> Result<(), String> {
@@ -137,7 +152,22 @@ fn lay_out(batch: &mut Batch, record: &MemoryRecord, id: &str, seq: u64) -> Resu
         MemoryRecord::Fact(fact) => {
             let now = domain::now();
             let key_entry = keys::fact_key(&fact.key);
-            if let Some(current) = batch.get(&key_entry)? {
+            let current = batch.get(&key_entry)?;
+            // A key keeps the tier of its first version (MT-1).
+            let tier = version_tier(batch, &fact.payload)?;
+            let key_tier = crate::key_tier(&fact.key, |k| batch.get(k))?;
+            if current.is_none() && tier > key_tier {
+                batch.put(keys::tier(&fact.key), vec![tier]);
+            } else if tier > key_tier {
+                return Err(format!(
+                    "the version's privacy tier ({}) is above key {:?}'s ({}); a key's tier \
+                     never rises: write it under a new key (MT-1)",
+                    crate::tier_name(tier),
+                    fact.key,
+                    crate::tier_name(key_tier),
+                ));
+            }
+            if let Some(current) = current {
                 // Close the current version in transaction time (MT-2); it
                 // stays readable by id.
                 let current_id = String::from_utf8(current)
@@ -215,6 +245,31 @@ fn replay(write: &Write<'_>, entry: Idempotency, batch: &Batch) -> Result<Writte
     } else {
         reused()
     }
+}
+
+/// The tier a FACT version needs: its own (a semantic memory's) or, when
+/// higher, the tier of a record it names (MT-1).
+fn version_tier(batch: &Batch, payload: &FactPayload) -> Result<u8, String> {
+    let (own, named): (u8, &[String]) = match payload {
+        FactPayload::Semantic(m) => (crate::tier_rank(m.privacy_tier), &m.sources),
+        FactPayload::Procedural(r) => (0, &r.derived_from),
+        FactPayload::Entity(e) => (0, &e.source_memories),
+        FactPayload::Relationship(r) => (0, &r.source_memories),
+    };
+    let contradictions = match payload {
+        FactPayload::Semantic(m) => m.contradictions.as_slice(),
+        _ => &[],
+    };
+    let mut tier = own;
+    for name in named.iter().chain(contradictions) {
+        if !keys::is_record_id(name) {
+            continue;
+        }
+        if let Some(Stored::Fact(fact)) = load_with(name, |k| batch.get(k))? {
+            tier = tier.max(crate::key_tier(&fact.fact.key, |k| batch.get(k))?);
+        }
+    }
+    Ok(tier)
 }
 
 /// The lookup-index entries of a FACT's current version (MT-8).

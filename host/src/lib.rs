@@ -63,7 +63,10 @@ mod bindings {
     wasmtime::component::bindgen!({
         path: "../wit",
         world: "engine",
-        imports: { "engram:memory/audit.append": trappable },
+        imports: {
+            "engram:memory/audit.append": trappable,
+            "engram:memory/domain.id-entropy": trappable,
+        },
         additional_derives: [PartialEq],
     });
 }
@@ -226,6 +229,7 @@ impl Engram {
             audit,
             summarizer: self.config.summarizer.clone(),
             ranker: self.config.ranker.clone(),
+            tier_ceiling: types::PrivacyTier::Private,
             config: self.config.clone(),
         };
         let mut store = Store::new(&self.engine, state);
@@ -364,6 +368,24 @@ impl Domain {
             .call_traverse(&mut self.store, request)?)
     }
 
+    /// Lowers the highest privacy tier this domain's reads may return
+    /// (MT-1); a domain opens with `private`, seeing everything. Every read
+    /// path then answers as if records above `tier` did not exist. The
+    /// ceiling is never raised: a higher `tier` than the current one leaves
+    /// it as it is.
+    pub fn restrict_to(mut self, tier: types::PrivacyTier) -> Self {
+        let state = self.store.data_mut();
+        if tier_rank(tier) < tier_rank(state.tier_ceiling) {
+            state.tier_ceiling = tier;
+        }
+        self
+    }
+
+    /// The highest privacy tier this domain's reads may return (MT-1).
+    pub fn tier_ceiling(&self) -> types::PrivacyTier {
+        self.store.data().tier_ceiling
+    }
+
     /// Replaces the summarizer this domain's cycles call.
     pub fn with_summarizer(mut self, summarizer: Arc<dyn Summarizer>) -> Self {
         self.store.data_mut().summarizer = summarizer;
@@ -461,6 +483,7 @@ struct DomainState {
     audit: Arc<dyn AuditSink>,
     summarizer: Arc<dyn Summarizer>,
     ranker: Arc<dyn Ranker>,
+    tier_ceiling: types::PrivacyTier,
     config: Config,
 }
 
@@ -599,6 +622,28 @@ impl wit_domain::Host for DomainState {
 
     fn candidate_limit(&mut self) -> u32 {
         self.config.candidate_limit
+    }
+
+    fn tier_ceiling(&mut self) -> types::PrivacyTier {
+        self.tier_ceiling
+    }
+
+    fn id_entropy(&mut self) -> wasmtime::Result<(u64, u64)> {
+        let random = || {
+            getrandom::u64().map_err(|e| {
+                wasmtime::Error::from_anyhow(anyhow::anyhow!("no entropy for record ids: {e}"))
+            })
+        };
+        Ok((random()?, random()?))
+    }
+}
+
+/// Ranks a privacy tier: public < sensitive < private.
+fn tier_rank(tier: types::PrivacyTier) -> u8 {
+    match tier {
+        types::PrivacyTier::Public => 0,
+        types::PrivacyTier::Sensitive => 1,
+        types::PrivacyTier::Private => 2,
     }
 }
 

@@ -5,6 +5,7 @@ use anyhow::Context;
 use clap::{Parser, Subcommand};
 use engram::cycle::{CycleError, ExecutionPlan, Stage, StepOutput, TurnInput};
 use engram::json::{self, Plan, ReadAnswer, ReadRequest, WriteAnswer, WriteRequest};
+use engram::types::PrivacyTier;
 use engram::{AuditQuery, Engram, Mode, Storage};
 use serde::de::DeserializeOwned;
 use std::io::{BufWriter, Read, Write};
@@ -32,6 +33,11 @@ struct Cli {
     /// The store: a SQLite file (the default kind).
     #[arg(long, global = true, env = "ENGRAM_STORE", default_value = "engram.db")]
     store: String,
+
+    /// The highest privacy tier reads may return: public, sensitive or
+    /// private (MT-1). Records above it are answered as if absent.
+    #[arg(long, global = true, env = "ENGRAM_TIER_CEILING", default_value = "private", value_parser = parse_tier)]
+    tier_ceiling: PrivacyTier,
 
     #[command(subcommand)]
     command: Command,
@@ -242,7 +248,7 @@ fn run(cli: Cli) -> Result<u8, Exit> {
     match cli.command {
         Command::Write(io) => {
             let requests: Vec<WriteRequest> = parse_input(&io, "write request")?;
-            let mut domain = open_domain(&cli.store, &io.agent, true)?;
+            let mut domain = open_domain(&cli.store, cli.tier_ceiling, &io.agent, true)?;
             answer_each(requests, |request| {
                 let answer = WriteAnswer::from(domain.write(&request.into())?);
                 let refused = answer == WriteAnswer::Rejected;
@@ -251,7 +257,7 @@ fn run(cli: Cli) -> Result<u8, Exit> {
         }
         Command::Read(io) => {
             let requests: Vec<ReadRequest> = parse_input(&io, "read request")?;
-            let mut domain = open_domain(&cli.store, &io.agent, false)?;
+            let mut domain = open_domain(&cli.store, cli.tier_ceiling, &io.agent, false)?;
             answer_each(requests, |request| {
                 let answer = ReadAnswer::from(domain.read(&request.into())?);
                 let refused = matches!(answer, ReadAnswer::Error { .. });
@@ -275,7 +281,7 @@ fn run(cli: Cli) -> Result<u8, Exit> {
             };
             let request_id =
                 request_id.unwrap_or_else(|| format!("cycle-{}", engram::system_time_ms()));
-            let mut domain = open_domain(&cli.store, &agent, true)?;
+            let mut domain = open_domain(&cli.store, cli.tier_ceiling, &agent, true)?;
             let mut out = Lines::default();
             let code = run_cycle(&mut domain, &plan, &session, &request_id, &input, &mut out)?;
             print_lines(out.0)?;
@@ -294,7 +300,7 @@ fn run(cli: Cli) -> Result<u8, Exit> {
             max_edges,
         } => {
             use engram::graph::{EdgeDirection, TraversalOrder, TraverseRequest};
-            let mut domain = open_domain(&cli.store, &agent, false)?;
+            let mut domain = open_domain(&cli.store, cli.tier_ceiling, &agent, false)?;
             let request = TraverseRequest {
                 request_id: format!("traverse-{}", engram::system_time_ms()),
                 start,
@@ -340,7 +346,7 @@ fn run(cli: Cli) -> Result<u8, Exit> {
             agent,
             limit,
         } => {
-            let mut domain = open_domain(&cli.store, &agent, false)?;
+            let mut domain = open_domain(&cli.store, cli.tier_ceiling, &agent, false)?;
             let request_id = format!("list-{}", engram::system_time_ms());
             print_facts(
                 domain
@@ -361,7 +367,7 @@ fn run(cli: Cli) -> Result<u8, Exit> {
                 "product" => EntityType::Product,
                 _ => EntityType::Event,
             };
-            let mut domain = open_domain(&cli.store, &agent, false)?;
+            let mut domain = open_domain(&cli.store, cli.tier_ceiling, &agent, false)?;
             let request_id = format!("entities-{}", engram::system_time_ms());
             print_facts(
                 domain
@@ -377,7 +383,7 @@ fn run(cli: Cli) -> Result<u8, Exit> {
             valid_at,
             limit,
         } => {
-            let mut domain = open_domain(&cli.store, &agent, false)?;
+            let mut domain = open_domain(&cli.store, cli.tier_ceiling, &agent, false)?;
             let request = engram::graph::RelationshipsRequest {
                 request_id: format!("relationships-{}", engram::system_time_ms()),
                 entity,
@@ -393,7 +399,7 @@ fn run(cli: Cli) -> Result<u8, Exit> {
             print_facts(domain.relationships_of(&request).map_err(failure)?)
         }
         Command::History { key, agent, limit } => {
-            let mut domain = open_domain(&cli.store, &agent, false)?;
+            let mut domain = open_domain(&cli.store, cli.tier_ceiling, &agent, false)?;
             let request = engram::history::VersionsRequest {
                 request_id: format!("history-{}", engram::system_time_ms()),
                 key,
@@ -414,7 +420,7 @@ fn run(cli: Cli) -> Result<u8, Exit> {
                 (None, Some(at)) => (engram::history::TimeAxis::Transaction, at),
                 (None, None) => return Err(Exit(2, "give --valid or --known".into())),
             };
-            let mut domain = open_domain(&cli.store, &agent, false)?;
+            let mut domain = open_domain(&cli.store, cli.tier_ceiling, &agent, false)?;
             let request = engram::history::AsOfRequest {
                 request_id: format!("as-of-{}", engram::system_time_ms()),
                 key,
@@ -603,7 +609,7 @@ struct Turn {
 /// Ingests the sample conversation (once per store), then selects context
 /// for the question and assembles the prompt.
 fn demo(store: &str, question: &str) -> Result<u8, Exit> {
-    let mut domain = open_domain(store, DEMO_AGENT, true)?;
+    let mut domain = open_domain(store, PrivacyTier::Private, DEMO_AGENT, true)?;
     let latest = engram::io::ReadRequest {
         record_type: engram::types::RecordType::Event,
         selector: engram::io::ReadSelector::Latest(engram::io::Latest { limit: 1 }),
@@ -727,12 +733,28 @@ fn open_store(spec: &str, create: bool) -> Result<Storage, Exit> {
     Storage::open(spec).map_err(|e| Exit(FAILURE, format!("{e:#}")))
 }
 
-fn open_domain(spec: &str, agent: &str, create: bool) -> Result<engram::Domain, Exit> {
+fn open_domain(
+    spec: &str,
+    ceiling: PrivacyTier,
+    agent: &str,
+    create: bool,
+) -> Result<engram::Domain, Exit> {
     let store = open_store(spec, create)?;
     let engram = Engram::new().map_err(|e| Exit(FAILURE, format!("{e:#}")))?;
     engram
         .open(agent, Mode::Online, store.backend, store.audit)
+        .map(|domain| domain.restrict_to(ceiling))
         .map_err(|e| Exit(FAILURE, format!("{e:#}")))
+}
+
+/// Parses a privacy tier by its seed name.
+fn parse_tier(text: &str) -> Result<PrivacyTier, String> {
+    match text {
+        "public" => Ok(PrivacyTier::Public),
+        "sensitive" => Ok(PrivacyTier::Sensitive),
+        "private" => Ok(PrivacyTier::Private),
+        _ => Err(format!("{text:?} is not public, sensitive or private")),
+    }
 }
 
 /// Parses a value named by its upper-case JSON name (`WRITE`, `ACCEPTED`).
