@@ -129,8 +129,10 @@ fn the_component_imports_only_engram_interfaces_and_nothing_from_wasi() {
 fn io_r3_the_io_interface_is_the_only_way_in_or_out() {
     // proves IO-R3: reads reach memory only through the engine's exports:
     // `io.read`, the history and graph extensions and the RetrieveMemory
-    // step of a cycle, all bounded and audited inside the engine. The storage capability is imported by the
-    // engine and never exported, so no other module can read through it.
+    // step of a cycle, all bounded and audited inside the engine; the
+    // maintenance export answers only a domain opened for maintenance. The
+    // storage capability is imported by the engine and never exported, so
+    // no other module can read through it.
     let names: Vec<String> = exports().into_keys().collect();
     assert_eq!(
         names,
@@ -138,9 +140,14 @@ fn io_r3_the_io_interface_is_the_only_way_in_or_out() {
             interface("cycle"),
             interface("graph"),
             interface("history"),
-            interface("io")
+            interface("io"),
+            interface("maintenance")
         ]
     );
+    let maintenance: Vec<String> = functions(&exports()[&interface("maintenance")])
+        .into_keys()
+        .collect();
+    assert_eq!(maintenance, ["export", "import"]);
     let graph: Vec<String> = functions(&exports()[&interface("graph")])
         .into_keys()
         .collect();

@@ -214,6 +214,40 @@ pub fn record_id((high, low): (u64, u64)) -> String {
     format!("{high:016x}{low:016x}")
 }
 
+/// The ranges an export reads, in key order: idempotency entries, key
+/// tiers, the time index (EVENT and STATE records), the version index (FACT
+/// records).
+pub fn export_ranges() -> [(Vec<u8>, Vec<u8>); 4] {
+    [IDEMPOTENCY, TIER, TIME, VERSION].map(|tag| (vec![tag], vec![tag + 1]))
+}
+
+/// What an exported key is an entry of.
+pub enum Exported<'a> {
+    /// An idempotency entry of this request id (bytes as stored).
+    Request(&'a [u8]),
+    /// The tier entry of this fact key.
+    Tier(&'a [u8]),
+    /// A time-index entry with this sequence number.
+    Time(u64),
+    /// A version-index entry with this sequence number.
+    Version(u64),
+}
+
+/// Reads a key of an export range back.
+pub fn exported(key: &[u8]) -> Option<Exported<'_>> {
+    let seq = |key: &[u8]| {
+        let tail = key.len().checked_sub(8).map(|at| &key[at..])?;
+        <[u8; 8]>::try_from(tail).ok().map(u64::from_be_bytes)
+    };
+    match key.split_first()? {
+        (&IDEMPOTENCY, rest) => Some(Exported::Request(rest)),
+        (&TIER, rest) => Some(Exported::Tier(rest)),
+        (&TIME, rest) if rest.len() == 17 => Some(Exported::Time(seq(rest)?)),
+        (&VERSION, rest) if rest.len() > 9 => Some(Exported::Version(seq(rest)?)),
+        _ => None,
+    }
+}
+
 /// Whether `text` has the shape of a record id.
 pub fn is_record_id(text: &str) -> bool {
     text.len() == 32 && text.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))

@@ -9,6 +9,7 @@ mod cycle;
 mod graph;
 mod history;
 mod keys;
+mod maintenance;
 mod validate;
 mod writer;
 

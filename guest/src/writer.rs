@@ -34,11 +34,11 @@ pub enum Written {
 /// What the idempotency table keeps for a request id: the id it was
 /// answered with and the source it came from. The record itself is compared
 /// with the stored one.
-#[derive(Serialize, Deserialize)]
-struct Idempotency {
-    stored_id: String,
-    component: SourceComponent,
-    actor: SourceActor,
+#[derive(Serialize, Deserialize, PartialEq)]
+pub struct Idempotency {
+    pub stored_id: String,
+    pub component: SourceComponent,
+    pub actor: SourceActor,
 }
 
 /// Stores every write, or none: one commit. The error is the reason, for the
@@ -55,21 +55,21 @@ pub fn write_all(writes: &[Write<'_>]) -> Result<Vec<Written>, String> {
 /// The changes of one commit, and what they make the store look like to the
 /// rest of the batch.
 #[derive(Default)]
-struct Batch {
+pub struct Batch {
     overlay: HashMap<Vec<u8>, Option<Vec<u8>>>,
-    preconditions: Vec<Precondition>,
-    ops: Vec<Op>,
+    pub preconditions: Vec<Precondition>,
+    pub ops: Vec<Op>,
 }
 
 impl Batch {
-    fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, String> {
+    pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, String> {
         match self.overlay.get(key) {
             Some(value) => Ok(value.clone()),
             None => get(key),
         }
     }
 
-    fn put(&mut self, key: Vec<u8>, value: Vec<u8>) {
+    pub fn put(&mut self, key: Vec<u8>, value: Vec<u8>) {
         self.overlay.insert(key.clone(), Some(value.clone()));
         self.ops.push(Op::Put(Entry { key, value }));
     }
@@ -198,15 +198,8 @@ fn lay_out(batch: &mut Batch, record: &MemoryRecord, id: &str, seq: u64) -> Resu
             })
         }
         MemoryRecord::Event(event) => {
-            let index = keys::time(keys::EVENT, event.timestamp, seq);
-            batch.put(index, id.as_bytes().to_vec());
-            if let EventPayload::Ingested(memory) = &event.payload {
-                let mut keywords: Vec<&String> = memory.keywords.iter().collect();
-                keywords.sort();
-                keywords.dedup();
-                for keyword in keywords {
-                    batch.put(keys::keyword(keyword, seq), id.as_bytes().to_vec());
-                }
+            for entry in timed_indexes(record, seq) {
+                batch.put(entry, id.as_bytes().to_vec());
             }
             Stored::Event {
                 id: id.to_owned(),
@@ -214,8 +207,9 @@ fn lay_out(batch: &mut Batch, record: &MemoryRecord, id: &str, seq: u64) -> Resu
             }
         }
         MemoryRecord::State(state) => {
-            let index = keys::time(keys::STATE, state.timestamp, seq);
-            batch.put(index, id.as_bytes().to_vec());
+            for entry in timed_indexes(record, seq) {
+                batch.put(entry, id.as_bytes().to_vec());
+            }
             Stored::State(StoredState {
                 id: id.to_owned(),
                 state,
@@ -272,8 +266,27 @@ fn version_tier(batch: &Batch, payload: &FactPayload) -> Result<u8, String> {
     Ok(tier)
 }
 
+/// The index entries of an EVENT or STATE record written with `seq`: its
+/// time-index entry and an ingested memory's keyword entries.
+pub fn timed_indexes(record: &MemoryRecord, seq: u64) -> Vec<Vec<u8>> {
+    match record {
+        MemoryRecord::Event(event) => {
+            let mut entries = vec![keys::time(keys::EVENT, event.timestamp, seq)];
+            if let EventPayload::Ingested(memory) = &event.payload {
+                let mut keywords: Vec<&String> = memory.keywords.iter().collect();
+                keywords.sort();
+                keywords.dedup();
+                entries.extend(keywords.into_iter().map(|k| keys::keyword(k, seq)));
+            }
+            entries
+        }
+        MemoryRecord::State(state) => vec![keys::time(keys::STATE, state.timestamp, seq)],
+        MemoryRecord::Fact(_) => Vec::new(),
+    }
+}
+
 /// The lookup-index entries of a FACT's current version (MT-8).
-fn fact_indexes(key: &str, payload: &FactPayload) -> Vec<Vec<u8>> {
+pub fn fact_indexes(key: &str, payload: &FactPayload) -> Vec<Vec<u8>> {
     match payload {
         FactPayload::Entity(entity) => {
             vec![keys::entity_type(entity_type_byte(entity.entity_type), key)]
@@ -297,7 +310,7 @@ pub fn entity_type_byte(kind: EntityType) -> u8 {
     }
 }
 
-fn decode_seq(bytes: &[u8]) -> Result<u64, String> {
+pub fn decode_seq(bytes: &[u8]) -> Result<u64, String> {
     <[u8; 8]>::try_from(bytes)
         .map(u64::from_be_bytes)
         .map_err(|_| "the sequence counter is damaged".to_string())

@@ -13,6 +13,12 @@ pub enum Operation {
     Write,
     /// `read`.
     Read,
+    /// A maintenance export.
+    Export,
+    /// A maintenance import.
+    Import,
+    /// A maintenance forget of a whole domain.
+    Forget,
 }
 
 /// How an IO call ended.
@@ -29,6 +35,8 @@ pub enum Outcome {
     Returned,
     /// A read was refused; `reason` says why.
     Failed,
+    /// An import stored, or a forget removed, `count` entries.
+    Applied,
 }
 
 /// One entry of the trail.

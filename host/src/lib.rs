@@ -46,6 +46,7 @@ pub mod algorithms;
 pub mod audit;
 pub mod backend;
 pub mod json;
+pub mod maintenance;
 pub mod plans;
 
 pub use algorithms::{Bm25Ranker, Candidate, ExtractiveSummarizer, Ranker, Summarizer, Summary};
@@ -67,7 +68,7 @@ mod bindings {
             "engram:memory/audit.append": trappable,
             "engram:memory/domain.id-entropy": trappable,
         },
-        additional_derives: [PartialEq],
+        additional_derives: [PartialEq, serde::Serialize, serde::Deserialize],
     });
 }
 
@@ -75,6 +76,11 @@ use bindings::engram::memory::{
     audit as wit_audit, domain as wit_domain, persistence, ranker as wit_ranker,
     summarizer as wit_summarizer,
 };
+
+/// Export and import of a domain (`engram:memory/maintenance`, IO-W7).
+pub mod export {
+    pub use crate::bindings::exports::engram::memory::maintenance::*;
+}
 
 /// The record model of the contract (`engram:memory/types`).
 pub mod types {
@@ -210,7 +216,9 @@ impl Engram {
     /// Opens the memory domain of one agent over `backend`: a fresh instance
     /// of the engine whose storage is scoped to that agent (IO-W6), whose
     /// audit entries go to `audit`, and whose writes are allowed by `mode`
-    /// (IO-W7).
+    /// (IO-W7). Opening for maintenance takes the domain's maintenance lock,
+    /// held until the domain is dropped, and fails while another holds it;
+    /// online writes fail while it is held (see [`maintenance`]).
     pub fn open(
         &self,
         agent_id: &str,
@@ -221,6 +229,14 @@ impl Engram {
         if agent_id.is_empty() || agent_id.len() > MAX_AGENT_ID_LEN {
             bail!("an agent id must be 1 to {MAX_AGENT_ID_LEN} bytes long");
         }
+        let lock = match mode {
+            Mode::Online => None,
+            Mode::Maintenance => Some(maintenance::LockGuard::acquire(
+                backend.clone(),
+                agent_id,
+                (self.config.clock)(),
+            )?),
+        };
         let state = DomainState {
             agent_id: agent_id.to_owned(),
             prefix: domain_prefix(agent_id),
@@ -230,17 +246,23 @@ impl Engram {
             summarizer: self.config.summarizer.clone(),
             ranker: self.config.ranker.clone(),
             tier_ceiling: types::PrivacyTier::Private,
+            lock_key: maintenance::lock_key(agent_id),
+            lock_held: lock.as_ref().map(|l| l.value().to_vec()),
             config: self.config.clone(),
         };
         let mut store = Store::new(&self.engine, state);
         let instance = self.pre.instantiate(&mut store)?;
-        Ok(Domain { store, instance })
+        Ok(Domain {
+            store,
+            instance,
+            _lock: lock,
+        })
     }
 }
 
 /// The key prefix of an agent's domain: the id's length, then the id. No
 /// domain's prefix is a prefix of another's, whatever bytes the ids hold.
-fn domain_prefix(agent_id: &str) -> Vec<u8> {
+pub(crate) fn domain_prefix(agent_id: &str) -> Vec<u8> {
     let mut prefix = Vec::with_capacity(4 + agent_id.len());
     prefix.extend_from_slice(&(agent_id.len() as u32).to_be_bytes());
     prefix.extend_from_slice(agent_id.as_bytes());
@@ -252,6 +274,7 @@ fn domain_prefix(agent_id: &str) -> Vec<u8> {
 pub struct Domain {
     store: Store<DomainState>,
     instance: bindings::Engine,
+    _lock: Option<maintenance::LockGuard>,
 }
 
 impl Domain {
@@ -456,6 +479,30 @@ impl Domain {
         Ok(cycle.0.resource_drop(&mut self.store)?)
     }
 
+    /// One page of a maintenance export of the domain, from `start` (none
+    /// for the first page), at most `limit` items (IO-W7).
+    pub fn export_page(
+        &mut self,
+        start: Option<&[u8]>,
+        limit: u32,
+    ) -> Result<Result<export::ExportPage, export::MaintenanceError>> {
+        Ok(self
+            .instance
+            .engram_memory_maintenance()
+            .call_export(&mut self.store, start, limit)?)
+    }
+
+    /// Imports exported items in one commit (IO-W7): how many were new.
+    pub fn import(
+        &mut self,
+        items: &[export::ExportedItem],
+    ) -> Result<Result<u32, export::MaintenanceError>> {
+        Ok(self
+            .instance
+            .engram_memory_maintenance()
+            .call_import(&mut self.store, items)?)
+    }
+
     /// Reads records (IO-R1 … IO-R7). `Ok(Err(_))` is a refused read, a
     /// typed error; `Err` means the call itself failed.
     pub fn read(
@@ -484,6 +531,10 @@ struct DomainState {
     summarizer: Arc<dyn Summarizer>,
     ranker: Arc<dyn Ranker>,
     tier_ceiling: types::PrivacyTier,
+    /// The key of the domain's maintenance lock, and the value it holds
+    /// while this domain holds it (maintenance mode).
+    lock_key: Vec<u8>,
+    lock_held: Option<Vec<u8>>,
     config: Config,
 }
 
@@ -564,9 +615,24 @@ impl persistence::Host for DomainState {
                 persistence::Op::Delete(key) => backend::Op::Delete(self.scoped(&key)),
             })
             .collect();
-        self.backend
-            .commit(&preconditions, &ops)
-            .map_err(storage_error)
+        let mut preconditions = preconditions;
+        // Online writers keep out of a domain under maintenance; a
+        // maintenance domain writes only while it still holds the lock.
+        preconditions.push(match &self.lock_held {
+            None => backend::Precondition::Absent(self.lock_key.clone()),
+            Some(value) => backend::Precondition::Holds(self.lock_key.clone(), value.clone()),
+        });
+        match self.backend.commit(&preconditions, &ops) {
+            Err(backend::StoreError::Conflict) => Err(storage_error(
+                maintenance::lock_refusal(
+                    self.backend.as_ref(),
+                    &self.lock_key,
+                    self.lock_held.as_deref(),
+                )
+                .unwrap_or(backend::StoreError::Conflict),
+            )),
+            other => other.map_err(storage_error),
+        }
     }
 }
 
@@ -578,6 +644,7 @@ impl wit_audit::Host for DomainState {
             wit_audit::Outcome::Rejected(why) => (audit::Outcome::Rejected, None, None, Some(why)),
             wit_audit::Outcome::Returned(n) => (audit::Outcome::Returned, None, Some(n), None),
             wit_audit::Outcome::Failed(why) => (audit::Outcome::Failed, None, None, Some(why)),
+            wit_audit::Outcome::Applied(n) => (audit::Outcome::Applied, None, Some(n), None),
         };
         let entry = AuditEntry {
             at: (self.config.clock)(),
@@ -586,6 +653,8 @@ impl wit_audit::Host for DomainState {
             operation: match entry.operation {
                 wit_audit::Operation::Write => audit::Operation::Write,
                 wit_audit::Operation::Read => audit::Operation::Read,
+                wit_audit::Operation::Export => audit::Operation::Export,
+                wit_audit::Operation::Import => audit::Operation::Import,
             },
             source: entry.source.map(Into::into),
             record_type: entry.record_type.map(Into::into),

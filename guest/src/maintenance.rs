@@ -1,0 +1,301 @@
+//! Offline maintenance (IO-W7): a faithful export of a domain and its import
+//! back, ids, write order and both time axes included.
+
+use crate::engram::memory::audit::{self, Operation, Outcome};
+use crate::engram::memory::domain::{self, AccessMode};
+use crate::engram::memory::persistence::{self, Direction, Entry, Precondition, StorageError};
+use crate::engram::memory::types::{
+    MemoryRecord, SourceActor, SourceComponent, StoredFact, StoredState, WriteSource,
+};
+use crate::exports::engram::memory::maintenance::{
+    ExportPage, ExportedItem, ExportedRecord, ExportedRequest, Guest, MaintenanceError,
+};
+use crate::keys::{self, Exported};
+use crate::writer::{Batch, Idempotency, decode_seq, fact_indexes, timed_indexes};
+use crate::{Engine, Stored, decode, encode, get, load_with, storage, tier_rank, validate};
+
+impl Guest for Engine {
+    fn export(start: Option<Vec<u8>>, limit: u32) -> Result<ExportPage, MaintenanceError> {
+        let answer = in_maintenance().and_then(|()| export(start.unwrap_or_default(), limit));
+        audit::append(&audit::Entry {
+            request_id: "maintenance-export".into(),
+            operation: Operation::Export,
+            source: None,
+            record_type: None,
+            outcome: match &answer {
+                Ok(page) => Outcome::Returned(page.items.len() as u32),
+                Err((_, reason)) => Outcome::Failed(reason.clone()),
+            },
+        });
+        answer.map_err(|(error, _)| error)
+    }
+
+    fn import(items: Vec<ExportedItem>) -> Result<u32, MaintenanceError> {
+        let answer = in_maintenance().and_then(|()| import(&items));
+        audit::append(&audit::Entry {
+            request_id: "maintenance-import".into(),
+            operation: Operation::Import,
+            source: Some(WriteSource {
+                agent_id: domain::agent(),
+                component: SourceComponent::Maintenance,
+                actor: SourceActor::System,
+            }),
+            record_type: None,
+            outcome: match &answer {
+                Ok(n) => Outcome::Applied(*n),
+                Err((_, reason)) => Outcome::Rejected(reason.clone()),
+            },
+        });
+        answer.map_err(|(error, _)| error)
+    }
+}
+
+/// A refused call: the typed error and the reason for the audit trail.
+type Refusal = (MaintenanceError, String);
+
+fn in_maintenance() -> Result<(), Refusal> {
+    match domain::mode() {
+        AccessMode::Maintenance => Ok(()),
+        AccessMode::Online => Err((
+            MaintenanceError::NotInMaintenance,
+            "export and import need a domain opened for maintenance (IO-W7)".into(),
+        )),
+    }
+}
+
+fn fault(reason: String) -> Refusal {
+    (MaintenanceError::StorageUnavailable, reason)
+}
+
+fn invalid(reason: String) -> Refusal {
+    (MaintenanceError::InvalidItem(reason.clone()), reason)
+}
+
+fn export(start: Vec<u8>, limit: u32) -> Result<ExportPage, Refusal> {
+    let ceiling = domain::read_limit_ceiling().max(1);
+    if limit == 0 || limit > ceiling {
+        return Err((
+            MaintenanceError::LimitOutOfBounds(ceiling),
+            format!("limit {limit} is outside 1..={ceiling}"),
+        ));
+    }
+    let mut items = Vec::new();
+    for (from, end) in keys::export_ranges() {
+        if start >= end {
+            continue;
+        }
+        let from = from.max(start.clone());
+        let wanted = limit - items.len() as u32;
+        let entries = persistence::scan(&from, &end, wanted, Direction::Ascending)
+            .map_err(|e| fault(storage(e)))?;
+        let last = entries.last().map(|entry| entry.key.clone());
+        for entry in entries {
+            items.push(item(entry).map_err(fault)?);
+        }
+        if items.len() as u32 == limit {
+            let next = last.map(|key| [key.as_slice(), &[0]].concat());
+            return Ok(ExportPage { items, next });
+        }
+    }
+    Ok(ExportPage { items, next: None })
+}
+
+/// The exported item an index entry stands for.
+fn item(entry: Entry) -> Result<ExportedItem, String> {
+    let damaged = || format!("an entry of the export range is damaged: {:?}", entry.key);
+    let text = |bytes: &[u8]| String::from_utf8(bytes.to_vec()).map_err(|_| damaged());
+    let id = || text(&entry.value);
+    match keys::exported(&entry.key).ok_or_else(damaged)? {
+        Exported::Request(request_id) => {
+            let kept: Idempotency = decode(&entry.value)?;
+            Ok(ExportedItem::Request(ExportedRequest {
+                request_id: text(request_id)?,
+                stored_id: kept.stored_id,
+                component: kept.component,
+                actor: kept.actor,
+            }))
+        }
+        Exported::Tier(key) => {
+            let tier = match entry.value.as_slice() {
+                [0] => crate::types::PrivacyTier::Public,
+                [1] => crate::types::PrivacyTier::Sensitive,
+                [2] => crate::types::PrivacyTier::Private,
+                _ => return Err(damaged()),
+            };
+            Ok(ExportedItem::KeyTier((text(key)?, tier)))
+        }
+        Exported::Time(seq) | Exported::Version(seq) => {
+            let id = id()?;
+            let record = match load_with(&id, get)? {
+                Some(Stored::Fact(fact)) => ExportedRecord {
+                    id,
+                    seq,
+                    record: MemoryRecord::Fact(fact.fact),
+                    created_at: Some(fact.created_at),
+                    superseded_at: fact.superseded_at,
+                },
+                Some(Stored::Event { id, event }) => ExportedRecord {
+                    id,
+                    seq,
+                    record: MemoryRecord::Event(event),
+                    created_at: None,
+                    superseded_at: None,
+                },
+                Some(Stored::State(state)) => ExportedRecord {
+                    id,
+                    seq,
+                    record: MemoryRecord::State(state.state),
+                    created_at: None,
+                    superseded_at: None,
+                },
+                None => return Err(format!("index entry for {id} points nowhere")),
+            };
+            Ok(ExportedItem::Record(record))
+        }
+    }
+}
+
+fn import(items: &[ExportedItem]) -> Result<u32, Refusal> {
+    let mut batch = Batch::default();
+    let seq_value = get(keys::SEQ).map_err(fault)?;
+    let first_seq = match &seq_value {
+        Some(bytes) => decode_seq(bytes).map_err(fault)?,
+        None => 0,
+    };
+    let mut seq = first_seq;
+    let mut new = 0;
+    for (i, item) in items.iter().enumerate() {
+        let stored = match item {
+            ExportedItem::Record(record) => {
+                seq = seq.max(record.seq);
+                import_record(&mut batch, record)
+            }
+            ExportedItem::Request(request) => import_request(&mut batch, request),
+            ExportedItem::KeyTier((key, tier)) => import_tier(&mut batch, key, *tier),
+        }
+        .map_err(|why| invalid(format!("item {i}: {why}")))?;
+        new += u32::from(stored);
+    }
+    if new == 0 {
+        return Ok(0);
+    }
+    batch.preconditions.push(match seq_value {
+        Some(value) => Precondition::Holds(Entry {
+            key: keys::SEQ.to_vec(),
+            value,
+        }),
+        None => Precondition::Absent(keys::SEQ.to_vec()),
+    });
+    batch.put(
+        keys::SEQ.to_vec(),
+        seq.max(first_seq).to_be_bytes().to_vec(),
+    );
+    match persistence::commit(&batch.preconditions, &batch.ops) {
+        Ok(()) => Ok(new),
+        Err(StorageError::Conflict) => Err(fault(
+            "the domain changed during the import; nothing of the batch was stored".into(),
+        )),
+        Err(StorageError::Unavailable(why)) => Err(fault(format!("storage unavailable: {why}"))),
+    }
+}
+
+/// Lays out one exported record with its indexes; `false` when the record
+/// is already held exactly so.
+fn import_record(batch: &mut Batch, exported: &ExportedRecord) -> Result<bool, String> {
+    let id = &exported.id;
+    if !keys::is_record_id(id) {
+        return Err(format!("{id:?} is not a record id"));
+    }
+    validate::record(&exported.record).map_err(|why| format!("invalid record {id}: {why}"))?;
+    let stored = match (&exported.record, exported.created_at) {
+        (MemoryRecord::Fact(fact), Some(created_at)) => Stored::Fact(StoredFact {
+            id: id.clone(),
+            created_at,
+            superseded_at: exported.superseded_at,
+            fact: fact.clone(),
+        }),
+        (MemoryRecord::Fact(_), None) => return Err(format!("FACT {id} has no created-at")),
+        (MemoryRecord::Event(event), None) => Stored::Event {
+            id: id.clone(),
+            event: event.clone(),
+        },
+        (MemoryRecord::State(state), None) => Stored::State(StoredState {
+            id: id.clone(),
+            state: state.clone(),
+        }),
+        _ => return Err(format!("only a FACT has transaction times ({id})")),
+    };
+    let value = encode(&stored);
+    match batch.get(&keys::record(id))? {
+        Some(held) if held == value => return Ok(false),
+        Some(_) => return Err(format!("record {id} is held with other content")),
+        None => {}
+    }
+    let owned = id.as_bytes().to_vec();
+    match &exported.record {
+        MemoryRecord::Fact(fact) => {
+            batch.put(keys::version(&fact.key, exported.seq), owned.clone());
+            if exported.superseded_at.is_none() {
+                let key_entry = keys::fact_key(&fact.key);
+                if batch.get(&key_entry)?.is_some() {
+                    return Err(format!("key {:?} already has a current version", fact.key));
+                }
+                batch.put(key_entry, owned.clone());
+                for entry in fact_indexes(&fact.key, &fact.payload) {
+                    batch.put(entry, owned.clone());
+                }
+            }
+        }
+        record => {
+            for entry in timed_indexes(record, exported.seq) {
+                batch.put(entry, owned.clone());
+            }
+        }
+    }
+    batch.put(keys::record(id), value);
+    Ok(true)
+}
+
+fn import_request(batch: &mut Batch, request: &ExportedRequest) -> Result<bool, String> {
+    if request.request_id.is_empty() {
+        return Err("an empty request id".into());
+    }
+    let entry = Idempotency {
+        stored_id: request.stored_id.clone(),
+        component: request.component,
+        actor: request.actor,
+    };
+    let key = keys::idempotency(&request.request_id);
+    match batch.get(&key)? {
+        Some(held) if decode::<Idempotency>(&held)? == entry => Ok(false),
+        Some(_) => Err(format!(
+            "request id {:?} is held for another write",
+            request.request_id
+        )),
+        None => {
+            batch.put(key, encode(&entry));
+            Ok(true)
+        }
+    }
+}
+
+fn import_tier(
+    batch: &mut Batch,
+    key: &str,
+    tier: crate::types::PrivacyTier,
+) -> Result<bool, String> {
+    if !validate::is_normalized_fact_key(key) {
+        return Err(format!("{key:?} is not a normalized fact key"));
+    }
+    let rank = tier_rank(tier);
+    let held = crate::key_tier(key, |k| batch.get(k))?;
+    match (held, batch.get(&keys::tier(key))?) {
+        (held, Some(_)) if held == rank => Ok(false),
+        (_, Some(_)) => Err(format!("key {key:?} is held with another tier")),
+        _ if rank == 0 => Ok(false),
+        _ => {
+            batch.put(keys::tier(key), vec![rank]);
+            Ok(true)
+        }
+    }
+}

@@ -1,0 +1,213 @@
+//! Offline maintenance of a domain (IO-W7): the lock that keeps online
+//! writers out, forgetting an agent, and finding the domains a store holds.
+//!
+//! The lock is one key-value pair outside every domain's key range, so it
+//! works the same on every backend and across hosts sharing one store: a
+//! maintenance domain takes it with a commit conditioned on its absence,
+//! every online commit is conditioned on its absence, and every maintenance
+//! commit on its still holding the taker's token.
+
+use crate::audit::{self, AuditEntry, AuditSink};
+use crate::backend::{Backend, Op, Order, Precondition, StoreError};
+use crate::json::{Actor, Component, Source};
+use anyhow::{Context, Result, bail};
+use serde::{Deserialize, Serialize};
+use std::sync::Arc;
+
+/// Where the locks live: no domain's keys start with this byte (a domain
+/// prefix starts with the id's length, at most 256, as four bytes).
+const LOCK_AREA: &[u8] = b"\xFFengram-maintenance-lock\x00";
+
+/// The key of an agent's maintenance lock.
+pub fn lock_key(agent_id: &str) -> Vec<u8> {
+    [LOCK_AREA, &crate::domain_prefix(agent_id)].concat()
+}
+
+/// Who holds a lock, as stored under its key.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct LockHolder {
+    /// The holding process.
+    pub pid: u32,
+    /// When it was taken (ms since the epoch).
+    pub since: i64,
+    /// A random token only the holder knows.
+    pub token: String,
+}
+
+/// A held lock; released when dropped.
+pub(crate) struct LockGuard {
+    backend: Arc<dyn Backend>,
+    key: Vec<u8>,
+    value: Vec<u8>,
+}
+
+impl LockGuard {
+    /// Takes the lock of `agent_id`, or says who holds it.
+    pub(crate) fn acquire(backend: Arc<dyn Backend>, agent_id: &str, now: i64) -> Result<Self> {
+        let key = lock_key(agent_id);
+        let token = format!(
+            "{:016x}{:016x}",
+            getrandom::u64().context("no entropy for a lock token")?,
+            getrandom::u64().context("no entropy for a lock token")?
+        );
+        let holder = LockHolder {
+            pid: std::process::id(),
+            since: now,
+            token,
+        };
+        let value = serde_json::to_vec(&holder)?;
+        match backend.commit(
+            &[Precondition::Absent(key.clone())],
+            &[Op::Put(key.clone(), value.clone())],
+        ) {
+            Ok(()) => Ok(LockGuard {
+                backend,
+                key,
+                value,
+            }),
+            Err(StoreError::Conflict) => {
+                let held = backend.get(&key).ok().flatten().unwrap_or_default();
+                match serde_json::from_slice::<LockHolder>(&held) {
+                    Ok(h) => bail!(
+                        "the domain of {agent_id:?} is locked for maintenance by process {} \
+                         since {} (`engram maintenance unlock` breaks a stale lock)",
+                        h.pid,
+                        h.since
+                    ),
+                    Err(_) => bail!("the domain of {agent_id:?} is locked for maintenance"),
+                }
+            }
+            Err(e) => Err(e).context("taking the maintenance lock"),
+        }
+    }
+
+    /// The value the lock holds while this guard has it.
+    pub(crate) fn value(&self) -> &[u8] {
+        &self.value
+    }
+
+    /// The condition every commit made under this lock carries.
+    pub(crate) fn held(&self) -> Precondition {
+        Precondition::Holds(self.key.clone(), self.value.clone())
+    }
+}
+
+impl Drop for LockGuard {
+    fn drop(&mut self) {
+        // A lock that was broken or cannot be released now stays for
+        // `engram maintenance unlock`.
+        let _ = self
+            .backend
+            .commit(&[self.held()], &[Op::Delete(self.key.clone())]);
+    }
+}
+
+/// Why an online commit or a maintenance commit could not go through, when
+/// the lock is the reason.
+pub(crate) fn lock_refusal(
+    backend: &dyn Backend,
+    key: &[u8],
+    ours: Option<&[u8]>,
+) -> Option<StoreError> {
+    let held = backend.get(key).ok()?;
+    match (ours, held) {
+        (None, Some(_)) => Some(StoreError::Unavailable(
+            "the domain is locked for maintenance (IO-W7)".into(),
+        )),
+        (Some(ours), held) if held.as_deref() != Some(ours) => Some(StoreError::Unavailable(
+            "the maintenance lock of the domain was broken".into(),
+        )),
+        _ => None,
+    }
+}
+
+/// Breaks the maintenance lock of `agent_id`, whoever holds it; `true` when
+/// there was one. For a lock left behind by a process that died.
+pub fn break_lock(backend: &dyn Backend, agent_id: &str) -> Result<bool> {
+    let key = lock_key(agent_id);
+    let Some(held) = backend.get(&key)? else {
+        return Ok(false);
+    };
+    backend.commit(
+        &[Precondition::Holds(key.clone(), held)],
+        &[Op::Delete(key)],
+    )?;
+    Ok(true)
+}
+
+/// The agents whose domains hold anything, in key order.
+pub fn domains(backend: &dyn Backend) -> Result<Vec<String>> {
+    let mut agents = Vec::new();
+    let mut start = vec![0u8; 4];
+    let end = LOCK_AREA[..1].to_vec();
+    while let Some((key, _)) = backend.scan(&start, &end, 1, Order::Ascending)?.pop() {
+        let len = u32::from_be_bytes(key[..4].try_into().context("a damaged key")?) as usize;
+        let id = key
+            .get(4..4 + len)
+            .context("a key shorter than its domain id")?;
+        agents.push(String::from_utf8(id.to_vec()).context("a domain id that is not UTF-8")?);
+        start = successor(&key[..4 + len]);
+    }
+    Ok(agents)
+}
+
+/// The smallest key above every key that starts with `prefix`.
+fn successor(prefix: &[u8]) -> Vec<u8> {
+    let mut end = prefix.to_vec();
+    while let Some(last) = end.pop() {
+        if last < u8::MAX {
+            end.push(last + 1);
+            return end;
+        }
+    }
+    vec![u8::MAX; prefix.len() + 1]
+}
+
+/// How many pairs one commit of a forget removes.
+const FORGET_PAGE: u32 = 1_000;
+
+/// Forgets an agent: removes every key of its domain (records, indexes,
+/// idempotency entries, counters) under its maintenance lock, then records
+/// in the audit trail that it happened and how many entries went, nothing
+/// of what they held. `progress` hears the running count. Answers how many
+/// entries were removed. A forget cut short can be run again to finish.
+pub fn forget(
+    backend: Arc<dyn Backend>,
+    audit: &dyn AuditSink,
+    agent_id: &str,
+    now: i64,
+    progress: &mut dyn FnMut(u64),
+) -> Result<u64> {
+    let lock = LockGuard::acquire(backend.clone(), agent_id, now)?;
+    let prefix = crate::domain_prefix(agent_id);
+    let end = successor(&prefix);
+    let mut removed = 0u64;
+    loop {
+        let page = backend.scan(&prefix, &end, FORGET_PAGE, Order::Ascending)?;
+        if page.is_empty() {
+            break;
+        }
+        let ops: Vec<Op> = page.into_iter().map(|(key, _)| Op::Delete(key)).collect();
+        backend.commit(&[lock.held()], &ops)?;
+        removed += ops.len() as u64;
+        progress(removed);
+    }
+    audit.append(&AuditEntry {
+        at: now,
+        agent_id: agent_id.to_owned(),
+        request_id: "maintenance-forget".into(),
+        operation: audit::Operation::Forget,
+        source: Some(Source {
+            agent_id: agent_id.to_owned(),
+            component: Component::Maintenance,
+            actor: Actor::System,
+        }),
+        record_type: None,
+        outcome: audit::Outcome::Applied,
+        stored_id: None,
+        count: Some(u32::try_from(removed).unwrap_or(u32::MAX)),
+        reason: None,
+    })?;
+    drop(lock);
+    Ok(removed)
+}
