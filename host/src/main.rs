@@ -1,6 +1,9 @@
 //! The `engram` command: the memory IO contract and execution cycles on an
 //! embedded SQLite file.
 
+#[path = "cli/maintenance.rs"]
+mod maintenance;
+
 use anyhow::Context;
 use clap::{Parser, Subcommand};
 use engram::cycle::{CycleError, ExecutionPlan, Stage, StepOutput, TurnInput};
@@ -194,6 +197,10 @@ enum Command {
         #[arg(long, default_value_t = 1000)]
         max_edges: u32,
     },
+    /// Offline maintenance under the domain's maintenance lock: export,
+    /// import, forget, unlock (IO-W7).
+    #[command(subcommand)]
+    Maintenance(maintenance::Maintenance),
     /// Print the audit trail as JSON Lines, oldest first: the newest
     /// entries that pass every filter given.
     Audit {
@@ -431,6 +438,7 @@ fn run(cli: Cli) -> Result<u8, Exit> {
             let answer = domain.as_of(&request).map_err(failure)?;
             print_facts(answer.map(|found| found.into_iter().collect()))
         }
+        Command::Maintenance(command) => maintenance::run(&cli.store, command),
         Command::Audit {
             agent,
             since,

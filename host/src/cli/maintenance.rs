@@ -1,0 +1,248 @@
+//! `engram maintenance …`: offline work on whole domains under their
+//! maintenance lock (IO-W7).
+
+use super::{BAD_INPUT, Exit, FAILURE, OK, REFUSED, open_store};
+use engram::export::{ExportedItem, MaintenanceError};
+use engram::{Engram, Mode, Storage};
+use indicatif::{ProgressBar, ProgressStyle};
+use serde::{Deserialize, Serialize};
+use std::io::{BufRead, BufWriter, Write};
+use std::path::PathBuf;
+
+/// The maintenance commands.
+#[derive(clap::Subcommand)]
+pub enum Maintenance {
+    /// Export domains as JSON Lines: every record with its id, write order
+    /// and transaction times, every answered request id, every key tier.
+    Export {
+        /// Only these agents' domains; every domain in the store when absent.
+        #[arg(long)]
+        agent: Vec<String>,
+        /// The file to write; standard output when absent.
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+    /// Import an export back: same ids, same times, every index rebuilt.
+    /// Items already held exactly so are passed over, so an import can be
+    /// run again.
+    Import {
+        /// The export file; standard input when absent or `-`.
+        file: Option<PathBuf>,
+    },
+    /// Forget an agent: every record, index entry and idempotency entry of
+    /// its domain is removed; the audit trail keeps only that it happened.
+    Forget {
+        /// The agent whose domain goes.
+        #[arg(long)]
+        agent: String,
+    },
+    /// Break the maintenance lock of an agent's domain, left behind by a
+    /// process that died while holding it.
+    Unlock {
+        /// The agent whose lock goes.
+        #[arg(long)]
+        agent: String,
+    },
+}
+
+/// One line of an export file.
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Line {
+    agent_id: String,
+    item: ExportedItem,
+}
+
+/// Items one import commit takes.
+const IMPORT_BATCH: usize = 500;
+
+pub fn run(store: &str, command: Maintenance) -> Result<u8, Exit> {
+    match command {
+        Maintenance::Export { agent, out } => {
+            let storage = open_store(store, false)?;
+            let agents = if agent.is_empty() {
+                engram::maintenance::domains(storage.backend.as_ref()).map_err(failure)?
+            } else {
+                agent
+            };
+            export(&storage, &agents, out)
+        }
+        Maintenance::Import { file } => {
+            let lines = read_lines(file)?;
+            let storage = open_store(store, true)?;
+            import(&storage, lines)
+        }
+        Maintenance::Forget { agent } => {
+            let storage = open_store(store, false)?;
+            let bar = progress(None, "forgetting");
+            let removed = engram::maintenance::forget(
+                storage.backend.clone(),
+                storage.audit.as_ref(),
+                &agent,
+                engram::system_time_ms(),
+                &mut |n| bar.set_position(n),
+            )
+            .map_err(failure)?;
+            bar.finish_and_clear();
+            println!(
+                "{}",
+                serde_json::json!({"agent_id": agent, "removed": removed})
+            );
+            Ok(OK)
+        }
+        Maintenance::Unlock { agent } => {
+            let storage = open_store(store, false)?;
+            let broken = engram::maintenance::break_lock(storage.backend.as_ref(), &agent)
+                .map_err(failure)?;
+            println!(
+                "{}",
+                serde_json::json!({"agent_id": agent, "unlocked": broken})
+            );
+            Ok(OK)
+        }
+    }
+}
+
+fn failure(e: impl std::fmt::Display) -> Exit {
+    Exit(FAILURE, format!("{e:#}"))
+}
+
+fn refused(agent: &str, e: MaintenanceError) -> Exit {
+    let why = match e {
+        MaintenanceError::InvalidItem(why) => why,
+        other => format!("{other:?}"),
+    };
+    Exit(
+        REFUSED,
+        format!("{agent}: nothing of the batch was imported: {why}"),
+    )
+}
+
+/// A progress bar on standard error, drawn only when it is a terminal.
+fn progress(total: Option<u64>, what: &'static str) -> ProgressBar {
+    let bar = match total {
+        Some(total) => ProgressBar::new(total),
+        None => ProgressBar::new_spinner(),
+    };
+    let template = match total {
+        Some(_) => "{msg} {bar:40} {pos}/{len} ({eta})",
+        None => "{msg} {spinner} {pos}",
+    };
+    if let Ok(style) = ProgressStyle::with_template(template) {
+        bar.set_style(style);
+    }
+    bar.set_message(what);
+    bar
+}
+
+fn export(storage: &Storage, agents: &[String], out: Option<PathBuf>) -> Result<u8, Exit> {
+    let engram = Engram::new().map_err(failure)?;
+    let sink: Box<dyn Write> = match &out {
+        Some(path) => Box::new(
+            std::fs::File::create(path)
+                .map_err(|e| Exit(FAILURE, format!("{}: {e}", path.display())))?,
+        ),
+        None => Box::new(std::io::stdout().lock()),
+    };
+    let mut sink = BufWriter::new(sink);
+    let bar = progress(None, "exporting");
+    for agent in agents {
+        let mut domain = engram
+            .open(
+                agent,
+                Mode::Maintenance,
+                storage.backend.clone(),
+                storage.audit.clone(),
+            )
+            .map_err(failure)?;
+        let mut start: Option<Vec<u8>> = None;
+        loop {
+            let page = domain
+                .export_page(
+                    start.as_deref(),
+                    1_000.min(engram::Config::default().read_limit_ceiling),
+                )
+                .map_err(failure)?
+                .map_err(|e| refused(agent, e))?;
+            for item in page.items {
+                let line = Line {
+                    agent_id: agent.clone(),
+                    item,
+                };
+                serde_json::to_writer(&mut sink, &line).map_err(failure)?;
+                sink.write_all(b"\n").map_err(failure)?;
+                bar.inc(1);
+            }
+            match page.next {
+                Some(next) => start = Some(next),
+                None => break,
+            }
+        }
+    }
+    sink.flush().map_err(failure)?;
+    bar.finish_and_clear();
+    Ok(OK)
+}
+
+/// Reads and parses every line before anything runs.
+fn read_lines(file: Option<PathBuf>) -> Result<Vec<Line>, Exit> {
+    let (name, reader): (String, Box<dyn BufRead>) = match file {
+        Some(path) if path.as_os_str() != "-" => {
+            let file = std::fs::File::open(&path)
+                .map_err(|e| Exit(BAD_INPUT, format!("{}: {e}", path.display())))?;
+            (
+                path.display().to_string(),
+                Box::new(std::io::BufReader::new(file)),
+            )
+        }
+        _ => ("standard input".into(), Box::new(std::io::stdin().lock())),
+    };
+    let mut lines = Vec::new();
+    for (i, text) in reader.lines().enumerate() {
+        let text = text.map_err(|e| Exit(BAD_INPUT, format!("{name}: {e}")))?;
+        if text.trim().is_empty() {
+            continue;
+        }
+        let line = serde_json::from_str(&text)
+            .map_err(|e| Exit(BAD_INPUT, format!("{name}, line {}: {e}", i + 1)))?;
+        lines.push(line);
+    }
+    Ok(lines)
+}
+
+fn import(storage: &Storage, lines: Vec<Line>) -> Result<u8, Exit> {
+    let engram = Engram::new().map_err(failure)?;
+    let bar = progress(Some(lines.len() as u64), "importing");
+    let mut groups: Vec<(String, Vec<ExportedItem>)> = Vec::new();
+    for line in lines {
+        match groups.last_mut() {
+            Some((agent, items)) if *agent == line.agent_id => items.push(line.item),
+            _ => groups.push((line.agent_id, vec![line.item])),
+        }
+    }
+    let mut answers = Vec::new();
+    for (agent, items) in groups {
+        let mut domain = engram
+            .open(
+                &agent,
+                Mode::Maintenance,
+                storage.backend.clone(),
+                storage.audit.clone(),
+            )
+            .map_err(failure)?;
+        let mut new = 0;
+        for batch in items.chunks(IMPORT_BATCH) {
+            new += domain
+                .import(batch)
+                .map_err(failure)?
+                .map_err(|e| refused(&agent, e))?;
+            bar.inc(batch.len() as u64);
+        }
+        answers.push(serde_json::json!({"agent_id": agent, "items": items.len(), "new": new}));
+    }
+    bar.finish_and_clear();
+    for answer in answers {
+        println!("{answer}");
+    }
+    Ok(OK)
+}

@@ -1,0 +1,408 @@
+//! Offline maintenance (IO-W7): the lock that keeps online writers out,
+//! across processes; export and import that round-trip a domain exactly;
+//! forget that leaves nothing of a domain behind.
+
+mod support;
+
+use engram::audit::{Operation, Outcome as Audited};
+use engram::backend::Pair;
+use engram::export::{ExportedItem, MaintenanceError};
+use engram::graph::PutRequest;
+use engram::io::WriteResult;
+use engram::types::*;
+use engram::{Domain, Mode};
+use std::process::{Command, Output, Stdio};
+use support::*;
+
+/// Writes `n` rounds of every kind of record into `agent`'s domain: events
+/// of both kinds, states, semantic memories of every tier (three versions
+/// per key), procedural rules, entities and relationships.
+fn populate(domain: &mut Domain, n: usize) {
+    let agent = domain.agent_id().to_owned();
+    for i in 0..n {
+        accept(
+            domain,
+            &format!("i{i}"),
+            ingested(i as i64, "flight to paris"),
+        );
+        accept(domain, &format!("e{i}"), episode(i as i64, "booking"));
+        accept(domain, &format!("s{i}"), state(i as i64, "mission.current"));
+        let mut memory = semantic(&format!("note {i}"));
+        memory.privacy_tier = [
+            PrivacyTier::Public,
+            PrivacyTier::Sensitive,
+            PrivacyTier::Private,
+        ][(i / 3) % 3];
+        accept(
+            domain,
+            &format!("f{i}"),
+            MemoryRecord::Fact(Fact {
+                key: format!("notes.k{}", i / 3),
+                payload: FactPayload::Semantic(memory),
+            }),
+        );
+        accept(
+            domain,
+            &format!("p{i}"),
+            MemoryRecord::Fact(Fact {
+                key: format!("rules.r{}", i % 7),
+                payload: FactPayload::Procedural(ProceduralRule {
+                    agent_type: "travel".into(),
+                    rule: format!("rule {i}"),
+                    derived_from: vec![],
+                    confidence: 0.5,
+                    last_validated: i as i64,
+                    override_count: 0,
+                }),
+            }),
+        );
+        let put = |domain: &mut Domain, namespace: &str, id: String, value: FactPayload| {
+            let request = PutRequest {
+                namespace: vec![namespace.into(), agent.clone()],
+                id: id.clone(),
+                value,
+                source: source(&agent),
+                request_id: format!("put-{namespace}-{id}-{i}"),
+            };
+            let answer = domain.put(&request).unwrap();
+            assert!(matches!(answer, WriteResult::Accepted(_)), "{}", request.request_id);
+        };
+        put(
+            domain,
+            "entities",
+            format!("p{}", i % 50),
+            FactPayload::Entity(Entity {
+                name: format!("person {i}"),
+                entity_type: EntityType::Person,
+                properties: format!(r#"{{"seen":{i}}}"#),
+                first_seen: 0,
+                last_mentioned: i as i64,
+                mention_count: i as u64,
+                source_memories: vec![],
+            }),
+        );
+        put(
+            domain,
+            "relationships",
+            format!("r{}", i % 40),
+            FactPayload::Relationship(Relationship {
+                from_entity: format!("entities.{agent}.p{}", i % 50),
+                to_entity: format!("entities.{agent}.p{}", (i + 1) % 50),
+                relationship_type: "KNOWS".into(),
+                valid_at: i as i64,
+                invalid_at: None,
+                properties: "{}".into(),
+                source_memories: vec![],
+            }),
+        );
+    }
+}
+
+/// The pairs of one agent's domain, prefix included.
+fn domain_pairs(fx: &Fixture, agent: &str) -> Vec<Pair> {
+    let prefix = [&(agent.len() as u32).to_be_bytes()[..], agent.as_bytes()].concat();
+    fx.dump()
+        .into_iter()
+        .filter(|(key, _)| key.starts_with(&prefix))
+        .collect()
+}
+
+fn export_all(domain: &mut Domain) -> Vec<ExportedItem> {
+    let mut items = Vec::new();
+    let mut start = None;
+    loop {
+        let page = domain
+            .export_page(start.as_deref(), CEILING)
+            .unwrap()
+            .unwrap();
+        assert!(page.items.len() <= CEILING as usize);
+        items.extend(page.items);
+        match page.next {
+            Some(next) => start = Some(next),
+            None => return items,
+        }
+    }
+}
+
+fn forget(fx: &Fixture, agent: &str) -> u64 {
+    engram::maintenance::forget(fx.backend.clone(), fx.audit.as_ref(), agent, 1, &mut |_| {})
+        .unwrap()
+}
+
+#[test]
+fn io_w7_export_then_import_gives_back_the_domain_byte_for_byte() {
+    // proves IO-W7: maintenance round-trips a domain exactly (ids, write
+    // order, both time axes, indexes, request ids), and an import repeats
+    for fx in fixtures() {
+        populate(&mut fx.open("alice"), 600);
+        populate(&mut fx.open("bob"), 5);
+        let before = domain_pairs(&fx, "alice");
+        let bob = domain_pairs(&fx, "bob");
+        let items = export_all(&mut fx.open_in("alice", Mode::Maintenance));
+        assert!(items.len() > 4_000, "{}", items.len());
+        for kind in ["Record", "Request", "KeyTier"] {
+            let count = items
+                .iter()
+                .filter(|i| format!("{i:?}").starts_with(&format!("ExportedItem::{kind}")))
+                .count();
+            assert!(count > 0, "{}: no {kind} item", fx.name);
+        }
+
+        forget(&fx, "alice");
+        assert!(domain_pairs(&fx, "alice").is_empty());
+        let mut domain = fx.open_in("alice", Mode::Maintenance);
+        let mut new = 0;
+        for batch in items.chunks(500) {
+            new += domain.import(batch).unwrap().unwrap();
+        }
+        assert_eq!(new as usize, items.len());
+        assert_eq!(domain_pairs(&fx, "alice"), before, "{}", fx.name);
+        assert_eq!(export_all(&mut domain), items);
+        // Again: nothing new, nothing changed.
+        for batch in items.chunks(500) {
+            assert_eq!(domain.import(batch).unwrap().unwrap(), 0);
+        }
+        drop(domain);
+        assert_eq!(domain_pairs(&fx, "alice"), before);
+        assert_eq!(domain_pairs(&fx, "bob"), bob);
+        // A retry of a request made before the move still gets its id.
+        let mut alice = fx.open("alice");
+        let first = items
+            .iter()
+            .find_map(|item| match item {
+                ExportedItem::Request(r) if r.request_id == "i0" => Some(r.stored_id.clone()),
+                _ => None,
+            })
+            .unwrap();
+        assert_eq!(
+            accept(&mut alice, "i0", ingested(0, "flight to paris")),
+            first
+        );
+        assert_eq!(fx.trail().pop().unwrap().outcome, Audited::Replayed);
+    }
+}
+
+#[test]
+fn io_w7_an_import_that_contradicts_the_domain_stores_nothing() {
+    // proves IO-W7: an import batch is all or nothing
+    for fx in fixtures() {
+        populate(&mut fx.open("alice"), 3);
+        let mut domain = fx.open_in("alice", Mode::Maintenance);
+        let mut items = export_all(&mut domain);
+        let before = domain_pairs(&fx, "alice");
+        // Same ids, other content.
+        for item in &mut items {
+            if let ExportedItem::Record(r) = item {
+                r.seq += 1_000;
+                if let MemoryRecord::State(s) = &mut r.record {
+                    s.payload.subject = "changed".into();
+                }
+            }
+        }
+        match domain.import(&items).unwrap() {
+            Err(MaintenanceError::InvalidItem(why)) => assert!(why.contains("other content")),
+            other => panic!("{}: {other:?}", fx.name),
+        }
+        assert_eq!(domain_pairs(&fx, "alice"), before);
+        // An online domain neither exports nor imports.
+        drop(domain);
+        let mut online = fx.open("alice");
+        assert!(matches!(
+            online.export_page(None, 10).unwrap(),
+            Err(MaintenanceError::NotInMaintenance)
+        ));
+        assert!(matches!(
+            online.import(&items).unwrap(),
+            Err(MaintenanceError::NotInMaintenance)
+        ));
+    }
+}
+
+#[test]
+fn io_w7_forget_leaves_nothing_of_the_domain_and_keeps_no_content() {
+    // proves IO-W7: forget removes every record, index and idempotency
+    // entry of one domain, and the trail says so without what they held
+    for fx in fixtures() {
+        populate(&mut fx.open("alice"), 40);
+        populate(&mut fx.open("alice2"), 3);
+        let held = domain_pairs(&fx, "alice").len() as u64;
+        let other = domain_pairs(&fx, "alice2");
+        assert!(held > 500);
+        assert_eq!(forget(&fx, "alice"), held);
+        assert!(domain_pairs(&fx, "alice").is_empty(), "{}", fx.name);
+        assert_eq!(domain_pairs(&fx, "alice2"), other);
+        // Nothing of alice anywhere in the store, lock included.
+        let prefix = b"\x00\x00\x00\x05alice";
+        assert!(
+            fx.dump()
+                .iter()
+                .all(|(key, value)| !contains(key, prefix) && !contains(value, b"note 39")),
+        );
+        let entry = fx.trail().pop().unwrap();
+        assert_eq!(entry.operation, Operation::Forget);
+        assert_eq!(entry.outcome, Audited::Applied);
+        assert_eq!(entry.count, Some(held as u32));
+        let text = serde_json::to_string(&entry).unwrap();
+        for content in ["note", "paris", "booking", "person", "mission"] {
+            assert!(!text.contains(content), "{text}");
+        }
+        // The domain is usable again, and empty.
+        let mut alice = fx.open("alice");
+        assert!(records(&mut alice, RecordType::Event, latest(10)).is_empty());
+        accept(&mut alice, "i0", ingested(0, "a new start"));
+    }
+}
+
+fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    haystack.windows(needle.len()).any(|w| w == needle)
+}
+
+#[test]
+fn io_w7_one_maintenance_lock_per_domain_and_online_writes_wait_for_it() {
+    // proves IO-W7: the lock excludes a second maintainer and online writers
+    for fx in fixtures() {
+        let mut maintainer = fx.open_in("alice", Mode::Maintenance);
+        let second = engram().open(
+            "alice",
+            Mode::Maintenance,
+            fx.backend.clone(),
+            fx.audit.clone(),
+        );
+        assert!(second.err().unwrap().to_string().contains("locked"));
+        let mut online = fx.open("alice");
+        let answer = online
+            .write(&request("alice", "w1", ingested(1, "blocked")))
+            .unwrap();
+        assert_eq!(answer, WriteResult::Rejected);
+        let reason = fx.trail().pop().unwrap().reason.unwrap();
+        assert!(reason.contains("locked for maintenance"), "{reason}");
+        // Maintenance writes go on meanwhile; other domains are not locked.
+        let mut write = request("alice", "m1", ingested(1, "maintained"));
+        write.source.component = SourceComponent::Maintenance;
+        assert!(matches!(
+            maintainer.write(&write).unwrap(),
+            WriteResult::Accepted(_)
+        ));
+        accept(&mut fx.open("bob"), "b1", ingested(1, "free"));
+        drop(maintainer);
+        accept(&mut online, "w1", ingested(1, "blocked"));
+        // A lock left by a dead holder is broken by hand.
+        let stale = fx.open_in("alice", Mode::Maintenance);
+        std::mem::forget(stale);
+        assert!(
+            fx.open("alice")
+                .write(&request("alice", "w2", ingested(2, "x")))
+                .unwrap()
+                == WriteResult::Rejected
+        );
+        assert!(engram::maintenance::break_lock(fx.backend.as_ref(), "alice").unwrap());
+        accept(&mut fx.open("alice"), "w2", ingested(2, "x"));
+    }
+}
+
+// ---- the CLI, other processes ---------------------------------------------------
+
+fn engram_cli(store: &std::path::Path, args: &[&str], stdin: &str) -> Output {
+    use std::io::Write;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_engram"))
+        .env_remove("ENGRAM_STORE")
+        .env_remove("ENGRAM_AGENT")
+        .arg("--store")
+        .arg(store)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut input = child.stdin.take().unwrap();
+    let _ = input.write_all(stdin.as_bytes());
+    drop(input);
+    child.wait_with_output().unwrap()
+}
+
+const WRITE: &str = r#"{"request_id":"cli-1","source":{"agent_id":"alice","component":"COGNITION","actor":"USER"},"record":{"record_type":"EVENT","timestamp":5,"payload":{"ingested":{"session_ref":"s","summary":"from another process","keywords":["x"]}}}}"#;
+
+#[test]
+fn io_w7_an_online_writer_in_another_process_respects_the_lock() {
+    // proves IO-W7 across processes on one SQLite file
+    let fx = Fixture::sqlite();
+    let store = fx.folder().unwrap().join("engram.db");
+    accept(&mut fx.open("alice"), "first", ingested(1, "before"));
+    let maintainer = fx.open_in("alice", Mode::Maintenance);
+    let blocked = engram_cli(&store, &["write", "--agent", "alice"], WRITE);
+    assert_eq!(blocked.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&blocked.stdout).trim(),
+        r#""REJECTED""#
+    );
+    let reason = fx.trail().pop().unwrap().reason.unwrap();
+    assert!(reason.contains("locked for maintenance"), "{reason}");
+    let export = engram_cli(&store, &["maintenance", "export", "--agent", "alice"], "");
+    assert_eq!(export.status.code(), Some(4));
+    assert!(String::from_utf8_lossy(&export.stderr).contains("locked for maintenance"));
+    drop(maintainer);
+    let written = engram_cli(&store, &["write", "--agent", "alice"], WRITE);
+    assert_eq!(written.status.code(), Some(0), "{written:?}");
+}
+
+#[test]
+fn io_w7_the_cli_exports_forgets_and_imports_back_the_same_store() {
+    // proves IO-W7 through the CLI: export, forget, import, export again
+    let fx = Fixture::sqlite();
+    let dir = fx.folder().unwrap();
+    let store = dir.join("engram.db");
+    populate(&mut fx.open("alice"), 700);
+    populate(&mut fx.open("bob"), 10);
+    let before = fx.dump();
+    let first = dir.join("first.jsonl");
+    let out = engram_cli(
+        &store,
+        &["maintenance", "export", "--out", first.to_str().unwrap()],
+        "",
+    );
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert!(out.stderr.is_empty(), "no progress bar off a terminal");
+    let exported = std::fs::read_to_string(&first).unwrap();
+    assert!(exported.lines().count() > 5_000);
+    for agent in ["alice", "bob"] {
+        let out = engram_cli(&store, &["maintenance", "forget", "--agent", agent], "");
+        assert_eq!(out.status.code(), Some(0), "{out:?}");
+    }
+    assert!(fx.dump().is_empty());
+    let import = engram_cli(
+        &store,
+        &["maintenance", "import", first.to_str().unwrap()],
+        "",
+    );
+    assert_eq!(import.status.code(), Some(0), "{import:?}");
+    assert!(import.stderr.is_empty());
+    assert_eq!(fx.dump(), before);
+    let second = dir.join("second.jsonl");
+    engram_cli(
+        &store,
+        &["maintenance", "export", "--out", second.to_str().unwrap()],
+        "",
+    );
+    assert_eq!(std::fs::read_to_string(&second).unwrap(), exported);
+    // Again, from standard input: nothing new.
+    let again = engram_cli(&store, &["maintenance", "import"], &exported);
+    assert_eq!(again.status.code(), Some(0));
+    let answers: Vec<serde_json::Value> = String::from_utf8_lossy(&again.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(answers.len(), 2);
+    assert!(answers.iter().all(|a| a["new"] == 0));
+    assert_eq!(fx.dump(), before);
+    // A malformed line: one line naming it, exit 3, nothing imported.
+    let bad = engram_cli(
+        &store,
+        &["maintenance", "import"],
+        "{\"agent_id\":\"carol\"}\n",
+    );
+    assert_eq!(bad.status.code(), Some(3));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("line 1"));
+    assert_eq!(fx.dump(), before);
+}
+
