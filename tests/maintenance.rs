@@ -65,7 +65,11 @@ fn populate(domain: &mut Domain, n: usize) {
                 request_id: format!("put-{namespace}-{id}-{i}"),
             };
             let answer = domain.put(&request).unwrap();
-            assert!(matches!(answer, WriteResult::Accepted(_)), "{}", request.request_id);
+            assert!(
+                matches!(answer, WriteResult::Accepted(_)),
+                "{}",
+                request.request_id
+            );
         };
         put(
             domain,
@@ -344,6 +348,32 @@ fn io_w7_an_online_writer_in_another_process_respects_the_lock() {
     drop(maintainer);
     let written = engram_cli(&store, &["write", "--agent", "alice"], WRITE);
     assert_eq!(written.status.code(), Some(0), "{written:?}");
+    // `engram maintenance write` takes MAINTENANCE writes only.
+    let cognition = engram_cli(&store, &["maintenance", "write", "--agent", "alice"], WRITE);
+    assert_eq!(cognition.status.code(), Some(1));
+    let maintenance = WRITE
+        .replace("COGNITION", "MAINTENANCE")
+        .replace("cli-1", "cli-2");
+    let fixed = engram_cli(
+        &store,
+        &["maintenance", "write", "--agent", "alice"],
+        &maintenance,
+    );
+    assert_eq!(fixed.status.code(), Some(0), "{fixed:?}");
+    // A maintainer in another process keeps this one out, and lets go.
+    let mut held = fx.open_in("alice", Mode::Maintenance);
+    let other = engram_cli(
+        &store,
+        &["maintenance", "write", "--agent", "alice"],
+        &maintenance,
+    );
+    assert_eq!(other.status.code(), Some(4));
+    let mut write = request("alice", "m-3", ingested(3, "mine"));
+    write.source.component = SourceComponent::Maintenance;
+    assert!(matches!(
+        held.write(&write).unwrap(),
+        WriteResult::Accepted(_)
+    ));
 }
 
 #[test]
@@ -405,4 +435,3 @@ fn io_w7_the_cli_exports_forgets_and_imports_back_the_same_store() {
     assert!(String::from_utf8_lossy(&bad.stderr).contains("line 1"));
     assert_eq!(fx.dump(), before);
 }
-

@@ -226,7 +226,7 @@ enum Command {
 }
 
 #[derive(clap::Args)]
-struct Io {
+pub struct Io {
     /// The agent whose memory domain the requests go to.
     #[arg(long, env = "ENGRAM_AGENT")]
     agent: String,
@@ -253,15 +253,7 @@ fn main() -> ExitCode {
 
 fn run(cli: Cli) -> Result<u8, Exit> {
     match cli.command {
-        Command::Write(io) => {
-            let requests: Vec<WriteRequest> = parse_input(&io, "write request")?;
-            let mut domain = open_domain(&cli.store, cli.tier_ceiling, &io.agent, true)?;
-            answer_each(requests, |request| {
-                let answer = WriteAnswer::from(domain.write(&request.into())?);
-                let refused = answer == WriteAnswer::Rejected;
-                Ok((serde_json::to_string(&answer)?, refused))
-            })
-        }
+        Command::Write(io) => write(&cli.store, &io, Mode::Online),
         Command::Read(io) => {
             let requests: Vec<ReadRequest> = parse_input(&io, "read request")?;
             let mut domain = open_domain(&cli.store, cli.tier_ceiling, &io.agent, false)?;
@@ -727,6 +719,21 @@ fn read_stdin() -> Result<String, Exit> {
         .read_to_string(&mut text)
         .map_err(|e| Exit(BAD_INPUT, format!("standard input: {e}")))?;
     Ok(text)
+}
+
+/// Writes each request in a domain opened in `mode` (IO-W7).
+fn write(store: &str, io: &Io, mode: Mode) -> Result<u8, Exit> {
+    let requests: Vec<WriteRequest> = parse_input(io, "write request")?;
+    let storage = open_store(store, true)?;
+    let engram = Engram::new().map_err(|e| Exit(FAILURE, format!("{e:#}")))?;
+    let mut domain = engram
+        .open(&io.agent, mode, storage.backend, storage.audit)
+        .map_err(|e| Exit(FAILURE, format!("{e:#}")))?;
+    answer_each(requests, |request| {
+        let answer = WriteAnswer::from(domain.write(&request.into())?);
+        let refused = answer == WriteAnswer::Rejected;
+        Ok((serde_json::to_string(&answer)?, refused))
+    })
 }
 
 /// Opens the store `spec` names. A SQLite file that does not exist yet is

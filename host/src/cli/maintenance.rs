@@ -12,6 +12,9 @@ use std::path::PathBuf;
 /// The maintenance commands.
 #[derive(clap::Subcommand)]
 pub enum Maintenance {
+    /// Write records as MAINTENANCE: one request as JSON, or JSON Lines with
+    /// --batch. COGNITION writes are REJECTED here (IO-W7).
+    Write(super::Io),
     /// Export domains as JSON Lines: every record with its id, write order
     /// and transaction times, every answered request id, every key tier.
     Export {
@@ -58,6 +61,7 @@ const IMPORT_BATCH: usize = 500;
 
 pub fn run(store: &str, command: Maintenance) -> Result<u8, Exit> {
     match command {
+        Maintenance::Write(io) => super::write(store, &io, Mode::Maintenance),
         Maintenance::Export { agent, out } => {
             let storage = open_store(store, false)?;
             let agents = if agent.is_empty() {
