@@ -33,6 +33,12 @@ struct Cli {
     #[arg(long, global = true, env = "ENGRAM_STORE", default_value = "engram.db")]
     store: String,
 
+    /// Compile the engine afresh and keep no compiled copy. Otherwise the
+    /// compiled engine is kept in ENGRAM_CACHE_DIR, else
+    /// $XDG_CACHE_HOME/engram, else ~/.cache/engram.
+    #[arg(long, global = true)]
+    no_cache: bool,
+
     #[command(subcommand)]
     command: Command,
 }
@@ -227,8 +233,25 @@ struct Io {
 /// A failure that ends the command: its one-line message and exit code.
 struct Exit(u8, String);
 
+/// Where the compiled engine is kept; set once, from the command line.
+static CACHE_DIR: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
+
+/// The cache folder: `ENGRAM_CACHE_DIR`, else `$XDG_CACHE_HOME/engram`,
+/// else `$HOME/.cache/engram`; none with `--no-cache` or without a home.
+fn cache_dir(no_cache: bool) -> Option<PathBuf> {
+    let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
+    if no_cache {
+        return None;
+    }
+    var("ENGRAM_CACHE_DIR")
+        .map(PathBuf::from)
+        .or_else(|| var("XDG_CACHE_HOME").map(|d| PathBuf::from(d).join("engram")))
+        .or_else(|| var("HOME").map(|d| PathBuf::from(d).join(".cache").join("engram")))
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    let _ = CACHE_DIR.set(cache_dir(cli.no_cache));
     match run(cli) {
         Ok(code) => ExitCode::from(code),
         Err(Exit(code, message)) => {
@@ -729,7 +752,11 @@ fn open_store(spec: &str, create: bool) -> Result<Storage, Exit> {
 
 fn open_domain(spec: &str, agent: &str, create: bool) -> Result<engram::Domain, Exit> {
     let store = open_store(spec, create)?;
-    let engram = Engram::new().map_err(|e| Exit(FAILURE, format!("{e:#}")))?;
+    let config = engram::Config {
+        cache_dir: CACHE_DIR.get().cloned().flatten(),
+        ..engram::Config::default()
+    };
+    let engram = Engram::with_config(config).map_err(|e| Exit(FAILURE, format!("{e:#}")))?;
     engram
         .open(agent, Mode::Online, store.backend, store.audit)
         .map_err(|e| Exit(FAILURE, format!("{e:#}")))
