@@ -50,28 +50,37 @@ fn engram(pooled: bool, cache: Option<&std::path::Path>) -> anyhow::Result<Engra
     })
 }
 
-/// Median and p99 of the time to open the domain and answer one read.
+/// Median and p99 of the time to open a domain (a fresh instance), and of
+/// the time to open it and answer one read.
 fn open_and_read(
     engram: &Engram,
     backend: &Arc<dyn Backend>,
     audit: &Arc<dyn AuditSink>,
     n: usize,
-) -> anyhow::Result<(Duration, Duration)> {
+) -> anyhow::Result<[Duration; 4]> {
     let mut seed = engram.open("bench", Mode::Online, backend.clone(), audit.clone())?;
     if !matches!(seed.write(&record())?, WriteResult::Accepted(_)) {
         anyhow::bail!("the seed write was rejected");
     }
     drop(seed);
-    let mut times = Vec::with_capacity(n);
+    let mut opens = Vec::with_capacity(n);
+    let mut totals = Vec::with_capacity(n);
     for _ in 0..n {
         let start = Instant::now();
         let mut domain = engram.open("bench", Mode::Online, backend.clone(), audit.clone())?;
+        let opened = start.elapsed();
         let read = domain.read(&latest())?;
-        times.push(start.elapsed());
+        totals.push(start.elapsed());
+        opens.push(opened);
         assert_eq!(read.map_err(|e| anyhow::anyhow!("{e:?}"))?.records.len(), 1);
     }
-    times.sort();
-    Ok((times[n / 2], times[(n * 99 / 100).min(n - 1)]))
+    let pick = |mut times: Vec<Duration>| {
+        times.sort();
+        (times[n / 2], times[(n * 99 / 100).min(n - 1)])
+    };
+    let (open_p50, open_p99) = pick(opens);
+    let (p50, p99) = pick(totals);
+    Ok([open_p50, open_p99, p50, p99])
 }
 
 /// Resident memory of the process, in bytes.
@@ -90,12 +99,42 @@ fn rss() -> anyhow::Result<u64> {
     Ok(kb * 1024)
 }
 
-/// RSS before and after opening `live` domains that each answered a read.
-fn live_domains(engram: &Engram, live: usize) -> anyhow::Result<(u64, u64)> {
+/// RSS before and after opening `live` domains that each answered a read,
+/// measured in a process of its own so that neither allocator inherits the
+/// other's heap: this program runs itself with `ENGRAM_BENCH_RSS` set.
+fn live_domains(pooled: bool, live: usize, cache: &std::path::Path) -> anyhow::Result<(u64, u64)> {
+    let out = std::process::Command::new(std::env::current_exe()?)
+        .env(
+            "ENGRAM_BENCH_RSS",
+            if pooled { "pooled" } else { "on-demand" },
+        )
+        .arg(live.to_string())
+        .arg(cache)
+        .output()?;
+    if !out.status.success() {
+        anyhow::bail!(
+            "the RSS run failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let text = String::from_utf8(out.stdout)?;
+    let mut numbers = text.split_whitespace().map(str::parse::<u64>);
+    match (numbers.next(), numbers.next()) {
+        (Some(Ok(before)), Some(Ok(after))) => Ok((before, after)),
+        _ => anyhow::bail!("the RSS run printed {text:?}"),
+    }
+}
+
+/// The RSS run: prints the bytes resident before and after.
+fn live_domains_here(pooled: bool) -> anyhow::Result<()> {
+    let mut args = std::env::args().skip(1);
+    let live: usize = args.next().unwrap_or_default().parse()?;
+    let cache = std::path::PathBuf::from(args.next().unwrap_or_default());
+    let engram = engram(pooled, Some(&cache))?;
     let backend: Arc<dyn Backend> = Arc::new(MemoryBackend::new());
     let audit: Arc<dyn AuditSink> = Arc::new(MemoryAudit::new());
-    let before = rss()?;
     let mut domains = Vec::with_capacity(live);
+    let before = rss()?;
     for i in 0..live {
         let mut domain = engram.open(
             &format!("agent-{i}"),
@@ -109,8 +148,8 @@ fn live_domains(engram: &Engram, live: usize) -> anyhow::Result<(u64, u64)> {
         domains.push(domain);
     }
     let after = rss()?;
-    drop(domains);
-    Ok((before, after))
+    println!("{before} {after}");
+    Ok(())
 }
 
 fn us(d: Duration) -> f64 {
@@ -122,6 +161,9 @@ fn mib(bytes: u64) -> f64 {
 }
 
 fn main() -> anyhow::Result<()> {
+    if let Ok(kind) = std::env::var("ENGRAM_BENCH_RSS") {
+        return live_domains_here(kind == "pooled");
+    }
     let numbers: Vec<usize> = std::env::args()
         .skip(1)
         .filter(|a| !a.starts_with('-'))
@@ -138,15 +180,19 @@ fn main() -> anyhow::Result<()> {
     let compile = start.elapsed();
     assert_eq!(compiled.origin(), engram::Origin::Compiled);
     drop(compiled);
-    let mut loads = Vec::new();
-    for _ in 0..5 {
-        let start = Instant::now();
-        let loaded = engram(true, Some(&cache))?;
-        loads.push(start.elapsed());
-        assert_eq!(loaded.origin(), engram::Origin::Cache);
-    }
-    loads.sort();
-    let load = loads[loads.len() / 2];
+    let load = |pooled: bool| -> anyhow::Result<Duration> {
+        let mut loads = Vec::new();
+        for _ in 0..5 {
+            let start = Instant::now();
+            let loaded = engram(pooled, Some(&cache))?;
+            loads.push(start.elapsed());
+            assert_eq!(loaded.origin(), engram::Origin::Cache);
+        }
+        loads.sort();
+        Ok(loads[loads.len() / 2])
+    };
+    let load_pooled = load(true)?;
+    let load_on_demand = load(false)?;
 
     let pooled = engram(true, Some(&cache))?;
     let on_demand = engram(false, Some(&cache))?;
@@ -161,28 +207,36 @@ fn main() -> anyhow::Result<()> {
     ];
     let mut rows = Vec::new();
     for (store, backend, audit) in &stores {
-        let (pm, pp) = open_and_read(&pooled, backend, audit, n)?;
-        let (dm, dp) = open_and_read(&on_demand, backend, audit, n)?;
-        rows.push((*store, pm, pp, dm, dp));
+        let pooled = open_and_read(&pooled, backend, audit, n)?;
+        let on_demand = open_and_read(&on_demand, backend, audit, n)?;
+        if rows.is_empty() {
+            let open = |t: [Duration; 4]| [t[0], t[1]];
+            rows.push((
+                "open a domain (instantiate)".to_owned(),
+                open(pooled),
+                open(on_demand),
+            ));
+        }
+        let total = |t: [Duration; 4]| [t[2], t[3]];
+        rows.push((
+            format!("open + one read, {store}"),
+            total(pooled),
+            total(on_demand),
+        ));
     }
-    let (pool_before, pool_after) = live_domains(&pooled, live)?;
-    let (demand_before, demand_after) = live_domains(&on_demand, live)?;
+    let (pool_before, pool_after) = live_domains(true, live, &cache)?;
+    let (demand_before, demand_after) = live_domains(false, live, &cache)?;
 
     println!("engram instances benchmark: {n} opens per case, {live} live domains");
     println!();
     println!(
-        "{:<34} {:>12} {:>12} {:>12} {:>12} {:>9}",
-        "open a domain + one read",
-        "pooled p50",
-        "pooled p99",
-        "on-demand p50",
-        "on-demand p99",
-        "× p50"
+        "{:<34} {:>12} {:>12} {:>13} {:>13} {:>9}",
+        "per domain", "pooled p50", "pooled p99", "on-demand p50", "on-demand p99", "× p50"
     );
-    for (store, pm, pp, dm, dp) in rows {
+    for (name, [pm, pp], [dm, dp]) in rows {
         println!(
             "{:<34} {:>10.1}µs {:>10.1}µs {:>11.1}µs {:>11.1}µs {:>9.2}",
-            store,
+            name,
             us(pm),
             us(pp),
             us(dm),
@@ -214,21 +268,26 @@ fn main() -> anyhow::Result<()> {
         );
     }
     println!();
-    println!("{:<34} {:>12}", "start an Engram", "ms");
+    println!("{:<38} {:>8}", "start an Engram", "ms");
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    println!("{:<38} {:>8.1}", "compile the component", ms(compile));
     println!(
-        "{:<34} {:>12.1}",
-        "compile the component",
-        compile.as_secs_f64() * 1e3
+        "{:<38} {:>8.1}",
+        "load it from the cache, pooled",
+        ms(load_pooled)
     );
     println!(
-        "{:<34} {:>12.1}",
-        "load it from the cache (median of 5)",
-        load.as_secs_f64() * 1e3
+        "{:<38} {:>8.1}",
+        "load it from the cache, on-demand",
+        ms(load_on_demand)
     );
     println!(
-        "{:<34} {:>12.1}",
-        "× faster",
-        compile.as_secs_f64() / load.as_secs_f64()
+        "{:<38} {:>8.1}",
+        "compile ÷ load (pooled)",
+        compile.as_secs_f64() / load_pooled.as_secs_f64()
     );
+    println!();
+    println!("pooled: Config::max_live_domains = Some(1000); on-demand: None. Loads: median of 5.");
+    println!("Both: a 64 MiB memory limit, copy-on-write memory images, epoch interruption.");
     Ok(())
 }

@@ -180,8 +180,9 @@ pub struct Config {
     pub max_table_elements: u32,
     /// How long one call into the engine may run, host calls it makes
     /// included (wall-clock, by epoch interruption). A call past it is
-    /// stopped between the limit and the limit plus a tenth. `None` for no
-    /// limit. 10 s by default.
+    /// stopped between the limit and the limit plus a tenth; a host call
+    /// that blocks is not cut short, the engine is stopped when it returns.
+    /// `None` for no limit. 10 s by default.
     pub call_timeout: Option<Duration>,
     /// `Some(n)`: instances come from wasmtime's pooling allocator, with
     /// slots for `n` live domains made ready up front (copy-on-write memory
