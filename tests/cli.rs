@@ -5,6 +5,10 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
+/// The compiled engine, kept for every run of the tests in the build's own
+/// temporary folder.
+const CACHE_DIR: &str = concat!(env!("CARGO_TARGET_TMPDIR"), "/engram-cache");
+
 struct Cli {
     dir: tempfile::TempDir,
 }
@@ -30,6 +34,7 @@ impl Cli {
         let mut child = Command::new(env!("CARGO_BIN_EXE_engram"))
             .current_dir(self.dir.path())
             .env_remove("ENGRAM_STORE")
+            .env("ENGRAM_CACHE_DIR", CACHE_DIR)
             .env_remove("ENGRAM_AGENT")
             .arg("--store")
             .arg(self.store())
@@ -370,6 +375,7 @@ fn the_default_store_is_engram_db_in_the_working_folder() {
     let out = Command::new(env!("CARGO_BIN_EXE_engram"))
         .current_dir(cli.dir.path())
         .env_remove("ENGRAM_STORE")
+        .env("ENGRAM_CACHE_DIR", CACHE_DIR)
         .env("ENGRAM_AGENT", "alice")
         .args([
             "write",

@@ -45,19 +45,24 @@
 pub mod algorithms;
 pub mod audit;
 pub mod backend;
+mod cache;
 pub mod json;
+pub mod limits;
 pub mod maintenance;
 pub mod plans;
 
 pub use algorithms::{Bm25Ranker, Candidate, ExtractiveSummarizer, Ranker, Summarizer, Summary};
 pub use audit::{AuditEntry, AuditQuery, AuditSink, MemoryAudit};
 pub use backend::{Backend, MemoryBackend, SqliteBackend, SqliteOptions, Storage, Synchronous};
+pub use cache::Origin;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result, anyhow, bail};
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
-use wasmtime::Store;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use wasmtime::component::{Component, HasSelf, Linker};
+use wasmtime::{InstanceAllocationStrategy, PoolingAllocationConfig, Store, StoreLimits};
 
 #[allow(missing_docs)]
 mod bindings {
@@ -129,7 +134,22 @@ pub enum Mode {
 /// Unix epoch.
 pub type Clock = Arc<dyn Fn() -> i64 + Send + Sync>;
 
-/// What a host sets for every domain it opens.
+/// What a host sets for every domain it opens: the engine's bounds, its
+/// algorithms, and how its instances are made.
+///
+/// The limits, with their defaults (`Config::default()`):
+///
+/// | limit | default | when it is hit |
+/// |---|---|---|
+/// | [`read_limit_ceiling`](Config::read_limit_ceiling) | 1,000 | the read is refused with a typed error |
+/// | [`candidate_limit`](Config::candidate_limit) | 256 | a retrieval reads no more index entries |
+/// | [`max_record_bytes`](Config::max_record_bytes) | 1 MiB | the write is REJECTED and audited with the reason, before the engine runs |
+/// | [`max_batch_ops`](Config::max_batch_ops) | 10,000 | the commit is refused: the write is REJECTED or the cycle's commit fails, reason audited |
+/// | [`max_batch_bytes`](Config::max_batch_bytes) | 16 MiB | as for `max_batch_ops` |
+/// | [`max_memory_bytes`](Config::max_memory_bytes) | 64 MiB | the instance is stopped (a trap): the call errs, the next gets a fresh instance |
+/// | [`max_table_elements`](Config::max_table_elements) | 10,000 | as for `max_memory_bytes` |
+/// | [`call_timeout`](Config::call_timeout) | 10 s | as for `max_memory_bytes` |
+/// | [`max_live_domains`](Config::max_live_domains) | 1,000 | [`Engram::open`] fails at once |
 #[derive(Clone)]
 pub struct Config {
     /// The largest `limit` a read may carry (IO-G6). 1,000 by default.
@@ -143,6 +163,46 @@ pub struct Config {
     pub summarizer: Arc<dyn Summarizer>,
     /// The ranker cycles call; [`Bm25Ranker`] by default.
     pub ranker: Arc<dyn Ranker>,
+    /// The largest record a write may carry, measured by
+    /// [`limits::record_size`] (the bytes of its strings, plus 8 per list
+    /// item). A larger write is answered REJECTED, and the reason audited,
+    /// before it reaches the engine; a summarizer answer larger than this
+    /// fails its cycle. 1 MiB by default.
+    pub max_record_bytes: usize,
+    /// The most puts and deletes one atomic commit may carry: a write with
+    /// its indexes, or every memory a cycle persists. A larger commit is
+    /// refused by the host: the write is REJECTED or the cycle's commit
+    /// fails, and the reason is in the audit trail. 10,000 by default.
+    pub max_batch_ops: u32,
+    /// The most bytes (keys and values) one atomic commit may carry; like
+    /// [`max_batch_ops`](Config::max_batch_ops). 16 MiB by default.
+    pub max_batch_bytes: usize,
+    /// The largest linear memory an instance may grow to, in bytes (rounded
+    /// up to whole 64 KiB pages; at least 2 MiB: the engine starts with
+    /// a little over 1 MiB). Growing past it stops the
+    /// instance (a trap). Each instance's slot reserves this much address
+    /// space (plus a guard region); only what is touched is resident. 64 MiB
+    /// by default.
+    pub max_memory_bytes: usize,
+    /// The most elements a table of an instance may hold; growing past it
+    /// stops the instance. 10,000 by default.
+    pub max_table_elements: u32,
+    /// How long one call into the engine may run, host calls it makes
+    /// included (wall-clock, by epoch interruption). A call past it is
+    /// stopped between the limit and the limit plus a tenth; a host call
+    /// that blocks is not cut short, the engine is stopped when it returns.
+    /// `None` for no limit. 10 s by default.
+    pub call_timeout: Option<Duration>,
+    /// `Some(n)`: instances come from wasmtime's pooling allocator, with
+    /// slots for `n` live domains made ready up front (copy-on-write memory
+    /// images make an instance in microseconds); opening one more fails at
+    /// once. `None`: each instance is allocated on demand, with no cap.
+    /// `Some(1000)` by default.
+    pub max_live_domains: Option<u32>,
+    /// A folder to keep the compiled component in, so the next
+    /// [`Engram`] made with the same settings loads it instead of compiling
+    /// it (see [`Engram::origin`]). `None` (the default) compiles every time.
+    pub cache_dir: Option<PathBuf>,
 }
 
 impl Default for Config {
@@ -153,6 +213,14 @@ impl Default for Config {
             candidate_limit: 256,
             summarizer: Arc::new(ExtractiveSummarizer::default()),
             ranker: Arc::new(Bm25Ranker),
+            max_record_bytes: 1 << 20,
+            max_batch_ops: 10_000,
+            max_batch_bytes: 16 << 20,
+            max_memory_bytes: 64 << 20,
+            max_table_elements: 10_000,
+            call_timeout: Some(Duration::from_secs(10)),
+            max_live_domains: Some(1_000),
+            cache_dir: None,
         }
     }
 }
@@ -168,11 +236,33 @@ pub fn system_time_ms() -> i64 {
 /// The longest agent id a domain may be opened for, in bytes.
 pub const MAX_AGENT_ID_LEN: usize = 256;
 
+/// What one domain's instance may hold at most, for sizing the pool: the
+/// component instantiates a few core modules (the engine and the adapter
+/// shims `wit-component` adds), one linear memory and a few tables.
+const CORE_INSTANCES_PER_DOMAIN: u32 = 8;
+const TABLES_PER_DOMAIN: u32 = 4;
+const MEMORIES_PER_DOMAIN: u32 = 1;
+const WASM_PAGE: usize = 64 << 10;
+
 /// The engine, compiled once; opens a domain per agent.
 pub struct Engram {
+    shared: Arc<Shared>,
+    origin: Origin,
+    cache_file: Option<PathBuf>,
+}
+
+/// What an [`Engram`] and every [`Domain`] it opened share.
+struct Shared {
     engine: wasmtime::Engine,
     pre: bindings::EnginePre<DomainState>,
     config: Config,
+    /// The memory limit, in whole pages.
+    memory_bytes: usize,
+    /// How many epoch ticks a call may run, when calls have a time limit.
+    deadline_ticks: Option<u64>,
+    /// How many domains are open, when their number is capped.
+    live: AtomicU32,
+    _ticker: Option<limits::Ticker>,
 }
 
 impl Engram {
@@ -181,36 +271,105 @@ impl Engram {
         Self::with_config(Config::default())
     }
 
-    /// Compiles the engine component.
+    /// Compiles the engine component, or loads it from
+    /// [`Config::cache_dir`] when an earlier compilation with the same
+    /// settings left it there.
     pub fn with_config(config: Config) -> Result<Self> {
         if config.read_limit_ceiling == 0 || config.candidate_limit == 0 {
             bail!("the read-limit ceiling and the candidate limit must be at least 1");
         }
-        let engine = wasmtime::Engine::new(&wasmtime::Config::new())?;
-        let component = Component::new(&engine, COMPONENT)
+        if config.max_record_bytes == 0 || config.max_batch_ops == 0 || config.max_batch_bytes == 0
+        {
+            bail!("the record and batch limits must be at least 1");
+        }
+        if config.max_memory_bytes < (2 << 20) || config.max_memory_bytes > (1 << 32) {
+            bail!("the memory limit must be between 2 MiB and 4 GiB");
+        }
+        if config.call_timeout == Some(Duration::ZERO) {
+            bail!("a call time limit must be above zero (or None, for no limit)");
+        }
+        if config.max_live_domains == Some(0) {
+            bail!("the number of live domains must be at least 1 (or None, for no cap)");
+        }
+        let memory_bytes = config.max_memory_bytes.div_ceil(WASM_PAGE) * WASM_PAGE;
+
+        let mut settings = wasmtime::Config::new();
+        // Each instance's memory is reserved at the size of its limit, so a
+        // pool of slots costs the limit (and a guard) per domain in address
+        // space rather than 4 GiB; the price is explicit bounds checks.
+        settings.memory_reservation(memory_bytes as u64);
+        settings.memory_init_cow(true);
+        let epoch = config.call_timeout.map(limits::epoch_plan);
+        settings.epoch_interruption(epoch.is_some());
+        if let Some(domains) = config.max_live_domains {
+            let mut pool = PoolingAllocationConfig::new();
+            pool.total_component_instances(domains)
+                .total_core_instances(domains.saturating_mul(CORE_INSTANCES_PER_DOMAIN))
+                .max_core_instances_per_component(CORE_INSTANCES_PER_DOMAIN)
+                .total_memories(domains.saturating_mul(MEMORIES_PER_DOMAIN))
+                .max_memories_per_component(MEMORIES_PER_DOMAIN)
+                .total_tables(domains.saturating_mul(TABLES_PER_DOMAIN))
+                .max_tables_per_component(TABLES_PER_DOMAIN)
+                .max_tables_per_module(TABLES_PER_DOMAIN)
+                .max_memory_size(memory_bytes)
+                .table_elements(config.max_table_elements as usize);
+            settings.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
+        }
+        let engine = wasmtime::Engine::new(&settings)
             .map_err(anyhow::Error::from)
-            .context("compiling the engine component")?;
+            .context("setting up the wasmtime engine")?;
+        let loaded = cache::load_or_compile(&engine, COMPONENT, config.cache_dir.as_deref())?;
         let mut linker = Linker::new(&engine);
         bindings::Engine::add_to_linker::<DomainState, HasSelf<DomainState>>(
             &mut linker,
             |state| state,
         )?;
-        let pre = bindings::EnginePre::new(linker.instantiate_pre(&component)?)?;
+        let pre = bindings::EnginePre::new(linker.instantiate_pre(&loaded.component)?)?;
+        let ticker = match epoch {
+            Some((tick, _)) => {
+                Some(limits::Ticker::start(&engine, tick).context("starting the epoch ticker")?)
+            }
+            None => None,
+        };
         Ok(Engram {
-            engine,
-            pre,
-            config,
+            shared: Arc::new(Shared {
+                engine,
+                pre,
+                config,
+                memory_bytes,
+                deadline_ticks: epoch.map(|(_, ticks)| ticks),
+                live: AtomicU32::new(0),
+                _ticker: ticker,
+            }),
+            origin: loaded.origin,
+            cache_file: loaded.path,
         })
     }
 
     /// The compiled component, for inspecting its imports and exports.
     pub fn component(&self) -> &Component {
-        self.pre.instance_pre().component()
+        self.shared.pre.instance_pre().component()
     }
 
     /// The wasmtime engine the component is compiled for.
     pub fn engine(&self) -> &wasmtime::Engine {
-        &self.engine
+        &self.shared.engine
+    }
+
+    /// Whether the component was compiled now or loaded from the cache.
+    pub fn origin(&self) -> Origin {
+        self.origin
+    }
+
+    /// The cache file the component was loaded from or written to, when
+    /// [`Config::cache_dir`] is set.
+    pub fn cache_file(&self) -> Option<&Path> {
+        self.cache_file.as_deref()
+    }
+
+    /// How many domains this engine has open now.
+    pub fn live_domains(&self) -> u32 {
+        self.shared.live.load(Ordering::SeqCst)
     }
 
     /// Opens the memory domain of one agent over `backend`: a fresh instance
@@ -218,7 +377,8 @@ impl Engram {
     /// audit entries go to `audit`, and whose writes are allowed by `mode`
     /// (IO-W7). Opening for maintenance takes the domain's maintenance lock,
     /// held until the domain is dropped, and fails while another holds it;
-    /// online writes fail while it is held (see [`maintenance`]).
+    /// online writes fail while it is held (see [`maintenance`]). Fails at
+    /// once when [`Config::max_live_domains`] domains are open.
     pub fn open(
         &self,
         agent_id: &str,
@@ -229,12 +389,14 @@ impl Engram {
         if agent_id.is_empty() || agent_id.len() > MAX_AGENT_ID_LEN {
             bail!("an agent id must be 1 to {MAX_AGENT_ID_LEN} bytes long");
         }
+        let slot = Slot::take(&self.shared)?;
+        let config = &self.shared.config;
         let lock = match mode {
             Mode::Online => None,
             Mode::Maintenance => Some(maintenance::LockGuard::acquire(
                 backend.clone(),
                 agent_id,
-                (self.config.clock)(),
+                (config.clock)(),
             )?),
         };
         let state = DomainState {
@@ -243,20 +405,56 @@ impl Engram {
             mode,
             backend,
             audit,
-            summarizer: self.config.summarizer.clone(),
-            ranker: self.config.ranker.clone(),
+            summarizer: config.summarizer.clone(),
+            ranker: config.ranker.clone(),
             tier_ceiling: types::PrivacyTier::Private,
             lock_key: maintenance::lock_key(agent_id),
             lock_held: lock.as_ref().map(|l| l.value().to_vec()),
-            config: self.config.clone(),
+            config: config.clone(),
+            limits: wasmtime::StoreLimitsBuilder::new()
+                .memory_size(self.shared.memory_bytes)
+                .table_elements(config.max_table_elements as usize)
+                .trap_on_grow_failure(true)
+                .build(),
         };
-        let mut store = Store::new(&self.engine, state);
-        let instance = self.pre.instantiate(&mut store)?;
-        Ok(Domain {
-            store,
-            instance,
+        let mut domain = Domain {
+            shared: self.shared.clone(),
+            state,
+            live: None,
+            restarts: 0,
             _lock: lock,
-        })
+            _slot: slot,
+        };
+        domain.live()?;
+        Ok(domain)
+    }
+}
+
+/// A domain's claim on one of [`Config::max_live_domains`]; given back when
+/// the domain is dropped.
+struct Slot(Arc<Shared>);
+
+impl Slot {
+    fn take(shared: &Arc<Shared>) -> Result<Self> {
+        let max = shared.config.max_live_domains.unwrap_or(u32::MAX);
+        shared
+            .live
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
+                (n < max).then_some(n + 1)
+            })
+            .map_err(|_| {
+                anyhow!(
+                    "all {max} domain slots are in use: close a domain first, \
+                     or raise Config::max_live_domains"
+                )
+            })?;
+        Ok(Slot(shared.clone()))
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.0.live.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
@@ -271,26 +469,191 @@ pub(crate) fn domain_prefix(agent_id: &str) -> Vec<u8> {
 
 /// One agent's memory domain: an instance of the engine over that agent's
 /// part of the store. Every IO call goes through it.
+///
+/// A call that stops the instance (a trap: it ran past
+/// [`Config::call_timeout`], grew past [`Config::max_memory_bytes`], or the
+/// audit trail could not be written) answers `Err`. The instance is then
+/// dropped with everything it held, cycles in flight included, and the next
+/// call gets a fresh one with the same agent, mode, storage, audit trail and
+/// algorithms. A call stopped before its commit has stored nothing (the
+/// commit is its last step, and atomic).
 pub struct Domain {
+    shared: Arc<Shared>,
+    /// What every instance of this domain is made with.
+    state: DomainState,
+    live: Option<Live>,
+    restarts: u64,
+    /// The maintenance lock, held while a maintenance domain is open.
+    _lock: Option<maintenance::LockGuard>,
+    _slot: Slot,
+}
+
+/// The instance a domain is running now, and its store.
+struct Live {
     store: Store<DomainState>,
     instance: bindings::Engine,
-    _lock: Option<maintenance::LockGuard>,
+}
+
+/// What the host audits for an IO call that stopped the instance.
+struct Audited<'a> {
+    operation: audit::Operation,
+    request_id: &'a str,
+    source: Option<&'a types::WriteSource>,
+    record_type: Option<types::RecordType>,
 }
 
 impl Domain {
     /// The agent this domain belongs to.
     pub fn agent_id(&self) -> &str {
-        &self.store.data().agent_id
+        &self.state.agent_id
+    }
+
+    /// How many times this domain's instance was stopped and replaced.
+    pub fn restarts(&self) -> u64 {
+        self.restarts
+    }
+
+    /// The running instance; a fresh one if the last was stopped.
+    fn live(&mut self) -> Result<&mut Live> {
+        if self.live.is_none() {
+            let mut store = Store::new(&self.shared.engine, self.state.clone());
+            store.limiter(|state| &mut state.limits);
+            if self.shared.deadline_ticks.is_some() {
+                store.epoch_deadline_trap();
+            }
+            self.arm(&mut store);
+            let instance = self
+                .shared
+                .pre
+                .instantiate(&mut store)
+                .map_err(anyhow::Error::from)
+                .context("instantiating the engine")?;
+            self.live = Some(Live { store, instance });
+        }
+        Ok(self.live.as_mut().expect("an instance was just made"))
+    }
+
+    /// Gives the next call into `store` its full time.
+    fn arm(&self, store: &mut Store<DomainState>) {
+        if let Some(ticks) = self.shared.deadline_ticks {
+            store.set_epoch_deadline(ticks);
+        }
+    }
+
+    /// Calls into the instance. An error stops it: the store is dropped, and
+    /// the next call makes a new one.
+    fn call<R>(
+        &mut self,
+        audited: Option<Audited<'_>>,
+        f: impl FnOnce(&bindings::Engine, &mut Store<DomainState>) -> wasmtime::Result<R>,
+    ) -> Result<R> {
+        let ticks = self.shared.deadline_ticks;
+        let live = self.live()?;
+        if let Some(ticks) = ticks {
+            live.store.set_epoch_deadline(ticks);
+        }
+        match f(&live.instance, &mut live.store) {
+            Ok(answer) => Ok(answer),
+            Err(error) => {
+                self.live = None;
+                self.restarts += 1;
+                let error = self.stopped(anyhow::Error::from(error));
+                if let Some(audited) = audited {
+                    // Best effort: the trail itself may be what failed.
+                    let _ = self.state.audit.append(&AuditEntry {
+                        at: (self.state.config.clock)(),
+                        agent_id: self.state.agent_id.clone(),
+                        request_id: audited.request_id.to_owned(),
+                        operation: audited.operation,
+                        source: audited.source.cloned().map(Into::into),
+                        record_type: audited.record_type.map(Into::into),
+                        outcome: audit::Outcome::Failed,
+                        stored_id: None,
+                        count: None,
+                        reason: Some(format!("{error:#}")),
+                    });
+                }
+                Err(error)
+            }
+        }
+    }
+
+    /// Names why an instance was stopped.
+    fn stopped(&self, error: anyhow::Error) -> anyhow::Error {
+        let why = match error.downcast_ref::<wasmtime::Trap>() {
+            Some(wasmtime::Trap::Interrupt) => match self.shared.config.call_timeout {
+                Some(limit) => format!("the call ran past its time limit of {limit:?}"),
+                None => "the call was interrupted".to_owned(),
+            },
+            Some(_) => "the engine trapped".to_owned(),
+            // What the store's limiter answers a growth past the limits.
+            None if format!("{error:#}").contains("growing memory") => format!(
+                "the engine needed more than its memory limit of {} bytes",
+                self.shared.memory_bytes
+            ),
+            None if format!("{error:#}").contains("growing table") => format!(
+                "the engine needed more than its table limit of {} elements",
+                self.shared.config.max_table_elements
+            ),
+            None => "the engine failed".to_owned(),
+        };
+        error.context(format!(
+            "{why}; its instance was stopped, and the next call gets a fresh one"
+        ))
+    }
+
+    /// The reason a record is too large to write, if it is.
+    fn oversized(&self, size: usize) -> Option<String> {
+        let max = self.state.config.max_record_bytes;
+        (size > max).then(|| {
+            format!(
+                "the record is {size} bytes, above the host's limit of {max} (max_record_bytes)"
+            )
+        })
+    }
+
+    /// Answers a write REJECTED without running it, and audits why (IO-W8).
+    fn reject(
+        &mut self,
+        request_id: &str,
+        source: &types::WriteSource,
+        record_type: types::RecordType,
+        reason: String,
+    ) -> Result<io::WriteResult> {
+        self.state.audit.append(&AuditEntry {
+            at: (self.state.config.clock)(),
+            agent_id: self.state.agent_id.clone(),
+            request_id: request_id.to_owned(),
+            operation: audit::Operation::Write,
+            source: Some(source.clone().into()),
+            record_type: Some(record_type.into()),
+            outcome: audit::Outcome::Rejected,
+            stored_id: None,
+            count: None,
+            reason: Some(reason),
+        })?;
+        Ok(io::WriteResult::Rejected)
     }
 
     /// Writes one record (IO-W1 … IO-W8). `Ok` carries the contract's
     /// answer, ACCEPTED or REJECTED; `Err` means the call itself failed (the
-    /// engine trapped or the audit trail could not be written).
+    /// engine was stopped or the audit trail could not be written). A
+    /// record above [`Config::max_record_bytes`] is REJECTED before it
+    /// reaches the engine.
     pub fn write(&mut self, request: &io::WriteRequest) -> Result<io::WriteResult> {
-        Ok(self
-            .instance
-            .engram_memory_io()
-            .call_write(&mut self.store, request)?)
+        let record_type = record_type(&request.record);
+        if let Some(reason) = self.oversized(limits::record_size(&request.record)) {
+            return self.reject(&request.request_id, &request.source, record_type, reason);
+        }
+        let audited = Audited {
+            operation: audit::Operation::Write,
+            request_id: &request.request_id,
+            source: Some(&request.source),
+            record_type: Some(record_type),
+        };
+        self.call(Some(audited), |engine, store| {
+            engine.engram_memory_io().call_write(store, request)
+        })
     }
 
     /// The newest versions of one FACT key, newest first (MT-2).
@@ -298,10 +661,9 @@ impl Domain {
         &mut self,
         request: &history::VersionsRequest,
     ) -> Result<Result<Vec<types::StoredFact>, io::ReadError>> {
-        Ok(self
-            .instance
-            .engram_memory_history()
-            .call_versions(&mut self.store, request)?)
+        self.call(None, |engine, store| {
+            engine.engram_memory_history().call_versions(store, request)
+        })
     }
 
     /// The version of one FACT key as of a time, on the valid or the
@@ -310,18 +672,35 @@ impl Domain {
         &mut self,
         request: &history::AsOfRequest,
     ) -> Result<Result<Option<types::StoredFact>, io::ReadError>> {
-        Ok(self
-            .instance
-            .engram_memory_history()
-            .call_as_of(&mut self.store, request)?)
+        self.call(None, |engine, store| {
+            engine.engram_memory_history().call_as_of(store, request)
+        })
     }
 
-    /// Writes a value under an id of a namespace (MT-7): a FACT write.
+    /// Writes a value under an id of a namespace (MT-7): a FACT write. A
+    /// value above [`Config::max_record_bytes`] (with its namespace and id)
+    /// is REJECTED before it reaches the engine.
     pub fn put(&mut self, request: &graph::PutRequest) -> Result<io::WriteResult> {
-        Ok(self
-            .instance
-            .engram_memory_graph()
-            .call_put(&mut self.store, request)?)
+        let size = limits::fact_payload_size(&request.value)
+            + request.id.len()
+            + request.namespace.iter().map(|s| s.len() + 1).sum::<usize>();
+        if let Some(reason) = self.oversized(size) {
+            return self.reject(
+                &request.request_id,
+                &request.source,
+                types::RecordType::Fact,
+                reason,
+            );
+        }
+        let audited = Audited {
+            operation: audit::Operation::Write,
+            request_id: &request.request_id,
+            source: Some(&request.source),
+            record_type: Some(types::RecordType::Fact),
+        };
+        self.call(Some(audited), |engine, store| {
+            engine.engram_memory_graph().call_put(store, request)
+        })
     }
 
     /// The current version under an id of a namespace (MT-7).
@@ -331,12 +710,11 @@ impl Domain {
         namespace: &graph::Namespace,
         id: &str,
     ) -> Result<Result<Option<types::StoredFact>, io::ReadError>> {
-        Ok(self.instance.engram_memory_graph().call_get(
-            &mut self.store,
-            &request_id.to_owned(),
-            namespace,
-            id,
-        )?)
+        self.call(None, |engine, store| {
+            engine
+                .engram_memory_graph()
+                .call_get(store, &request_id.to_owned(), namespace, id)
+        })
     }
 
     /// The current versions in a namespace, in key order (MT-7).
@@ -346,12 +724,11 @@ impl Domain {
         namespace: &graph::Namespace,
         limit: u32,
     ) -> Result<Result<Vec<types::StoredFact>, io::ReadError>> {
-        Ok(self.instance.engram_memory_graph().call_list(
-            &mut self.store,
-            &request_id.to_owned(),
-            namespace,
-            limit,
-        )?)
+        self.call(None, |engine, store| {
+            engine
+                .engram_memory_graph()
+                .call_list(store, &request_id.to_owned(), namespace, limit)
+        })
     }
 
     /// The current entities of one type, in key order (MT-8).
@@ -361,12 +738,14 @@ impl Domain {
         entity_type: types::EntityType,
         limit: u32,
     ) -> Result<Result<Vec<types::StoredFact>, io::ReadError>> {
-        Ok(self.instance.engram_memory_graph().call_entities_of_type(
-            &mut self.store,
-            &request_id.to_owned(),
-            entity_type,
-            limit,
-        )?)
+        self.call(None, |engine, store| {
+            engine.engram_memory_graph().call_entities_of_type(
+                store,
+                &request_id.to_owned(),
+                entity_type,
+                limit,
+            )
+        })
     }
 
     /// The current relationships of one entity (MT-8).
@@ -374,10 +753,11 @@ impl Domain {
         &mut self,
         request: &graph::RelationshipsRequest,
     ) -> Result<Result<Vec<types::StoredFact>, io::ReadError>> {
-        Ok(self
-            .instance
-            .engram_memory_graph()
-            .call_relationships_of(&mut self.store, request)?)
+        self.call(None, |engine, store| {
+            engine
+                .engram_memory_graph()
+                .call_relationships_of(store, request)
+        })
     }
 
     /// Walks the graph from one entity within the request's bounds (MT-9).
@@ -385,10 +765,9 @@ impl Domain {
         &mut self,
         request: &graph::TraverseRequest,
     ) -> Result<Result<graph::Traversal, io::ReadError>> {
-        Ok(self
-            .instance
-            .engram_memory_graph()
-            .call_traverse(&mut self.store, request)?)
+        self.call(None, |engine, store| {
+            engine.engram_memory_graph().call_traverse(store, request)
+        })
     }
 
     /// Lowers the highest privacy tier this domain's reads may return
@@ -397,27 +776,35 @@ impl Domain {
     /// ceiling is never raised: a higher `tier` than the current one leaves
     /// it as it is.
     pub fn restrict_to(mut self, tier: types::PrivacyTier) -> Self {
-        let state = self.store.data_mut();
-        if tier_rank(tier) < tier_rank(state.tier_ceiling) {
-            state.tier_ceiling = tier;
+        if tier_rank(tier) < tier_rank(self.state.tier_ceiling) {
+            self.state.tier_ceiling = tier;
+            if let Some(live) = &mut self.live {
+                live.store.data_mut().tier_ceiling = tier;
+            }
         }
         self
     }
 
     /// The highest privacy tier this domain's reads may return (MT-1).
     pub fn tier_ceiling(&self) -> types::PrivacyTier {
-        self.store.data().tier_ceiling
+        self.state.tier_ceiling
     }
 
     /// Replaces the summarizer this domain's cycles call.
     pub fn with_summarizer(mut self, summarizer: Arc<dyn Summarizer>) -> Self {
-        self.store.data_mut().summarizer = summarizer;
+        self.state.summarizer = summarizer.clone();
+        if let Some(live) = &mut self.live {
+            live.store.data_mut().summarizer = summarizer;
+        }
         self
     }
 
     /// Replaces the ranker this domain's cycles call.
     pub fn with_ranker(mut self, ranker: Arc<dyn Ranker>) -> Self {
-        self.store.data_mut().ranker = ranker;
+        self.state.ranker = ranker.clone();
+        if let Some(live) = &mut self.live {
+            live.store.data_mut().ranker = ranker;
+        }
         self
     }
 
@@ -429,13 +816,25 @@ impl Domain {
         session_ref: &str,
         request_id: &str,
     ) -> Result<Result<Cycle, cycle::PlanError>> {
-        let begun = self.instance.engram_memory_cycle().cycle().call_begin(
-            &mut self.store,
-            plan,
-            session_ref,
-            request_id,
-        )?;
-        Ok(begun.map(Cycle))
+        let begun = self.call(None, |engine, store| {
+            engine
+                .engram_memory_cycle()
+                .cycle()
+                .call_begin(store, plan, session_ref, request_id)
+        })?;
+        let instance = self.restarts;
+        Ok(begun.map(|resource| Cycle { resource, instance }))
+    }
+
+    /// The cycle's resource, if the instance it was begun in still runs.
+    fn resource(&self, cycle: &Cycle) -> Result<wasmtime::component::ResourceAny> {
+        if cycle.instance != self.restarts || self.live.is_none() {
+            bail!(
+                "this cycle was lost when its instance was stopped; \
+                 nothing it staged was persisted (B5-D1)"
+            );
+        }
+        Ok(cycle.resource)
     }
 
     /// Runs one stage of a cycle with the transient inputs given.
@@ -445,38 +844,49 @@ impl Domain {
         stage: cycle::Stage,
         input: &cycle::TurnInput,
     ) -> Result<Result<Vec<cycle::StepResult>, cycle::CycleError>> {
-        Ok(self.instance.engram_memory_cycle().cycle().call_run_stage(
-            &mut self.store,
-            cycle.0,
-            stage,
-            input,
-        )?)
+        let resource = self.resource(cycle)?;
+        self.call(None, |engine, store| {
+            engine
+                .engram_memory_cycle()
+                .cycle()
+                .call_run_stage(store, resource, stage, input)
+        })
     }
 
     /// The output of a step of a cycle, if it ran.
     pub fn step_output(&mut self, cycle: &Cycle, step: &str) -> Result<Option<cycle::StepOutput>> {
-        Ok(self.instance.engram_memory_cycle().cycle().call_output(
-            &mut self.store,
-            cycle.0,
-            step,
-        )?)
+        let resource = self.resource(cycle)?;
+        self.call(None, |engine, store| {
+            engine
+                .engram_memory_cycle()
+                .cycle()
+                .call_output(store, resource, step)
+        })
     }
 
     /// Commits a cycle: every staged memory in one atomic commit (B5-D1).
+    /// A cycle whose instance was stopped answers `Err`: nothing it staged
+    /// is left to commit.
     pub fn commit_cycle(
         &mut self,
         cycle: &Cycle,
     ) -> Result<Result<Vec<String>, cycle::CycleError>> {
-        Ok(self
-            .instance
-            .engram_memory_cycle()
-            .cycle()
-            .call_commit(&mut self.store, cycle.0)?)
+        let resource = self.resource(cycle)?;
+        self.call(None, |engine, store| {
+            engine
+                .engram_memory_cycle()
+                .cycle()
+                .call_commit(store, resource)
+        })
     }
 
-    /// Drops a cycle; anything it staged and did not commit is gone.
+    /// Drops a cycle; anything it staged and did not commit is gone. A
+    /// cycle whose instance was stopped is gone already.
     pub fn drop_cycle(&mut self, cycle: Cycle) -> Result<()> {
-        Ok(cycle.0.resource_drop(&mut self.store)?)
+        let Ok(resource) = self.resource(&cycle) else {
+            return Ok(());
+        };
+        self.call(None, |_, store| resource.resource_drop(store))
     }
 
     /// One page of a maintenance export of the domain, from `start` (none
@@ -486,10 +896,11 @@ impl Domain {
         start: Option<&[u8]>,
         limit: u32,
     ) -> Result<Result<export::ExportPage, export::MaintenanceError>> {
-        Ok(self
-            .instance
-            .engram_memory_maintenance()
-            .call_export(&mut self.store, start, limit)?)
+        self.call(None, |engine, store| {
+            engine
+                .engram_memory_maintenance()
+                .call_export(store, start, limit)
+        })
     }
 
     /// Imports exported items in one commit (IO-W7): how many were new.
@@ -497,10 +908,9 @@ impl Domain {
         &mut self,
         items: &[export::ExportedItem],
     ) -> Result<Result<u32, export::MaintenanceError>> {
-        Ok(self
-            .instance
-            .engram_memory_maintenance()
-            .call_import(&mut self.store, items)?)
+        self.call(None, |engine, store| {
+            engine.engram_memory_maintenance().call_import(store, items)
+        })
     }
 
     /// Reads records (IO-R1 … IO-R7). `Ok(Err(_))` is a refused read, a
@@ -509,19 +919,38 @@ impl Domain {
         &mut self,
         request: &io::ReadRequest,
     ) -> Result<Result<io::ReadResult, io::ReadError>> {
-        Ok(self
-            .instance
-            .engram_memory_io()
-            .call_read(&mut self.store, request)?)
+        let audited = Audited {
+            operation: audit::Operation::Read,
+            request_id: &request.request_id,
+            source: None,
+            record_type: Some(request.record_type),
+        };
+        self.call(Some(audited), |engine, store| {
+            engine.engram_memory_io().call_read(store, request)
+        })
+    }
+}
+
+fn record_type(record: &types::MemoryRecord) -> types::RecordType {
+    match record {
+        types::MemoryRecord::Fact(_) => types::RecordType::Fact,
+        types::MemoryRecord::Event(_) => types::RecordType::Event,
+        types::MemoryRecord::State(_) => types::RecordType::State,
     }
 }
 
 /// A cycle in flight in a [`Domain`]; pass it back to the domain's cycle
-/// calls, and to [`Domain::drop_cycle`] when done.
+/// calls, and to [`Domain::drop_cycle`] when done. It lives as long as the
+/// instance it was begun in.
 #[derive(Debug)]
-pub struct Cycle(wasmtime::component::ResourceAny);
+pub struct Cycle {
+    resource: wasmtime::component::ResourceAny,
+    /// The domain's restart count when the cycle began: which instance.
+    instance: u64,
+}
 
 /// What one engine instance may reach: its agent's part of the store.
+#[derive(Clone)]
 struct DomainState {
     agent_id: String,
     prefix: Vec<u8>,
@@ -536,6 +965,7 @@ struct DomainState {
     lock_key: Vec<u8>,
     lock_held: Option<Vec<u8>>,
     config: Config,
+    limits: StoreLimits,
 }
 
 impl DomainState {
@@ -597,6 +1027,27 @@ impl persistence::Host for DomainState {
         preconditions: Vec<persistence::Precondition>,
         ops: Vec<persistence::Op>,
     ) -> Result<(), persistence::StorageError> {
+        // The largest batch the host takes in one commit.
+        let max_ops = self.config.max_batch_ops;
+        if ops.len() > max_ops as usize {
+            return Err(persistence::StorageError::Unavailable(format!(
+                "a batch of {} puts and deletes is above the host's limit of {max_ops} (max_batch_ops)",
+                ops.len()
+            )));
+        }
+        let bytes: usize = ops
+            .iter()
+            .map(|op| match op {
+                persistence::Op::Put(e) => e.key.len() + e.value.len(),
+                persistence::Op::Delete(key) => key.len(),
+            })
+            .sum();
+        let max_bytes = self.config.max_batch_bytes;
+        if bytes > max_bytes {
+            return Err(persistence::StorageError::Unavailable(format!(
+                "a batch of {bytes} bytes is above the host's limit of {max_bytes} (max_batch_bytes)"
+            )));
+        }
         let preconditions: Vec<_> = preconditions
             .into_iter()
             .map(|p| match p {
@@ -725,6 +1176,13 @@ impl wit_summarizer::Host for DomainState {
         let summary = self
             .summarizer
             .summarize(&user_message, model_response.as_deref())?;
+        let size = limits::summary_size(&summary.summary, &summary.keywords);
+        let max = self.config.max_record_bytes;
+        if size > max {
+            return Err(format!(
+                "the summary is {size} bytes, above the host's limit of {max} (max_record_bytes)"
+            ));
+        }
         Ok(wit_summarizer::Summary {
             summary: summary.summary,
             keywords: summary.keywords,

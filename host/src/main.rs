@@ -42,6 +42,12 @@ struct Cli {
     #[arg(long, global = true, env = "ENGRAM_TIER_CEILING", default_value = "private", value_parser = parse_tier)]
     tier_ceiling: PrivacyTier,
 
+    /// Compile the engine afresh and keep no compiled copy. Otherwise the
+    /// compiled engine is kept in ENGRAM_CACHE_DIR, else
+    /// $XDG_CACHE_HOME/engram, else ~/.cache/engram.
+    #[arg(long, global = true)]
+    no_cache: bool,
+
     #[command(subcommand)]
     command: Command,
 }
@@ -240,8 +246,25 @@ pub struct Io {
 /// A failure that ends the command: its one-line message and exit code.
 struct Exit(u8, String);
 
+/// Where the compiled engine is kept; set once, from the command line.
+static CACHE_DIR: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
+
+/// The cache folder: `ENGRAM_CACHE_DIR`, else `$XDG_CACHE_HOME/engram`,
+/// else `$HOME/.cache/engram`; none with `--no-cache` or without a home.
+fn cache_dir(no_cache: bool) -> Option<PathBuf> {
+    let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
+    if no_cache {
+        return None;
+    }
+    var("ENGRAM_CACHE_DIR")
+        .map(PathBuf::from)
+        .or_else(|| var("XDG_CACHE_HOME").map(|d| PathBuf::from(d).join("engram")))
+        .or_else(|| var("HOME").map(|d| PathBuf::from(d).join(".cache").join("engram")))
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    let _ = CACHE_DIR.set(cache_dir(cli.no_cache));
     match run(cli) {
         Ok(code) => ExitCode::from(code),
         Err(Exit(code, message)) => {
@@ -725,8 +748,7 @@ fn read_stdin() -> Result<String, Exit> {
 fn write(store: &str, io: &Io, mode: Mode) -> Result<u8, Exit> {
     let requests: Vec<WriteRequest> = parse_input(io, "write request")?;
     let storage = open_store(store, true)?;
-    let engram = Engram::new().map_err(|e| Exit(FAILURE, format!("{e:#}")))?;
-    let mut domain = engram
+    let mut domain = new_engram()?
         .open(&io.agent, mode, storage.backend, storage.audit)
         .map_err(|e| Exit(FAILURE, format!("{e:#}")))?;
     answer_each(requests, |request| {
@@ -755,11 +777,19 @@ fn open_domain(
     create: bool,
 ) -> Result<engram::Domain, Exit> {
     let store = open_store(spec, create)?;
-    let engram = Engram::new().map_err(|e| Exit(FAILURE, format!("{e:#}")))?;
-    engram
+    new_engram()?
         .open(agent, Mode::Online, store.backend, store.audit)
         .map(|domain| domain.restrict_to(ceiling))
         .map_err(|e| Exit(FAILURE, format!("{e:#}")))
+}
+
+/// The engine, loaded from the cache folder when it holds a compiled copy.
+fn new_engram() -> Result<Engram, Exit> {
+    let config = engram::Config {
+        cache_dir: CACHE_DIR.get().cloned().flatten(),
+        ..engram::Config::default()
+    };
+    Engram::with_config(config).map_err(|e| Exit(FAILURE, format!("{e:#}")))
 }
 
 /// Parses a privacy tier by its seed name.

@@ -3,7 +3,7 @@
 
 use super::{BAD_INPUT, Exit, FAILURE, OK, REFUSED, open_store};
 use engram::export::{ExportedItem, MaintenanceError};
-use engram::{Engram, Mode, Storage};
+use engram::{Mode, Storage};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::{Deserialize, Serialize};
 use std::io::{BufRead, BufWriter, Write};
@@ -56,8 +56,48 @@ struct Line {
     item: ExportedItem,
 }
 
-/// Items one import commit takes.
+/// Items one import commit takes at most.
 const IMPORT_BATCH: usize = 500;
+/// What one import commit may carry, in the host's measure of records and
+/// in index entries: well inside the host's batch limits
+/// (`Config::max_batch_bytes`, `Config::max_batch_ops`).
+const IMPORT_BYTES: usize = 4 << 20;
+const IMPORT_OPS: usize = 4_000;
+
+/// Cuts items into import commits within the limits above.
+fn batches(items: &[ExportedItem]) -> Vec<&[ExportedItem]> {
+    let mut batches = Vec::new();
+    let (mut start, mut bytes, mut ops) = (0, 0, 0);
+    for (i, item) in items.iter().enumerate() {
+        let (size, entries) = match item {
+            ExportedItem::Record(r) => {
+                let keywords = match &r.record {
+                    engram::types::MemoryRecord::Event(e) => match &e.payload {
+                        engram::types::EventPayload::Ingested(m) => m.keywords.len(),
+                        _ => 0,
+                    },
+                    _ => 0,
+                };
+                (engram::limits::record_size(&r.record) + 256, 6 + keywords)
+            }
+            _ => (512, 1),
+        };
+        if i > start
+            && (i - start >= IMPORT_BATCH
+                || bytes + size > IMPORT_BYTES
+                || ops + entries > IMPORT_OPS)
+        {
+            batches.push(&items[start..i]);
+            (start, bytes, ops) = (i, 0, 0);
+        }
+        bytes += size;
+        ops += entries;
+    }
+    if start < items.len() {
+        batches.push(&items[start..]);
+    }
+    batches
+}
 
 pub fn run(store: &str, command: Maintenance) -> Result<u8, Exit> {
     match command {
@@ -140,7 +180,7 @@ fn progress(total: Option<u64>, what: &'static str) -> ProgressBar {
 }
 
 fn export(storage: &Storage, agents: &[String], out: Option<PathBuf>) -> Result<u8, Exit> {
-    let engram = Engram::new().map_err(failure)?;
+    let engram = super::new_engram()?;
     let sink: Box<dyn Write> = match &out {
         Some(path) => Box::new(
             std::fs::File::create(path)
@@ -215,7 +255,7 @@ fn read_lines(file: Option<PathBuf>) -> Result<Vec<Line>, Exit> {
 }
 
 fn import(storage: &Storage, lines: Vec<Line>) -> Result<u8, Exit> {
-    let engram = Engram::new().map_err(failure)?;
+    let engram = super::new_engram()?;
     let bar = progress(Some(lines.len() as u64), "importing");
     let mut groups: Vec<(String, Vec<ExportedItem>)> = Vec::new();
     for line in lines {
@@ -235,7 +275,7 @@ fn import(storage: &Storage, lines: Vec<Line>) -> Result<u8, Exit> {
             )
             .map_err(failure)?;
         let mut new = 0;
-        for batch in items.chunks(IMPORT_BATCH) {
+        for batch in batches(&items) {
             new += domain
                 .import(batch)
                 .map_err(failure)?
