@@ -357,3 +357,40 @@ fn hosts_on_different_domains_of_one_schema_see_only_their_own() {
         }
     }
 }
+
+#[test]
+fn a_malformed_or_unknown_store_url_is_refused_with_exit_4_and_one_line() {
+    let mut cases = vec![
+        (
+            "postgres://postgres@127.0.0.1:notaport/test".to_owned(),
+            "not a valid PostgreSQL URL",
+        ),
+        (
+            "postgres://postgres@127.0.0.1:5432/test?no_such_option=1".to_owned(),
+            "not a valid PostgreSQL URL",
+        ),
+        (
+            "mysql://root@127.0.0.1/test".to_owned(),
+            "not a kind of store",
+        ),
+    ];
+    if let Some(url) = postgres_url() {
+        let separator = if url.contains('?') { '&' } else { '?' };
+        cases.push((
+            format!("{url}{separator}options=-csearch_path%3DBad-Name"),
+            "not a schema name Engram uses",
+        ));
+    }
+    for (store, says) in cases {
+        let output = Command::new(engram_bin())
+            .env_remove("ENGRAM_STORE")
+            .args(["--store", &store, "audit"])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(4), "{store}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{store}: {stderr}");
+        assert!(stderr.contains(says), "{store}: {stderr}");
+        assert!(output.stdout.is_empty());
+    }
+}

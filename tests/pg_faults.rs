@@ -3,6 +3,9 @@
 //! lets the next connection through. A batch is applied whole or not at
 //! all, the call answers an error within a bound instead of hanging, and the
 //! next call on the same backend and the same domain works.
+//!
+//! And the schema a host finds: created once by hosts starting together,
+//! refused when it is newer or not Engram's, keys in byte order on an index.
 
 mod support;
 
@@ -399,4 +402,170 @@ fn fx_trail(s: &Setup) -> Vec<engram::AuditEntry> {
             ..engram::AuditQuery::default()
         })
         .unwrap()
+}
+
+// ---- the schema -------------------------------------------------------------------
+
+fn options(schema: &PgSchema) -> PostgresOptions {
+    PostgresOptions {
+        schema: Some(schema.name.clone()),
+        ..PostgresOptions::default()
+    }
+}
+
+#[test]
+fn hosts_opening_a_new_schema_at_once_create_it_once() {
+    let Some(url) = postgres_url() else { return };
+    let schema = PgSchema::fresh(&url, "schema");
+    let opened: Vec<_> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..4)
+            .map(|_| scope.spawn(|| PostgresBackend::open_with(&url, &options(&schema))))
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    for backend in &opened {
+        assert_eq!(
+            backend.as_ref().map(|b| b.schema()).ok(),
+            Some(schema.name.as_str())
+        );
+    }
+    let versions: Vec<i32> = schema
+        .connect()
+        .query(
+            &format!("SELECT version FROM {}.engram_schema", schema.name),
+            &[],
+        )
+        .unwrap()
+        .iter()
+        .map(|row| row.get(0))
+        .collect();
+    assert_eq!(versions, vec![engram::backend::POSTGRES_SCHEMA_VERSION]);
+}
+
+#[test]
+fn a_schema_of_a_newer_version_is_refused_and_left_untouched() {
+    let Some(url) = postgres_url() else { return };
+    let schema = PgSchema::fresh(&url, "schema");
+    let backend = PostgresBackend::open_with(&url, &options(&schema)).unwrap();
+    backend
+        .commit(&[], &[Op::Put(b"k".to_vec(), b"v".to_vec())])
+        .unwrap();
+    drop(backend);
+    let mut admin = schema.connect();
+    admin
+        .batch_execute(&format!(
+            "UPDATE {}.engram_schema SET version = 99",
+            schema.name
+        ))
+        .unwrap();
+    let error = PostgresBackend::open_with(&url, &options(&schema))
+        .err()
+        .expect("a newer schema is refused");
+    let message = format!("{error:#}");
+    assert!(message.contains("schema version 99"), "{message}");
+    let kept: i64 = admin
+        .query_one(
+            &format!("SELECT count(*) FROM {}.engram_kv", schema.name),
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(kept, 1);
+}
+
+#[test]
+fn a_schema_holding_tables_of_another_program_is_refused() {
+    let Some(url) = postgres_url() else { return };
+    let schema = PgSchema::fresh(&url, "schema");
+    schema
+        .connect()
+        .batch_execute(&format!(
+            "CREATE SCHEMA {0}; CREATE TABLE {0}.engram_kv (id integer)",
+            schema.name
+        ))
+        .unwrap();
+    let message = format!(
+        "{:#}",
+        PostgresBackend::open_with(&url, &options(&schema))
+            .err()
+            .expect("refused")
+    );
+    assert!(message.contains("not an Engram store"), "{message}");
+}
+
+#[test]
+fn scans_go_in_byte_order_on_the_primary_key_index() {
+    let Some(url) = postgres_url() else { return };
+    let schema = PgSchema::fresh(&url, "schema");
+    let backend = PostgresBackend::open_with(&url, &options(&schema)).unwrap();
+    // Bytes a collation or a signed comparison would misorder.
+    let keys: Vec<Vec<u8>> = vec![
+        vec![b'a', 0x00],
+        vec![b'a', 0x00, 0x00],
+        vec![b'a', 0x01],
+        vec![b'a', 0x7f],
+        vec![b'a', 0x80],
+        vec![b'a', 0xc3, 0xa9],
+        vec![b'a', 0xff],
+        vec![b'a', 0xff, 0x00],
+    ];
+    let mut shuffled = keys.clone();
+    shuffled.reverse();
+    let ops: Vec<Op> = shuffled
+        .iter()
+        .map(|k| Op::Put(k.clone(), k.clone()))
+        .collect();
+    backend.commit(&[], &ops).unwrap();
+    let ascending = backend
+        .scan(b"a", b"b", 100, engram::backend::Order::Ascending)
+        .unwrap();
+    assert_eq!(
+        ascending.iter().map(|(k, _)| k.clone()).collect::<Vec<_>>(),
+        keys
+    );
+    let descending = backend
+        .scan(b"a", b"b", 3, engram::backend::Order::Descending)
+        .unwrap();
+    let mut last_three = keys[keys.len() - 3..].to_vec();
+    last_three.reverse();
+    assert_eq!(
+        descending
+            .iter()
+            .map(|(k, _)| k.clone())
+            .collect::<Vec<_>>(),
+        last_three
+    );
+    // The range's end is excluded, its start included.
+    let window = backend
+        .scan(&keys[1], &keys[4], 100, engram::backend::Order::Ascending)
+        .unwrap();
+    assert_eq!(window.len(), 3);
+
+    // With a real amount of data, a bounded scan reads the index, not the table.
+    let many: Vec<Op> = (0..20_000u32)
+        .map(|i| Op::Put([b"z".as_slice(), &i.to_be_bytes()].concat(), vec![1; 50]))
+        .collect();
+    backend.commit(&[], &many).unwrap();
+    let mut admin = schema.connect();
+    admin
+        .batch_execute(&format!("ANALYZE {}.engram_kv", schema.name))
+        .unwrap();
+    let plan: Vec<String> = admin
+        .query(
+            &format!(
+                "EXPLAIN SELECT key, value FROM {}.engram_kv WHERE key >= $1 AND key < $2
+                 ORDER BY key DESC LIMIT 50",
+                schema.name
+            ),
+            &[&b"z".to_vec(), &b"{".to_vec()],
+        )
+        .unwrap()
+        .iter()
+        .map(|row| row.get(0))
+        .collect();
+    let plan = plan.join("\n");
+    assert!(
+        plan.contains("Index Scan Backward using engram_kv_pkey"),
+        "{plan}"
+    );
 }

@@ -9,7 +9,7 @@ mod postgres;
 mod sqlite;
 
 pub use memory::MemoryBackend;
-pub use postgres::{PostgresBackend, PostgresOptions};
+pub use postgres::{PostgresBackend, PostgresOptions, SCHEMA_VERSION as POSTGRES_SCHEMA_VERSION};
 pub use sqlite::{SqliteBackend, SqliteOptions, Synchronous};
 
 use crate::audit::{AuditSink, MemoryAudit};
