@@ -53,7 +53,10 @@ pub mod plans;
 
 pub use algorithms::{Bm25Ranker, Candidate, ExtractiveSummarizer, Ranker, Summarizer, Summary};
 pub use audit::{AuditEntry, AuditQuery, AuditSink, MemoryAudit};
-pub use backend::{Backend, MemoryBackend, SqliteBackend, SqliteOptions, Storage, Synchronous};
+pub use backend::{
+    Backend, MemoryBackend, PostgresBackend, PostgresOptions, SqliteBackend, SqliteOptions,
+    Storage, Synchronous,
+};
 pub use cache::Origin;
 
 use anyhow::{Context, Result, anyhow, bail};

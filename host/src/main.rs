@@ -1,5 +1,5 @@
 //! The `engram` command: the memory IO contract and execution cycles on an
-//! embedded SQLite file.
+//! embedded SQLite file or a shared PostgreSQL database.
 
 #[path = "cli/maintenance.rs"]
 mod maintenance;
@@ -33,7 +33,8 @@ const FAILURE: u8 = 4;
 #[derive(Parser)]
 #[command(name = "engram", version)]
 struct Cli {
-    /// The store: a SQLite file (the default kind).
+    /// The store: a SQLite file (the default kind), or a PostgreSQL database
+    /// shared by many hosts (`postgres://user@host:port/database`).
     #[arg(long, global = true, env = "ENGRAM_STORE", default_value = "engram.db")]
     store: String,
 
@@ -759,7 +760,8 @@ fn write(store: &str, io: &Io, mode: Mode) -> Result<u8, Exit> {
 }
 
 /// Opens the store `spec` names. A SQLite file that does not exist yet is
-/// created only by commands that write.
+/// created only by commands that write; a URL (`postgres://…`) is opened by
+/// every command, and its tables created if absent.
 fn open_store(spec: &str, create: bool) -> Result<Storage, Exit> {
     if !create && !spec.contains("://") && !Path::new(spec).exists() {
         return Err(Exit(

@@ -11,10 +11,10 @@ use engram::io::{
 use engram::types::*;
 use engram::{
     AuditEntry, AuditQuery, AuditSink, Backend, Config, Domain, Engram, MemoryAudit, MemoryBackend,
-    Mode, SqliteBackend,
+    Mode, PostgresBackend, PostgresOptions, SqliteBackend,
 };
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, LazyLock};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, LazyLock, Once};
 
 /// The read-limit ceiling the tests run with.
 pub const CEILING: u32 = 50;
@@ -38,11 +38,91 @@ pub struct Fixture {
     pub audit: Arc<dyn AuditSink>,
     trail: Trail,
     _dir: Option<tempfile::TempDir>,
+    _schema: Option<PgSchema>,
 }
 
 enum Trail {
     Memory(Arc<MemoryAudit>),
     Sqlite(Arc<SqliteBackend>),
+    Postgres(Arc<PostgresBackend>),
+}
+
+/// The variable that names the PostgreSQL database the PostgreSQL cases run
+/// against.
+pub const POSTGRES_URL_VAR: &str = "ENGRAM_TEST_POSTGRES_URL";
+
+/// The PostgreSQL URL to test against, if the variable is set. Says once on
+/// standard error that the PostgreSQL cases are skipped when it is not.
+pub fn postgres_url() -> Option<String> {
+    static WARNED: Once = Once::new();
+    match std::env::var(POSTGRES_URL_VAR) {
+        Ok(url) if !url.trim().is_empty() => Some(url),
+        _ => {
+            // Straight to standard error: the test harness captures
+            // `eprintln!` of passing tests.
+            WARNED.call_once(|| {
+                use std::io::Write;
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "PostgreSQL cases skipped: set {POSTGRES_URL_VAR}=postgres://postgres@127.0.0.1:5432/test to run them"
+                );
+            });
+            None
+        }
+    }
+}
+
+/// A schema name no other fixture, test binary or run uses.
+pub fn unique_schema(what: &str) -> String {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    format!(
+        "engram_{what}_{}_{}_{nanos}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::SeqCst)
+    )
+}
+
+/// A schema of the test database, dropped with everything in it when this
+/// is dropped.
+pub struct PgSchema {
+    pub url: String,
+    pub name: String,
+}
+
+impl PgSchema {
+    /// Names a fresh schema; the backend opened on it creates it.
+    pub fn fresh(url: &str, what: &str) -> Self {
+        PgSchema {
+            url: url.to_owned(),
+            name: unique_schema(what),
+        }
+    }
+
+    /// The URL of the database with this schema first on the search path,
+    /// for a host that takes only a URL (the CLI).
+    pub fn store_url(&self) -> String {
+        let separator = if self.url.contains('?') { '&' } else { '?' };
+        format!(
+            "{}{separator}options=-csearch_path%3D{}",
+            self.url, self.name
+        )
+    }
+
+    /// A direct connection to the database, beside any backend.
+    pub fn connect(&self) -> postgres::Client {
+        postgres::Client::connect(&self.url, postgres::NoTls).expect("the test database connects")
+    }
+}
+
+impl Drop for PgSchema {
+    fn drop(&mut self) {
+        if let Ok(mut client) = postgres::Client::connect(&self.url, postgres::NoTls) {
+            let _ = client.batch_execute(&format!("DROP SCHEMA IF EXISTS {} CASCADE", self.name));
+        }
+    }
 }
 
 impl Fixture {
@@ -55,6 +135,7 @@ impl Fixture {
             audit: audit.clone(),
             trail: Trail::Memory(audit),
             _dir: None,
+            _schema: None,
         }
     }
 
@@ -69,6 +150,31 @@ impl Fixture {
             audit: store.clone(),
             trail: Trail::Sqlite(store),
             _dir: Some(dir),
+            _schema: None,
+        }
+    }
+
+    /// A PostgreSQL store in a fresh schema of the database `url` names,
+    /// dropped with the fixture.
+    pub fn postgres(url: &str) -> Self {
+        let schema = PgSchema::fresh(url, "test");
+        let store = Arc::new(
+            PostgresBackend::open_with(
+                url,
+                &PostgresOptions {
+                    schema: Some(schema.name.clone()),
+                    ..PostgresOptions::default()
+                },
+            )
+            .expect("a new PostgreSQL store opens"),
+        );
+        Fixture {
+            name: "postgres",
+            backend: store.clone(),
+            audit: store.clone(),
+            trail: Trail::Postgres(store),
+            _dir: None,
+            _schema: Some(schema),
         }
     }
 
@@ -99,14 +205,14 @@ impl Fixture {
 
     /// The whole audit trail, oldest first.
     pub fn trail(&self) -> Vec<AuditEntry> {
+        let everything = AuditQuery {
+            limit: 100_000,
+            ..AuditQuery::default()
+        };
         match &self.trail {
             Trail::Memory(audit) => audit.entries(),
-            Trail::Sqlite(store) => store
-                .audit_trail(&AuditQuery {
-                    limit: 100_000,
-                    ..AuditQuery::default()
-                })
-                .expect("the trail reads"),
+            Trail::Sqlite(store) => store.audit_trail(&everything).expect("the trail reads"),
+            Trail::Postgres(store) => store.trail(&everything).expect("the trail reads"),
         }
     }
 
@@ -131,9 +237,14 @@ impl Fixture {
     }
 }
 
-/// Every backend a rule is proven against.
+/// Every backend a rule is proven against: in memory, a SQLite file, and a
+/// PostgreSQL schema when `ENGRAM_TEST_POSTGRES_URL` names a database.
 pub fn fixtures() -> Vec<Fixture> {
-    vec![Fixture::memory(), Fixture::sqlite()]
+    let mut all = vec![Fixture::memory(), Fixture::sqlite()];
+    if let Some(url) = postgres_url() {
+        all.push(Fixture::postgres(&url));
+    }
+    all
 }
 
 /// A real backend whose calls can be made to fail, and which counts what it

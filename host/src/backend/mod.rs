@@ -5,9 +5,11 @@
 //! every key, so the engine can neither see nor reach another domain.
 
 mod memory;
+mod postgres;
 mod sqlite;
 
 pub use memory::MemoryBackend;
+pub use postgres::{PostgresBackend, PostgresOptions, SCHEMA_VERSION as POSTGRES_SCHEMA_VERSION};
 pub use sqlite::{SqliteBackend, SqliteOptions, Synchronous};
 
 use crate::audit::{AuditSink, MemoryAudit};
@@ -42,9 +44,32 @@ impl Storage {
         })
     }
 
-    /// Opens the store `spec` names: a SQLite file path (the default kind).
+    /// A PostgreSQL database holding both, its tables created if absent
+    /// (`postgres://user@host:port/database?…`).
+    pub fn postgres(url: &str) -> anyhow::Result<Self> {
+        let store = Arc::new(PostgresBackend::open(url)?);
+        Ok(Storage {
+            backend: store.clone(),
+            audit: store,
+        })
+    }
+
+    /// Opens the store `spec` names: a `postgres://` or `postgresql://` URL,
+    /// or else a SQLite file path (the default kind). Any other URL scheme is
+    /// refused.
     pub fn open(spec: &str) -> anyhow::Result<Self> {
-        Self::sqlite(spec)
+        match spec.split_once("://") {
+            Some((scheme, _))
+                if scheme.eq_ignore_ascii_case("postgres")
+                    || scheme.eq_ignore_ascii_case("postgresql") =>
+            {
+                Self::postgres(spec)
+            }
+            Some((scheme, _)) => anyhow::bail!(
+                "{scheme}://: not a kind of store Engram opens (give a SQLite file path or a postgres:// URL)"
+            ),
+            None => Self::sqlite(spec),
+        }
     }
 }
 

@@ -94,29 +94,45 @@ impl SqliteBackend {
         let shown = path.display();
         let conn = Connection::open(&path).with_context(|| format!("{shown}: cannot open"))?;
         conn.busy_timeout(options.busy_timeout)?;
-        let (app, version, tables): (i32, i32, i64) = conn
-            .query_row(
+        let identify = |conn: &Connection| -> Result<(i32, i32, i64)> {
+            conn.query_row(
                 "SELECT (SELECT application_id FROM pragma_application_id),
                         (SELECT user_version FROM pragma_user_version),
                         (SELECT count(*) FROM sqlite_schema)",
                 [],
                 |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)),
             )
-            .map_err(|e| anyhow::anyhow!("{shown}: not an Engram store ({e})"))?;
-        match (app, version, tables) {
+            .map_err(|e| anyhow::anyhow!("{shown}: not an Engram store ({e})"))
+        };
+        let mut found = identify(&conn)?;
+        if found == (0, 0, 0) {
+            // Another process may be creating it at this moment: look again
+            // under the write lock, and create it only if it is still empty.
+            conn.execute_batch("BEGIN IMMEDIATE")
+                .with_context(|| format!("{shown}: cannot create the store"))?;
+            found = identify(&conn)?;
+            let created = if found == (0, 0, 0) {
+                conn.execute_batch(&format!(
+                    "{SCHEMA}
+                     PRAGMA application_id = {APPLICATION_ID};
+                     PRAGMA user_version = {SCHEMA_VERSION};"
+                ))
+                .map(|()| (APPLICATION_ID, SCHEMA_VERSION, 1))
+            } else {
+                Ok(found)
+            };
+            let finished = created.and_then(|c| conn.execute_batch("COMMIT").map(|()| c));
+            if finished.is_err() {
+                let _ = conn.execute_batch("ROLLBACK");
+            }
+            found = finished.with_context(|| format!("{shown}: cannot create the store"))?;
+        }
+        match found {
             (APPLICATION_ID, SCHEMA_VERSION, _) => {}
             (APPLICATION_ID, other, _) => {
                 bail!(
                     "{shown}: Engram store of schema version {other}; this build reads version {SCHEMA_VERSION}"
                 )
-            }
-            (0, 0, 0) => {
-                conn.execute_batch(&format!(
-                    "BEGIN IMMEDIATE; {SCHEMA}
-                     PRAGMA application_id = {APPLICATION_ID};
-                     PRAGMA user_version = {SCHEMA_VERSION}; COMMIT;"
-                ))
-                .with_context(|| format!("{shown}: cannot create the store"))?;
             }
             _ => bail!("{shown}: not an Engram store (it is another SQLite database)"),
         }
