@@ -306,7 +306,7 @@ fn io_w7_one_maintenance_lock_per_domain_and_online_writes_wait_for_it() {
 
 // ---- the CLI, other processes ---------------------------------------------------
 
-fn engram_cli(store: &std::path::Path, args: &[&str], stdin: &str) -> Output {
+fn engram_cli(store: impl AsRef<std::ffi::OsStr>, args: &[&str], stdin: &str) -> Output {
     use std::io::Write;
     let mut child = Command::new(env!("CARGO_BIN_EXE_engram"))
         .env_remove("ENGRAM_STORE")
@@ -328,10 +328,18 @@ fn engram_cli(store: &std::path::Path, args: &[&str], stdin: &str) -> Output {
 const WRITE: &str = r#"{"request_id":"cli-1","source":{"agent_id":"alice","component":"COGNITION","actor":"USER"},"record":{"record_type":"EVENT","timestamp":5,"payload":{"ingested":{"session_ref":"s","summary":"from another process","keywords":["x"]}}}}"#;
 
 #[test]
-fn io_w7_an_online_writer_in_another_process_respects_the_lock() {
-    // proves IO-W7 across processes on one SQLite file
-    let fx = Fixture::sqlite();
-    let store = fx.folder().unwrap().join("engram.db");
+fn io_w7_a_lock_taken_by_one_host_holds_against_writers_in_other_processes() {
+    // proves IO-W7 across processes, on one SQLite file and on one
+    // PostgreSQL database shared by the hosts
+    for fx in fixtures() {
+        let Some(store) = fx.store_spec() else {
+            continue;
+        };
+        lock_across_processes(&fx, &store);
+    }
+}
+
+fn lock_across_processes(fx: &Fixture, store: &str) {
     accept(&mut fx.open("alice"), "first", ingested(1, "before"));
     let maintainer = fx.open_in("alice", Mode::Maintenance);
     let blocked = engram_cli(&store, &["write", "--agent", "alice"], WRITE);

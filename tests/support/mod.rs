@@ -178,6 +178,16 @@ impl Fixture {
         }
     }
 
+    /// What another process passes as `--store` to reach this store: the
+    /// SQLite file or the PostgreSQL URL; none for an in-memory store.
+    pub fn store_spec(&self) -> Option<String> {
+        match (&self._dir, &self._schema) {
+            (Some(dir), _) => Some(dir.path().join("engram.db").display().to_string()),
+            (_, Some(schema)) => Some(schema.store_url()),
+            _ => None,
+        }
+    }
+
     /// Opens an agent's domain online.
     pub fn open(&self, agent: &str) -> Domain {
         self.open_in(agent, Mode::Online)

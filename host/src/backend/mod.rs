@@ -1,7 +1,7 @@
 //! Persistence backends: ordered, transactional key-value stores over bytes.
 //!
 //! A backend knows nothing of records, agents or the contract. The host puts
-//! one agent's domain in front of it ([`crate::Host::open`]) by prefixing
+//! one agent's domain in front of it ([`crate::Engram::open`]) by prefixing
 //! every key, so the engine can neither see nor reach another domain.
 
 mod memory;
