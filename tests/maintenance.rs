@@ -342,7 +342,7 @@ fn io_w7_a_lock_taken_by_one_host_holds_against_writers_in_other_processes() {
 fn lock_across_processes(fx: &Fixture, store: &str) {
     accept(&mut fx.open("alice"), "first", ingested(1, "before"));
     let maintainer = fx.open_in("alice", Mode::Maintenance);
-    let blocked = engram_cli(&store, &["write", "--agent", "alice"], WRITE);
+    let blocked = engram_cli(store, &["write", "--agent", "alice"], WRITE);
     assert_eq!(blocked.status.code(), Some(1));
     assert_eq!(
         String::from_utf8_lossy(&blocked.stdout).trim(),
@@ -350,20 +350,20 @@ fn lock_across_processes(fx: &Fixture, store: &str) {
     );
     let reason = fx.trail().pop().unwrap().reason.unwrap();
     assert!(reason.contains("locked for maintenance"), "{reason}");
-    let export = engram_cli(&store, &["maintenance", "export", "--agent", "alice"], "");
+    let export = engram_cli(store, &["maintenance", "export", "--agent", "alice"], "");
     assert_eq!(export.status.code(), Some(4));
     assert!(String::from_utf8_lossy(&export.stderr).contains("locked for maintenance"));
     drop(maintainer);
-    let written = engram_cli(&store, &["write", "--agent", "alice"], WRITE);
+    let written = engram_cli(store, &["write", "--agent", "alice"], WRITE);
     assert_eq!(written.status.code(), Some(0), "{written:?}");
     // `engram maintenance write` takes MAINTENANCE writes only.
-    let cognition = engram_cli(&store, &["maintenance", "write", "--agent", "alice"], WRITE);
+    let cognition = engram_cli(store, &["maintenance", "write", "--agent", "alice"], WRITE);
     assert_eq!(cognition.status.code(), Some(1));
     let maintenance = WRITE
         .replace("COGNITION", "MAINTENANCE")
         .replace("cli-1", "cli-2");
     let fixed = engram_cli(
-        &store,
+        store,
         &["maintenance", "write", "--agent", "alice"],
         &maintenance,
     );
@@ -371,7 +371,7 @@ fn lock_across_processes(fx: &Fixture, store: &str) {
     // A maintainer in another process keeps this one out, and lets go.
     let mut held = fx.open_in("alice", Mode::Maintenance);
     let other = engram_cli(
-        &store,
+        store,
         &["maintenance", "write", "--agent", "alice"],
         &maintenance,
     );
