@@ -666,34 +666,42 @@ impl From<wit::StoredRecord> for StoredRecord {
     }
 }
 
+impl From<wit::SemanticMemory> for SemanticMemory {
+    fn from(m: wit::SemanticMemory) -> Self {
+        SemanticMemory {
+            content: m.content,
+            context: m.context,
+            valid_at: m.valid_at,
+            invalid_at: m.invalid_at,
+            strength: m.strength,
+            last_accessed: m.last_accessed,
+            access_count: m.access_count,
+            sources: m.sources,
+            confidence: m.confidence,
+            contradictions: m.contradictions,
+            privacy_tier: tier_from_wit(m.privacy_tier),
+        }
+    }
+}
+
+impl From<wit::ProceduralRule> for ProceduralRule {
+    fn from(r: wit::ProceduralRule) -> Self {
+        ProceduralRule {
+            agent_type: r.agent_type,
+            rule: r.rule,
+            derived_from: r.derived_from,
+            confidence: r.confidence,
+            last_validated: r.last_validated,
+            override_count: r.override_count,
+        }
+    }
+}
+
 impl From<wit::FactPayload> for StoredFactPayload {
     fn from(payload: wit::FactPayload) -> Self {
         match payload {
-            wit::FactPayload::Semantic(m) => StoredFactPayload::Semantic(SemanticMemory {
-                content: m.content,
-                context: m.context,
-                valid_at: m.valid_at,
-                invalid_at: m.invalid_at,
-                strength: m.strength,
-                last_accessed: m.last_accessed,
-                access_count: m.access_count,
-                sources: m.sources,
-                confidence: m.confidence,
-                contradictions: m.contradictions,
-                privacy_tier: match m.privacy_tier {
-                    wit::PrivacyTier::Public => PrivacyTier::Public,
-                    wit::PrivacyTier::Sensitive => PrivacyTier::Sensitive,
-                    wit::PrivacyTier::Private => PrivacyTier::Private,
-                },
-            }),
-            wit::FactPayload::Procedural(r) => StoredFactPayload::Procedural(ProceduralRule {
-                agent_type: r.agent_type,
-                rule: r.rule,
-                derived_from: r.derived_from,
-                confidence: r.confidence,
-                last_validated: r.last_validated,
-                override_count: r.override_count,
-            }),
+            wit::FactPayload::Semantic(m) => StoredFactPayload::Semantic(m.into()),
+            wit::FactPayload::Procedural(r) => StoredFactPayload::Procedural(r.into()),
             wit::FactPayload::Entity(e) => StoredFactPayload::Entity(Entity {
                 name: e.name,
                 entity_type: match e.entity_type {
@@ -911,6 +919,309 @@ impl From<wc::StepOutput> for StepOutput {
                 summary: s.summary,
                 keywords: s.keywords,
             },
+        }
+    }
+}
+
+// ---- maintenance export -------------------------------------------------------
+
+use crate::export as wx;
+
+/// One line of an export file (`engram maintenance export`, IO-W7): one
+/// item of one agent's domain, e.g.
+/// `{"agent_id":"alice","item":{"kind":"request","request_id":…}}`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExportLine {
+    /// The domain the item belongs to.
+    pub agent_id: String,
+    /// The item.
+    pub item: ExportItem,
+}
+
+/// An exported item, tagged by `kind`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum ExportItem {
+    /// A stored record with its id, its place in write order and, for a
+    /// FACT, both transaction times.
+    Record {
+        /// The record's id.
+        id: String,
+        /// Its place in the domain's write order.
+        seq: u64,
+        /// When the engine stored it (FACT only).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        created_at: Option<i64>,
+        /// When a newer version closed it (FACT only).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        superseded_at: Option<i64>,
+        /// The record as written, keywords included.
+        record: Box<ExportedRecord>,
+    },
+    /// An answered request id (IO-W2).
+    Request {
+        /// The caller's request id.
+        request_id: String,
+        /// The id it was answered with.
+        stored_id: String,
+        /// The component of the write's source.
+        component: Component,
+        /// The actor of the write's source.
+        actor: Actor,
+    },
+    /// The privacy tier of a FACT key above public (MT-1).
+    KeyTier {
+        /// The fact key.
+        key: String,
+        /// Its tier.
+        privacy_tier: PrivacyTier,
+    },
+}
+
+/// A record as written, tagged by `record_type`; `properties` are kept as
+/// the exact JSON text stored.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(tag = "record_type", deny_unknown_fields)]
+pub enum ExportedRecord {
+    /// A FACT.
+    #[serde(rename = "FACT")]
+    Fact {
+        /// Its key.
+        key: String,
+        /// What it holds.
+        payload: ExportedFactPayload,
+    },
+    /// An EVENT.
+    #[serde(rename = "EVENT")]
+    Event {
+        /// When it happened.
+        timestamp: i64,
+        /// What happened.
+        payload: EventPayload,
+    },
+    /// A STATE.
+    #[serde(rename = "STATE")]
+    State {
+        /// When the snapshot was taken.
+        timestamp: i64,
+        /// The snapshot.
+        payload: StateSnapshot<String>,
+    },
+}
+
+/// What an exported FACT holds.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+#[allow(missing_docs)]
+pub enum ExportedFactPayload {
+    Semantic(SemanticMemory),
+    Procedural(ProceduralRule),
+    Entity(Entity<String>),
+    Relationship(Relationship<String>),
+}
+
+fn entity_type_to_wit(kind: EntityType) -> wit::EntityType {
+    match kind {
+        EntityType::Person => wit::EntityType::Person,
+        EntityType::Organization => wit::EntityType::Organization,
+        EntityType::Place => wit::EntityType::Place,
+        EntityType::Product => wit::EntityType::Product,
+        EntityType::Event => wit::EntityType::Event,
+    }
+}
+
+fn entity_type_from_wit(kind: wit::EntityType) -> EntityType {
+    match kind {
+        wit::EntityType::Person => EntityType::Person,
+        wit::EntityType::Organization => EntityType::Organization,
+        wit::EntityType::Place => EntityType::Place,
+        wit::EntityType::Product => EntityType::Product,
+        wit::EntityType::Event => EntityType::Event,
+    }
+}
+
+fn tier_from_wit(tier: wit::PrivacyTier) -> PrivacyTier {
+    match tier {
+        wit::PrivacyTier::Public => PrivacyTier::Public,
+        wit::PrivacyTier::Sensitive => PrivacyTier::Sensitive,
+        wit::PrivacyTier::Private => PrivacyTier::Private,
+    }
+}
+
+fn tier_to_wit(tier: PrivacyTier) -> wit::PrivacyTier {
+    match tier {
+        PrivacyTier::Public => wit::PrivacyTier::Public,
+        PrivacyTier::Sensitive => wit::PrivacyTier::Sensitive,
+        PrivacyTier::Private => wit::PrivacyTier::Private,
+    }
+}
+
+impl From<wit::MemoryRecord> for ExportedRecord {
+    fn from(record: wit::MemoryRecord) -> Self {
+        match record {
+            wit::MemoryRecord::Fact(f) => ExportedRecord::Fact {
+                key: f.key,
+                payload: match f.payload {
+                    wit::FactPayload::Entity(e) => ExportedFactPayload::Entity(Entity {
+                        name: e.name,
+                        entity_type: entity_type_from_wit(e.entity_type),
+                        properties: e.properties,
+                        first_seen: e.first_seen,
+                        last_mentioned: e.last_mentioned,
+                        mention_count: e.mention_count,
+                        source_memories: e.source_memories,
+                    }),
+                    wit::FactPayload::Relationship(r) => {
+                        ExportedFactPayload::Relationship(Relationship {
+                            from_entity: r.from_entity,
+                            to_entity: r.to_entity,
+                            relationship_type: r.relationship_type,
+                            valid_at: r.valid_at,
+                            invalid_at: r.invalid_at,
+                            properties: r.properties,
+                            source_memories: r.source_memories,
+                        })
+                    }
+                    wit::FactPayload::Semantic(m) => ExportedFactPayload::Semantic(m.into()),
+                    wit::FactPayload::Procedural(r) => ExportedFactPayload::Procedural(r.into()),
+                },
+            },
+            wit::MemoryRecord::Event(e) => ExportedRecord::Event {
+                timestamp: e.timestamp,
+                payload: match e.payload {
+                    wit::EventPayload::Ingested(m) => EventPayload::Ingested(IngestedMemory {
+                        session_ref: m.session_ref,
+                        summary: m.summary,
+                        keywords: m.keywords,
+                    }),
+                    wit::EventPayload::Episode(e) => EventPayload::Episode(e.into()),
+                },
+            },
+            wit::MemoryRecord::State(s) => ExportedRecord::State {
+                timestamp: s.timestamp,
+                payload: StateSnapshot {
+                    subject: s.payload.subject,
+                    properties: s.payload.properties,
+                },
+            },
+        }
+    }
+}
+
+impl From<ExportedRecord> for wit::MemoryRecord {
+    fn from(record: ExportedRecord) -> Self {
+        match record {
+            ExportedRecord::Fact { key, payload } => wit::MemoryRecord::Fact(wit::Fact {
+                key,
+                payload: match payload {
+                    ExportedFactPayload::Semantic(m) => FactPayload::Semantic(m).into(),
+                    ExportedFactPayload::Procedural(r) => FactPayload::Procedural(r).into(),
+                    ExportedFactPayload::Entity(e) => wit::FactPayload::Entity(wit::Entity {
+                        name: e.name,
+                        entity_type: entity_type_to_wit(e.entity_type),
+                        properties: e.properties,
+                        first_seen: e.first_seen,
+                        last_mentioned: e.last_mentioned,
+                        mention_count: e.mention_count,
+                        source_memories: e.source_memories,
+                    }),
+                    ExportedFactPayload::Relationship(r) => {
+                        wit::FactPayload::Relationship(wit::Relationship {
+                            from_entity: r.from_entity,
+                            to_entity: r.to_entity,
+                            relationship_type: r.relationship_type,
+                            valid_at: r.valid_at,
+                            invalid_at: r.invalid_at,
+                            properties: r.properties,
+                            source_memories: r.source_memories,
+                        })
+                    }
+                },
+            }),
+            ExportedRecord::Event { timestamp, payload } => wit::MemoryRecord::Event(wit::Event {
+                timestamp,
+                payload: payload.into(),
+            }),
+            ExportedRecord::State { timestamp, payload } => wit::MemoryRecord::State(wit::State {
+                timestamp,
+                payload: wit::StateSnapshot {
+                    subject: payload.subject,
+                    properties: payload.properties,
+                },
+            }),
+        }
+    }
+}
+
+impl From<wx::ExportedItem> for ExportItem {
+    fn from(item: wx::ExportedItem) -> Self {
+        match item {
+            wx::ExportedItem::Record(r) => ExportItem::Record {
+                id: r.id,
+                seq: r.seq,
+                created_at: r.created_at,
+                superseded_at: r.superseded_at,
+                record: Box::new(r.record.into()),
+            },
+            wx::ExportedItem::Request(r) => {
+                let source = Source::from(wit::WriteSource {
+                    agent_id: String::new(),
+                    component: r.component,
+                    actor: r.actor,
+                });
+                ExportItem::Request {
+                    request_id: r.request_id,
+                    stored_id: r.stored_id,
+                    component: source.component,
+                    actor: source.actor,
+                }
+            }
+            wx::ExportedItem::KeyTier((key, tier)) => ExportItem::KeyTier {
+                key,
+                privacy_tier: tier_from_wit(tier),
+            },
+        }
+    }
+}
+
+impl From<ExportItem> for wx::ExportedItem {
+    fn from(item: ExportItem) -> Self {
+        match item {
+            ExportItem::Record {
+                id,
+                seq,
+                created_at,
+                superseded_at,
+                record,
+            } => wx::ExportedItem::Record(wx::ExportedRecord {
+                id,
+                seq,
+                record: (*record).into(),
+                created_at,
+                superseded_at,
+            }),
+            ExportItem::Request {
+                request_id,
+                stored_id,
+                component,
+                actor,
+            } => {
+                let source = wit::WriteSource::from(Source {
+                    agent_id: String::new(),
+                    component,
+                    actor,
+                });
+                wx::ExportedItem::Request(wx::ExportedRequest {
+                    request_id,
+                    stored_id,
+                    component: source.component,
+                    actor: source.actor,
+                })
+            }
+            ExportItem::KeyTier { key, privacy_tier } => {
+                wx::ExportedItem::KeyTier((key, tier_to_wit(privacy_tier)))
+            }
         }
     }
 }

@@ -76,7 +76,7 @@ mod bindings {
             "engram:memory/audit.append": trappable,
             "engram:memory/domain.id-entropy": trappable,
         },
-        additional_derives: [PartialEq, serde::Serialize, serde::Deserialize],
+        additional_derives: [PartialEq],
     });
 }
 

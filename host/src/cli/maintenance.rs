@@ -3,9 +3,9 @@
 
 use super::{BAD_INPUT, Exit, FAILURE, OK, REFUSED, open_store};
 use engram::export::{ExportedItem, MaintenanceError};
+use engram::json::ExportLine as Line;
 use engram::{Mode, Storage};
 use indicatif::{ProgressBar, ProgressStyle};
-use serde::{Deserialize, Serialize};
 use std::io::{BufRead, BufWriter, Write};
 use std::path::PathBuf;
 
@@ -46,14 +46,6 @@ pub enum Maintenance {
         #[arg(long)]
         agent: String,
     },
-}
-
-/// One line of an export file.
-#[derive(Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Line {
-    agent_id: String,
-    item: ExportedItem,
 }
 
 /// Items one import commit takes at most.
@@ -211,7 +203,7 @@ fn export(storage: &Storage, agents: &[String], out: Option<PathBuf>) -> Result<
             for item in page.items {
                 let line = Line {
                     agent_id: agent.clone(),
-                    item,
+                    item: item.into(),
                 };
                 serde_json::to_writer(&mut sink, &line).map_err(failure)?;
                 sink.write_all(b"\n").map_err(failure)?;
@@ -260,8 +252,8 @@ fn import(storage: &Storage, lines: Vec<Line>) -> Result<u8, Exit> {
     let mut groups: Vec<(String, Vec<ExportedItem>)> = Vec::new();
     for line in lines {
         match groups.last_mut() {
-            Some((agent, items)) if *agent == line.agent_id => items.push(line.item),
-            _ => groups.push((line.agent_id, vec![line.item])),
+            Some((agent, items)) if *agent == line.agent_id => items.push(line.item.into()),
+            _ => groups.push((line.agent_id, vec![line.item.into()])),
         }
     }
     let mut answers = Vec::new();
