@@ -5,10 +5,7 @@
 mod support;
 
 use engram::types::*;
-use engram::{
-    AuditQuery, AuditSink, Backend, Config, Engram, Mode, PostgresBackend, PostgresOptions,
-    SqliteBackend,
-};
+use engram::{AuditQuery, AuditSink, Backend, Config, Engram, Mode, SqliteBackend};
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
 use std::process::{Command, Stdio};
@@ -261,16 +258,7 @@ fn io_w2_io_w8_hosts_sharing_one_postgres_domain_lose_nothing_and_share_no_id() 
     let mut answers = Answers::new();
     let retried = run_hosts(&schema.store_url(), OWN_POSTGRES, &mut answers);
     eprintln!("postgres: {retried} writes were REJECTED under contention and retried");
-    let store = Arc::new(
-        PostgresBackend::open_with(
-            &url,
-            &PostgresOptions {
-                schema: Some(schema.name.clone()),
-                ..PostgresOptions::default()
-            },
-        )
-        .unwrap(),
-    );
+    let store = schema.backend();
     check(&answers, OWN_POSTGRES, true, store.clone(), store);
 }
 
@@ -333,16 +321,7 @@ fn hosts_on_different_domains_of_one_schema_see_only_their_own() {
             String::from_utf8_lossy(&output.stderr)
         );
     }
-    let backend = Arc::new(
-        PostgresBackend::open_with(
-            &url,
-            &PostgresOptions {
-                schema: Some(schema.name.clone()),
-                ..PostgresOptions::default()
-            },
-        )
-        .unwrap(),
-    );
+    let backend = schema.backend();
     for agent in ["alice", "bob"] {
         let mut domain = engram()
             .open(agent, Mode::Online, backend.clone(), backend.clone())

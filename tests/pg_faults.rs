@@ -406,20 +406,13 @@ fn fx_trail(s: &Setup) -> Vec<engram::AuditEntry> {
 
 // ---- the schema -------------------------------------------------------------------
 
-fn options(schema: &PgSchema) -> PostgresOptions {
-    PostgresOptions {
-        schema: Some(schema.name.clone()),
-        ..PostgresOptions::default()
-    }
-}
-
 #[test]
 fn hosts_opening_a_new_schema_at_once_create_it_once() {
     let Some(url) = postgres_url() else { return };
     let schema = PgSchema::fresh(&url, "schema");
     let opened: Vec<_> = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..4)
-            .map(|_| scope.spawn(|| PostgresBackend::open_with(&url, &options(&schema))))
+            .map(|_| scope.spawn(|| PostgresBackend::open_with(&url, &schema.options())))
             .collect();
         handles.into_iter().map(|h| h.join().unwrap()).collect()
     });
@@ -446,7 +439,7 @@ fn hosts_opening_a_new_schema_at_once_create_it_once() {
 fn a_schema_of_a_newer_version_is_refused_and_left_untouched() {
     let Some(url) = postgres_url() else { return };
     let schema = PgSchema::fresh(&url, "schema");
-    let backend = PostgresBackend::open_with(&url, &options(&schema)).unwrap();
+    let backend = PostgresBackend::open_with(&url, &schema.options()).unwrap();
     backend
         .commit(&[], &[Op::Put(b"k".to_vec(), b"v".to_vec())])
         .unwrap();
@@ -458,7 +451,7 @@ fn a_schema_of_a_newer_version_is_refused_and_left_untouched() {
             schema.name
         ))
         .unwrap();
-    let error = PostgresBackend::open_with(&url, &options(&schema))
+    let error = PostgresBackend::open_with(&url, &schema.options())
         .err()
         .expect("a newer schema is refused");
     let message = format!("{error:#}");
@@ -486,7 +479,7 @@ fn a_schema_holding_tables_of_another_program_is_refused() {
         .unwrap();
     let message = format!(
         "{:#}",
-        PostgresBackend::open_with(&url, &options(&schema))
+        PostgresBackend::open_with(&url, &schema.options())
             .err()
             .expect("refused")
     );
@@ -497,7 +490,7 @@ fn a_schema_holding_tables_of_another_program_is_refused() {
 fn scans_go_in_byte_order_on_the_primary_key_index() {
     let Some(url) = postgres_url() else { return };
     let schema = PgSchema::fresh(&url, "schema");
-    let backend = PostgresBackend::open_with(&url, &options(&schema)).unwrap();
+    let backend = PostgresBackend::open_with(&url, &schema.options()).unwrap();
     // Bytes a collation or a signed comparison would misorder.
     let keys: Vec<Vec<u8>> = vec![
         vec![b'a', 0x00],

@@ -7,7 +7,6 @@
 
 mod support;
 
-use engram::backend::{Op, Order, Pair, Precondition, StoreError};
 use engram::cycle::{Stage, TurnInput};
 use engram::io::WriteResult;
 use engram::types::RecordType;
@@ -35,49 +34,6 @@ fn timed() -> &'static Engram {
         .expect("the engine compiles")
     });
     &ENGRAM
-}
-
-/// A real backend whose reads can be made to block past the deadline.
-struct Slow {
-    inner: Arc<dyn Backend>,
-    blocking: AtomicBool,
-}
-
-impl Slow {
-    fn over(inner: Arc<dyn Backend>) -> Arc<Self> {
-        Arc::new(Slow {
-            inner,
-            blocking: AtomicBool::new(false),
-        })
-    }
-
-    fn block(&self) {
-        if self.blocking.load(Ordering::SeqCst) {
-            std::thread::sleep(BLOCK);
-        }
-    }
-}
-
-impl Backend for Slow {
-    fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, StoreError> {
-        self.block();
-        self.inner.get(key)
-    }
-
-    fn scan(
-        &self,
-        start: &[u8],
-        end: &[u8],
-        limit: u32,
-        order: Order,
-    ) -> Result<Vec<Pair>, StoreError> {
-        self.block();
-        self.inner.scan(start, end, limit, order)
-    }
-
-    fn commit(&self, preconditions: &[Precondition], ops: &[Op]) -> Result<(), StoreError> {
-        self.inner.commit(preconditions, ops)
-    }
 }
 
 /// The real summarizer, made to block past the deadline on demand.
@@ -114,15 +70,15 @@ fn a_call_past_its_time_limit_errs_stores_nothing_and_the_next_call_gets_a_fresh
     // stopped write persists nothing: the retry of its request id is new
     // (IO-W2)
     for fixture in fixtures() {
-        let slow = Slow::over(fixture.backend.clone());
+        let slow = Faulty::over(fixture.backend.clone());
         let mut alice = open(timed(), &fixture, "alice", slow.clone());
         let mut bob = open(timed(), &fixture, "bob", fixture.backend.clone());
         let first = accept(&mut alice, "w-1", state(1, "mission.current"));
         let before = fixture.dump();
 
-        slow.blocking.store(true, Ordering::SeqCst);
+        slow.stall(Some(BLOCK));
         let stopped = alice.write(&request("alice", "w-2", state(2, "mission.next")));
-        slow.blocking.store(false, Ordering::SeqCst);
+        slow.stall(None);
         let error = format!("{:#}", stopped.expect_err("the call is stopped"));
         assert!(error.contains("time limit"), "{}: {error}", fixture.name);
         assert_eq!(alice.restarts(), 1, "{}", fixture.name);
@@ -152,13 +108,13 @@ fn a_call_past_its_time_limit_errs_stores_nothing_and_the_next_call_gets_a_fresh
 #[test]
 fn a_read_past_its_time_limit_errs_and_the_domain_reads_again() {
     for fixture in fixtures() {
-        let slow = Slow::over(fixture.backend.clone());
+        let slow = Faulty::over(fixture.backend.clone());
         let mut alice = open(timed(), &fixture, "alice", slow.clone());
         let id = accept(&mut alice, "w-1", state(1, "mission.current"));
 
-        slow.blocking.store(true, Ordering::SeqCst);
+        slow.stall(Some(BLOCK));
         let stopped = alice.read(&read(RecordType::State, latest(10)));
-        slow.blocking.store(false, Ordering::SeqCst);
+        slow.stall(None);
         assert!(stopped.is_err(), "{}", fixture.name);
         assert_eq!(failed_entries(&fixture).len(), 1);
 
@@ -236,7 +192,7 @@ fn b5_d1_a_cycle_whose_instance_was_stopped_is_gone_and_persisted_nothing() {
 fn a_cycle_in_flight_is_gone_when_another_call_stops_its_instance() {
     // proves B5-D1 for a cycle that did nothing wrong itself
     let fixture = Fixture::sqlite();
-    let slow = Slow::over(fixture.backend.clone());
+    let slow = Faulty::over(fixture.backend.clone());
     let mut alice = open(timed(), &fixture, "alice", slow.clone());
     let plan = engram::plans::ingest();
     let input = TurnInput {
@@ -252,13 +208,13 @@ fn a_cycle_in_flight_is_gone_when_another_call_stops_its_instance() {
         .unwrap()
         .unwrap();
 
-    slow.blocking.store(true, Ordering::SeqCst);
+    slow.stall(Some(BLOCK));
     assert!(
         alice
             .write(&request("alice", "w-1", state(1, "mission.current")))
             .is_err()
     );
-    slow.blocking.store(false, Ordering::SeqCst);
+    slow.stall(None);
 
     assert!(alice.commit_cycle(&cycle).is_err());
     alice.drop_cycle(cycle).unwrap();

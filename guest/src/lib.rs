@@ -373,10 +373,10 @@ fn key_tier(
 /// above the ceiling is withheld, and so is a relationship that joins an
 /// entity whose key is.
 fn shown(record: &Stored) -> Result<bool, String> {
-    let ceiling = tier_rank(domain::tier_ceiling());
     let Stored::Fact(fact) = record else {
         return Ok(true);
     };
+    let ceiling = tier_rank(domain::tier_ceiling());
     if ceiling == 2 {
         return Ok(true);
     }

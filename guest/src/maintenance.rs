@@ -288,12 +288,11 @@ fn import_tier(
         return Err(format!("{key:?} is not a normalized fact key"));
     }
     let rank = tier_rank(tier);
-    let held = crate::key_tier(key, |k| batch.get(k))?;
-    match (held, batch.get(&keys::tier(key))?) {
-        (held, Some(_)) if held == rank => Ok(false),
-        (_, Some(_)) => Err(format!("key {key:?} is held with another tier")),
-        _ if rank == 0 => Ok(false),
-        _ => {
+    match batch.get(&keys::tier(key))? {
+        Some(held) if held == [rank] => Ok(false),
+        Some(_) => Err(format!("key {key:?} is held with another tier")),
+        None if rank == 0 => Ok(false),
+        None => {
             batch.put(keys::tier(key), vec![rank]);
             Ok(true)
         }

@@ -14,6 +14,25 @@ use serde_json::{Map, Value};
 /// A JSON object, for the open `properties` maps.
 pub type Object = Map<String, Value>;
 
+/// An open `properties` map as the component keeps it: JSON text. On the way
+/// in a map is an [`Object`]; an export keeps the stored text itself.
+pub trait Properties {
+    /// The JSON text the component stores.
+    fn into_text(self) -> String;
+}
+
+impl Properties for Object {
+    fn into_text(self) -> String {
+        Value::Object(self).to_string()
+    }
+}
+
+impl Properties for String {
+    fn into_text(self) -> String {
+        self
+    }
+}
+
 /// FACT, EVENT or STATE (IO-R1).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "UPPERCASE")]
@@ -72,17 +91,19 @@ pub struct WriteRequest {
     pub request_id: String,
 }
 
-/// A record as written, tagged by `record_type`.
+/// A record as written, tagged by `record_type`. `P` is the form of the
+/// open `properties` maps: an object on the way in, the stored JSON text in
+/// an export.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(tag = "record_type", deny_unknown_fields)]
-pub enum Record {
+pub enum Record<P = Object> {
     /// `{"record_type":"FACT","key":…,"payload":{…}}`
     #[serde(rename = "FACT")]
     Fact {
         /// A normalized fact key.
         key: String,
         /// What the fact holds.
-        payload: FactPayload,
+        payload: FactPayload<P>,
     },
     /// `{"record_type":"EVENT","timestamp":…,"payload":{…}}`
     #[serde(rename = "EVENT")]
@@ -98,7 +119,7 @@ pub enum Record {
         /// When the snapshot was taken.
         timestamp: i64,
         /// The snapshot.
-        payload: StateSnapshot<Object>,
+        payload: StateSnapshot<P>,
     },
 }
 
@@ -106,15 +127,15 @@ pub enum Record {
 /// `{"entity":{…}}` or `{"relationship":{…}}`.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
-pub enum FactPayload {
+pub enum FactPayload<P = Object> {
     /// A semantic memory (MT-1).
     Semantic(SemanticMemory),
     /// A procedural rule (MT-4).
     Procedural(ProceduralRule),
     /// An entity (MT-5).
-    Entity(Entity<Object>),
+    Entity(Entity<P>),
     /// A relationship (MT-6).
-    Relationship(Relationship<Object>),
+    Relationship(Relationship<P>),
 }
 
 /// What an EVENT holds: `{"ingested":{…}}` or `{"episode":{…}}`.
@@ -390,17 +411,45 @@ pub enum StoredEventPayload {
 }
 
 /// What a stored FACT holds; properties are the stored JSON text.
-#[derive(Debug, Serialize)]
-#[serde(rename_all = "snake_case")]
-#[allow(missing_docs)]
-pub enum StoredFactPayload {
-    Semantic(SemanticMemory),
-    Procedural(ProceduralRule),
-    Entity(Entity<Box<RawValue>>),
-    Relationship(Relationship<Box<RawValue>>),
-}
+pub type StoredFactPayload = FactPayload<Box<RawValue>>;
 
 // ---- into the component's types -------------------------------------------
+
+fn entity_type_to_wit(kind: EntityType) -> wit::EntityType {
+    match kind {
+        EntityType::Person => wit::EntityType::Person,
+        EntityType::Organization => wit::EntityType::Organization,
+        EntityType::Place => wit::EntityType::Place,
+        EntityType::Product => wit::EntityType::Product,
+        EntityType::Event => wit::EntityType::Event,
+    }
+}
+
+fn entity_type_from_wit(kind: wit::EntityType) -> EntityType {
+    match kind {
+        wit::EntityType::Person => EntityType::Person,
+        wit::EntityType::Organization => EntityType::Organization,
+        wit::EntityType::Place => EntityType::Place,
+        wit::EntityType::Product => EntityType::Product,
+        wit::EntityType::Event => EntityType::Event,
+    }
+}
+
+fn tier_from_wit(tier: wit::PrivacyTier) -> PrivacyTier {
+    match tier {
+        wit::PrivacyTier::Public => PrivacyTier::Public,
+        wit::PrivacyTier::Sensitive => PrivacyTier::Sensitive,
+        wit::PrivacyTier::Private => PrivacyTier::Private,
+    }
+}
+
+fn tier_to_wit(tier: PrivacyTier) -> wit::PrivacyTier {
+    match tier {
+        PrivacyTier::Public => wit::PrivacyTier::Public,
+        PrivacyTier::Sensitive => wit::PrivacyTier::Sensitive,
+        PrivacyTier::Private => wit::PrivacyTier::Private,
+    }
+}
 
 impl From<RecordType> for wit::RecordType {
     fn from(t: RecordType) -> Self {
@@ -466,8 +515,8 @@ impl From<WriteRequest> for io::WriteRequest {
     }
 }
 
-impl From<Record> for wit::MemoryRecord {
-    fn from(record: Record) -> Self {
+impl<P: Properties> From<Record<P>> for wit::MemoryRecord {
+    fn from(record: Record<P>) -> Self {
         match record {
             Record::Fact { key, payload } => wit::MemoryRecord::Fact(wit::Fact {
                 key,
@@ -481,15 +530,15 @@ impl From<Record> for wit::MemoryRecord {
                 timestamp,
                 payload: wit::StateSnapshot {
                     subject: payload.subject,
-                    properties: Value::Object(payload.properties).to_string(),
+                    properties: payload.properties.into_text(),
                 },
             }),
         }
     }
 }
 
-impl From<FactPayload> for wit::FactPayload {
-    fn from(payload: FactPayload) -> Self {
+impl<P: Properties> From<FactPayload<P>> for wit::FactPayload {
+    fn from(payload: FactPayload<P>) -> Self {
         match payload {
             FactPayload::Semantic(m) => wit::FactPayload::Semantic(wit::SemanticMemory {
                 content: m.content,
@@ -502,11 +551,7 @@ impl From<FactPayload> for wit::FactPayload {
                 sources: m.sources,
                 confidence: m.confidence,
                 contradictions: m.contradictions,
-                privacy_tier: match m.privacy_tier {
-                    PrivacyTier::Public => wit::PrivacyTier::Public,
-                    PrivacyTier::Sensitive => wit::PrivacyTier::Sensitive,
-                    PrivacyTier::Private => wit::PrivacyTier::Private,
-                },
+                privacy_tier: tier_to_wit(m.privacy_tier),
             }),
             FactPayload::Procedural(r) => wit::FactPayload::Procedural(wit::ProceduralRule {
                 agent_type: r.agent_type,
@@ -518,14 +563,8 @@ impl From<FactPayload> for wit::FactPayload {
             }),
             FactPayload::Entity(e) => wit::FactPayload::Entity(wit::Entity {
                 name: e.name,
-                entity_type: match e.entity_type {
-                    EntityType::Person => wit::EntityType::Person,
-                    EntityType::Organization => wit::EntityType::Organization,
-                    EntityType::Place => wit::EntityType::Place,
-                    EntityType::Product => wit::EntityType::Product,
-                    EntityType::Event => wit::EntityType::Event,
-                },
-                properties: Value::Object(e.properties).to_string(),
+                entity_type: entity_type_to_wit(e.entity_type),
+                properties: e.properties.into_text(),
                 first_seen: e.first_seen,
                 last_mentioned: e.last_mentioned,
                 mention_count: e.mention_count,
@@ -537,7 +576,7 @@ impl From<FactPayload> for wit::FactPayload {
                 relationship_type: r.relationship_type,
                 valid_at: r.valid_at,
                 invalid_at: r.invalid_at,
-                properties: Value::Object(r.properties).to_string(),
+                properties: r.properties.into_text(),
                 source_memories: r.source_memories,
             }),
         }
@@ -697,36 +736,37 @@ impl From<wit::ProceduralRule> for ProceduralRule {
     }
 }
 
-impl From<wit::FactPayload> for StoredFactPayload {
-    fn from(payload: wit::FactPayload) -> Self {
+impl<P> FactPayload<P> {
+    /// The component's payload, its properties text made into `P`.
+    fn from_wit(payload: wit::FactPayload, properties: impl Fn(String) -> P) -> Self {
         match payload {
-            wit::FactPayload::Semantic(m) => StoredFactPayload::Semantic(m.into()),
-            wit::FactPayload::Procedural(r) => StoredFactPayload::Procedural(r.into()),
-            wit::FactPayload::Entity(e) => StoredFactPayload::Entity(Entity {
+            wit::FactPayload::Semantic(m) => FactPayload::Semantic(m.into()),
+            wit::FactPayload::Procedural(r) => FactPayload::Procedural(r.into()),
+            wit::FactPayload::Entity(e) => FactPayload::Entity(Entity {
                 name: e.name,
-                entity_type: match e.entity_type {
-                    wit::EntityType::Person => EntityType::Person,
-                    wit::EntityType::Organization => EntityType::Organization,
-                    wit::EntityType::Place => EntityType::Place,
-                    wit::EntityType::Product => EntityType::Product,
-                    wit::EntityType::Event => EntityType::Event,
-                },
-                properties: raw(e.properties),
+                entity_type: entity_type_from_wit(e.entity_type),
+                properties: properties(e.properties),
                 first_seen: e.first_seen,
                 last_mentioned: e.last_mentioned,
                 mention_count: e.mention_count,
                 source_memories: e.source_memories,
             }),
-            wit::FactPayload::Relationship(r) => StoredFactPayload::Relationship(Relationship {
+            wit::FactPayload::Relationship(r) => FactPayload::Relationship(Relationship {
                 from_entity: r.from_entity,
                 to_entity: r.to_entity,
                 relationship_type: r.relationship_type,
                 valid_at: r.valid_at,
                 invalid_at: r.invalid_at,
-                properties: raw(r.properties),
+                properties: properties(r.properties),
                 source_memories: r.source_memories,
             }),
         }
+    }
+}
+
+impl From<wit::FactPayload> for StoredFactPayload {
+    fn from(payload: wit::FactPayload) -> Self {
+        FactPayload::from_wit(payload, raw)
     }
 }
 
@@ -956,8 +996,9 @@ pub enum ExportItem {
         /// When a newer version closed it (FACT only).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         superseded_at: Option<i64>,
-        /// The record as written, keywords included.
-        record: Box<ExportedRecord>,
+        /// The record as written, keywords included; `properties` are the
+        /// exact JSON text stored.
+        record: Box<Record<String>>,
     },
     /// An answered request id (IO-W2).
     Request {
@@ -979,115 +1020,14 @@ pub enum ExportItem {
     },
 }
 
-/// A record as written, tagged by `record_type`; `properties` are kept as
-/// the exact JSON text stored.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-#[serde(tag = "record_type", deny_unknown_fields)]
-pub enum ExportedRecord {
-    /// A FACT.
-    #[serde(rename = "FACT")]
-    Fact {
-        /// Its key.
-        key: String,
-        /// What it holds.
-        payload: ExportedFactPayload,
-    },
-    /// An EVENT.
-    #[serde(rename = "EVENT")]
-    Event {
-        /// When it happened.
-        timestamp: i64,
-        /// What happened.
-        payload: EventPayload,
-    },
-    /// A STATE.
-    #[serde(rename = "STATE")]
-    State {
-        /// When the snapshot was taken.
-        timestamp: i64,
-        /// The snapshot.
-        payload: StateSnapshot<String>,
-    },
-}
-
-/// What an exported FACT holds.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case", deny_unknown_fields)]
-#[allow(missing_docs)]
-pub enum ExportedFactPayload {
-    Semantic(SemanticMemory),
-    Procedural(ProceduralRule),
-    Entity(Entity<String>),
-    Relationship(Relationship<String>),
-}
-
-fn entity_type_to_wit(kind: EntityType) -> wit::EntityType {
-    match kind {
-        EntityType::Person => wit::EntityType::Person,
-        EntityType::Organization => wit::EntityType::Organization,
-        EntityType::Place => wit::EntityType::Place,
-        EntityType::Product => wit::EntityType::Product,
-        EntityType::Event => wit::EntityType::Event,
-    }
-}
-
-fn entity_type_from_wit(kind: wit::EntityType) -> EntityType {
-    match kind {
-        wit::EntityType::Person => EntityType::Person,
-        wit::EntityType::Organization => EntityType::Organization,
-        wit::EntityType::Place => EntityType::Place,
-        wit::EntityType::Product => EntityType::Product,
-        wit::EntityType::Event => EntityType::Event,
-    }
-}
-
-fn tier_from_wit(tier: wit::PrivacyTier) -> PrivacyTier {
-    match tier {
-        wit::PrivacyTier::Public => PrivacyTier::Public,
-        wit::PrivacyTier::Sensitive => PrivacyTier::Sensitive,
-        wit::PrivacyTier::Private => PrivacyTier::Private,
-    }
-}
-
-fn tier_to_wit(tier: PrivacyTier) -> wit::PrivacyTier {
-    match tier {
-        PrivacyTier::Public => wit::PrivacyTier::Public,
-        PrivacyTier::Sensitive => wit::PrivacyTier::Sensitive,
-        PrivacyTier::Private => wit::PrivacyTier::Private,
-    }
-}
-
-impl From<wit::MemoryRecord> for ExportedRecord {
+impl From<wit::MemoryRecord> for Record<String> {
     fn from(record: wit::MemoryRecord) -> Self {
         match record {
-            wit::MemoryRecord::Fact(f) => ExportedRecord::Fact {
+            wit::MemoryRecord::Fact(f) => Record::Fact {
                 key: f.key,
-                payload: match f.payload {
-                    wit::FactPayload::Entity(e) => ExportedFactPayload::Entity(Entity {
-                        name: e.name,
-                        entity_type: entity_type_from_wit(e.entity_type),
-                        properties: e.properties,
-                        first_seen: e.first_seen,
-                        last_mentioned: e.last_mentioned,
-                        mention_count: e.mention_count,
-                        source_memories: e.source_memories,
-                    }),
-                    wit::FactPayload::Relationship(r) => {
-                        ExportedFactPayload::Relationship(Relationship {
-                            from_entity: r.from_entity,
-                            to_entity: r.to_entity,
-                            relationship_type: r.relationship_type,
-                            valid_at: r.valid_at,
-                            invalid_at: r.invalid_at,
-                            properties: r.properties,
-                            source_memories: r.source_memories,
-                        })
-                    }
-                    wit::FactPayload::Semantic(m) => ExportedFactPayload::Semantic(m.into()),
-                    wit::FactPayload::Procedural(r) => ExportedFactPayload::Procedural(r.into()),
-                },
+                payload: FactPayload::from_wit(f.payload, |text| text),
             },
-            wit::MemoryRecord::Event(e) => ExportedRecord::Event {
+            wit::MemoryRecord::Event(e) => Record::Event {
                 timestamp: e.timestamp,
                 payload: match e.payload {
                     wit::EventPayload::Ingested(m) => EventPayload::Ingested(IngestedMemory {
@@ -1098,58 +1038,13 @@ impl From<wit::MemoryRecord> for ExportedRecord {
                     wit::EventPayload::Episode(e) => EventPayload::Episode(e.into()),
                 },
             },
-            wit::MemoryRecord::State(s) => ExportedRecord::State {
+            wit::MemoryRecord::State(s) => Record::State {
                 timestamp: s.timestamp,
                 payload: StateSnapshot {
                     subject: s.payload.subject,
                     properties: s.payload.properties,
                 },
             },
-        }
-    }
-}
-
-impl From<ExportedRecord> for wit::MemoryRecord {
-    fn from(record: ExportedRecord) -> Self {
-        match record {
-            ExportedRecord::Fact { key, payload } => wit::MemoryRecord::Fact(wit::Fact {
-                key,
-                payload: match payload {
-                    ExportedFactPayload::Semantic(m) => FactPayload::Semantic(m).into(),
-                    ExportedFactPayload::Procedural(r) => FactPayload::Procedural(r).into(),
-                    ExportedFactPayload::Entity(e) => wit::FactPayload::Entity(wit::Entity {
-                        name: e.name,
-                        entity_type: entity_type_to_wit(e.entity_type),
-                        properties: e.properties,
-                        first_seen: e.first_seen,
-                        last_mentioned: e.last_mentioned,
-                        mention_count: e.mention_count,
-                        source_memories: e.source_memories,
-                    }),
-                    ExportedFactPayload::Relationship(r) => {
-                        wit::FactPayload::Relationship(wit::Relationship {
-                            from_entity: r.from_entity,
-                            to_entity: r.to_entity,
-                            relationship_type: r.relationship_type,
-                            valid_at: r.valid_at,
-                            invalid_at: r.invalid_at,
-                            properties: r.properties,
-                            source_memories: r.source_memories,
-                        })
-                    }
-                },
-            }),
-            ExportedRecord::Event { timestamp, payload } => wit::MemoryRecord::Event(wit::Event {
-                timestamp,
-                payload: payload.into(),
-            }),
-            ExportedRecord::State { timestamp, payload } => wit::MemoryRecord::State(wit::State {
-                timestamp,
-                payload: wit::StateSnapshot {
-                    subject: payload.subject,
-                    properties: payload.properties,
-                },
-            }),
         }
     }
 }

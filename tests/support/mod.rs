@@ -101,6 +101,22 @@ impl PgSchema {
         }
     }
 
+    /// Backend options that put the tables in this schema.
+    pub fn options(&self) -> PostgresOptions {
+        PostgresOptions {
+            schema: Some(self.name.clone()),
+            ..PostgresOptions::default()
+        }
+    }
+
+    /// A backend on this schema, which it creates if absent.
+    pub fn backend(&self) -> Arc<PostgresBackend> {
+        Arc::new(
+            PostgresBackend::open_with(&self.url, &self.options())
+                .expect("a PostgreSQL store opens"),
+        )
+    }
+
     /// The URL of the database with this schema first on the search path,
     /// for a host that takes only a URL (the CLI).
     pub fn store_url(&self) -> String {
@@ -158,16 +174,7 @@ impl Fixture {
     /// dropped with the fixture.
     pub fn postgres(url: &str) -> Self {
         let schema = PgSchema::fresh(url, "test");
-        let store = Arc::new(
-            PostgresBackend::open_with(
-                url,
-                &PostgresOptions {
-                    schema: Some(schema.name.clone()),
-                    ..PostgresOptions::default()
-                },
-            )
-            .expect("a new PostgreSQL store opens"),
-        );
+        let store = schema.backend();
         Fixture {
             name: "postgres",
             backend: store.clone(),
@@ -261,6 +268,8 @@ pub fn fixtures() -> Vec<Fixture> {
 /// hands out.
 pub struct Faulty {
     pub inner: Arc<dyn Backend>,
+    /// While set, every read blocks this long first.
+    pub stall_reads: std::sync::Mutex<Option<std::time::Duration>>,
     pub fail_reads: AtomicBool,
     pub fail_commits: AtomicBool,
     pub gets: AtomicU64,
@@ -272,12 +281,25 @@ impl Faulty {
     pub fn over(inner: Arc<dyn Backend>) -> Arc<Self> {
         Arc::new(Faulty {
             inner,
+            stall_reads: std::sync::Mutex::new(None),
             fail_reads: AtomicBool::new(false),
             fail_commits: AtomicBool::new(false),
             gets: AtomicU64::new(0),
             scanned: AtomicU64::new(0),
             largest_scan_limit: AtomicU64::new(0),
         })
+    }
+
+    /// Makes every read block for `delay` first, or stop blocking.
+    pub fn stall(&self, delay: Option<std::time::Duration>) {
+        *self.stall_reads.lock().unwrap() = delay;
+    }
+
+    fn stall_read(&self) {
+        let delay = *self.stall_reads.lock().unwrap();
+        if let Some(delay) = delay {
+            std::thread::sleep(delay);
+        }
     }
 
     pub fn reset_counts(&self) {
@@ -292,6 +314,7 @@ pub const FAULT_DETAIL: &str = "disk I/O error in table engram_kv";
 
 impl Backend for Faulty {
     fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, StoreError> {
+        self.stall_read();
         if self.fail_reads.load(Ordering::SeqCst) {
             return Err(StoreError::Unavailable(FAULT_DETAIL.into()));
         }
@@ -306,6 +329,7 @@ impl Backend for Faulty {
         limit: u32,
         order: Order,
     ) -> Result<Vec<Pair>, StoreError> {
+        self.stall_read();
         if self.fail_reads.load(Ordering::SeqCst) {
             return Err(StoreError::Unavailable(FAULT_DETAIL.into()));
         }

@@ -48,6 +48,9 @@ pub enum Maintenance {
     },
 }
 
+/// Items one export call returns at most: the default read-limit ceiling
+/// of the engine the CLI opens.
+const EXPORT_PAGE: u32 = 1_000;
 /// Items one import commit takes at most.
 const IMPORT_BATCH: usize = 500;
 /// What one import commit may carry, in the host's measure of records and
@@ -194,10 +197,7 @@ fn export(storage: &Storage, agents: &[String], out: Option<PathBuf>) -> Result<
         let mut start: Option<Vec<u8>> = None;
         loop {
             let page = domain
-                .export_page(
-                    start.as_deref(),
-                    1_000.min(engram::Config::default().read_limit_ceiling),
-                )
+                .export_page(start.as_deref(), EXPORT_PAGE)
                 .map_err(failure)?
                 .map_err(|e| refused(agent, e))?;
             for item in page.items {
