@@ -115,6 +115,7 @@ fn the_component_imports_only_engram_interfaces_and_nothing_from_wasi() {
         domain,
         [
             "agent",
+            "answer-byte-limit",
             "candidate-limit",
             "id-entropy",
             "mode",
@@ -281,7 +282,8 @@ fn io_r6_io_g3_io_g4_a_read_answers_records_or_a_typed_error_and_nothing_more() 
             "invalid-range",
             "invalid-key",
             "invalid-request-id",
-            "storage-unavailable"
+            "storage-unavailable",
+            "answer-too-large"
         ]
     );
     assert!(

@@ -270,11 +270,12 @@ fn b5_p3_b5_p1_b5_f4_every_invalid_plan_shape_is_refused_before_anything_runs() 
             "B5-P4",
             PlanErrorKind::MissingTopK,
         ));
+        // A zero top-k has an error of its own, not MissingTopK.
         cases.push((
             plan(Some(0), recall_steps()),
             "retrieve",
             "B5-P4",
-            PlanErrorKind::MissingTopK,
+            PlanErrorKind::ZeroTopK,
         ));
         cases.push((
             plan(Some(CEILING + 1), recall_steps()),
@@ -660,11 +661,23 @@ fn b5_d1_memories_are_saved_only_by_a_committed_cycle_whose_steps_all_succeeded(
         assert_eq!(alice.commit_cycle(&cycle).unwrap(), Err(CycleError::Closed));
         alice.drop_cycle(cycle).unwrap();
         assert_eq!(events(&mut alice), 1, "{}", fx.name);
-        // The cycle's writes carry its request id: a second cycle under the
-        // same id stages a memory with a new timestamp, which IO-W2 refuses,
-        // so its commit fails and stores nothing new.
+        // proves IO-W2 for cycles: a retry of the committed cycle under the
+        // same request id (its memory stamped with a new time) is answered
+        // with the ids the first commit stored, and stores nothing new.
         assert_eq!(
             turn(&mut alice, &full_plan(3), "d1-ok", message, response),
+            Ok(ids.clone())
+        );
+        assert_eq!(events(&mut alice), 1);
+        // The same request id for another turn is refused.
+        assert_eq!(
+            turn(
+                &mut alice,
+                &full_plan(3),
+                "d1-ok",
+                "Another question entirely?",
+                response
+            ),
             Err(CycleError::CommitFailed)
         );
         assert_eq!(events(&mut alice), 1);

@@ -91,3 +91,119 @@ fn a_file_that_is_not_an_engram_store_is_refused_and_left_untouched() {
         .to_string();
     assert!(error.contains("another SQLite database"), "{error}");
 }
+
+/// Makes the store's audit table refuse entries of one request id, as a
+/// full disk or an I/O error would refuse them.
+fn refuse_audit_of(fx: &Fixture, request_id: &str) {
+    let sql = |table: &str| {
+        format!(
+            "CREATE TRIGGER refuse_audit BEFORE INSERT ON {table} FOR EACH ROW WHEN (NEW.request_id = '{request_id}')"
+        )
+    };
+    if let Some(folder) = fx.folder() {
+        let conn = rusqlite::Connection::open(folder.join("engram.db")).unwrap();
+        conn.execute_batch(&format!(
+            "{} BEGIN SELECT RAISE(ABORT, 'the audit trail refuses'); END;",
+            sql("engram_audit")
+        ))
+        .unwrap();
+    } else if let Some(schema) = fx.schema() {
+        let mut client = schema.connect();
+        let table = format!("{}.engram_audit", schema.name);
+        client
+            .batch_execute(&format!(
+                "CREATE FUNCTION {0}.refuse() RETURNS trigger LANGUAGE plpgsql AS
+                   $$ BEGIN RAISE EXCEPTION 'the audit trail refuses'; END $$;
+                 CREATE TRIGGER refuse_audit BEFORE INSERT ON {table} FOR EACH ROW
+                   WHEN (NEW.request_id = convert_to('{request_id}', 'UTF8')) EXECUTE FUNCTION {0}.refuse();",
+                schema.name
+            ))
+            .unwrap();
+    }
+}
+
+#[test]
+fn io_w8_a_write_or_cycle_is_stored_only_with_its_audit_entry() {
+    // proves IO-W8, B5-D1: the entry of a write goes into the write's own
+    // transaction, so a trail that cannot take it keeps the record out too;
+    // a committed write always has its ACCEPTED entry.
+    for fx in fixtures().into_iter().filter(|fx| fx.name != "memory") {
+        let mut alice = fx.open("alice");
+        let kept = accept(&mut alice, "kept", ingested(1, "Asked about Paris"));
+        refuse_audit_of(&fx, "lost");
+        let before = fx.dump();
+        let answer = alice.write(&request("alice", "lost", ingested(2, "Asked about Rome")));
+        assert!(
+            !matches!(answer, Ok(engram::io::WriteResult::Accepted(_))),
+            "{}: {answer:?}",
+            fx.name
+        );
+        assert_eq!(
+            fx.dump(),
+            before,
+            "{}: nothing of the write is stored",
+            fx.name
+        );
+        // A cycle whose commit cannot be audited persists nothing either.
+        refuse_audit_of_cycle(&fx);
+        let plan = engram::plans::ingest();
+        let cycle = alice.begin_cycle(&plan, "s", "cyc").unwrap().unwrap();
+        let input = engram::cycle::TurnInput {
+            user_message: Some("Book me a table at Green Leaf on Friday".into()),
+            model_response: Some("Booked Green Leaf for Friday at seven".into()),
+        };
+        for stage in [
+            engram::cycle::Stage::SummarizeMemory,
+            engram::cycle::Stage::PersistMemory,
+        ] {
+            alice.run_stage(&cycle, stage, &input).unwrap().unwrap();
+        }
+        let committed = alice.commit_cycle(&cycle);
+        assert!(
+            !matches!(committed, Ok(Ok(_))),
+            "{}: {committed:?}",
+            fx.name
+        );
+        let _ = alice.drop_cycle(cycle);
+        assert_eq!(
+            fx.dump(),
+            before,
+            "{}: nothing of the cycle is stored",
+            fx.name
+        );
+        // What was stored has its entry.
+        let trail = fx.trail();
+        assert!(
+            trail.iter().any(|e| e.request_id == "kept"
+                && e.outcome == engram::audit::Outcome::Accepted
+                && e.stored_id.as_deref() == Some(kept.as_str())),
+            "{}",
+            fx.name
+        );
+        let mut alice = fx.open("alice");
+        assert_eq!(records(&mut alice, RecordType::Event, limit(10)).len(), 1);
+    }
+}
+
+/// Refuses the entries of the ingest cycle `cyc` too.
+fn refuse_audit_of_cycle(fx: &Fixture) {
+    if let Some(folder) = fx.folder() {
+        let conn = rusqlite::Connection::open(folder.join("engram.db")).unwrap();
+        conn.execute_batch(
+            "CREATE TRIGGER refuse_cycle BEFORE INSERT ON engram_audit FOR EACH ROW
+               WHEN (NEW.request_id LIKE 'cyc#%' AND NEW.outcome = 'ACCEPTED')
+               BEGIN SELECT RAISE(ABORT, 'the audit trail refuses'); END;",
+        )
+        .unwrap();
+    } else if let Some(schema) = fx.schema() {
+        let mut client = schema.connect();
+        client
+            .batch_execute(&format!(
+                "CREATE TRIGGER refuse_cycle BEFORE INSERT ON {0}.engram_audit FOR EACH ROW
+                   WHEN (convert_from(NEW.request_id, 'UTF8') LIKE 'cyc#%' AND NEW.outcome = 'ACCEPTED')
+                   EXECUTE FUNCTION {0}.refuse();",
+                schema.name
+            ))
+            .unwrap();
+    }
+}

@@ -329,7 +329,9 @@ fn io_w2_a_write_cut_off_mid_commit_is_rejected_and_its_retry_stores_it_once() {
         .map(|e| e.outcome)
         .collect();
     use engram::audit::Outcome::*;
-    assert_eq!(outcomes, vec![Rejected, Replayed]);
+    // proves IO-W8: the commit that applied carried its ACCEPTED entry,
+    // although the answer was lost and REJECTED; the retry is REPLAYED.
+    assert_eq!(outcomes, vec![Accepted, Rejected, Replayed]);
 }
 
 #[test]

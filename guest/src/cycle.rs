@@ -239,6 +239,13 @@ impl CycleResource {
             component: SourceComponent::Cognition,
             actor: SourceActor::System,
         };
+        let entry = |request_id: &str, outcome: Outcome| audit::Entry {
+            request_id: request_id.to_owned(),
+            operation: Operation::Write,
+            source: Some(source.clone()),
+            record_type: Some(RecordType::Event),
+            outcome,
+        };
         let requests: Vec<(String, MemoryRecord)> = staged
             .iter()
             .map(|(step, memory, timestamp)| {
@@ -263,34 +270,39 @@ impl CycleResource {
                     request_id,
                     source: &source,
                     record,
+                    by_cycle: true,
                 })
                 .collect();
-            writer::write_all(&writes)
+            // The entries of what the cycle stores go into its commit.
+            writer::write_all(&writes, |written| {
+                requests
+                    .iter()
+                    .zip(written)
+                    .map(|((request_id, _), w)| entry(request_id, crate::accepted(w)))
+                    .collect()
+            })
         };
-        for (i, (request_id, _)) in requests.iter().enumerate() {
-            let outcome = match &answer {
-                Ok(written) => match &written[i] {
-                    Written::New(id) => Outcome::Accepted(id.clone()),
-                    Written::Replayed(id) => Outcome::Replayed(id.clone()),
-                },
-                Err(reason) => Outcome::Rejected(reason.clone()),
-            };
-            audit::append(&audit::Entry {
-                request_id: request_id.clone(),
-                operation: Operation::Write,
-                source: Some(source.clone()),
-                record_type: Some(RecordType::Event),
-                outcome,
-            });
-        }
         match answer {
-            Ok(written) => Ok(written
-                .into_iter()
-                .map(|w| match w {
-                    Written::New(id) | Written::Replayed(id) => id,
-                })
-                .collect()),
-            Err(_) => Err(CycleError::CommitFailed),
+            Ok(committed) => {
+                if !committed.audited {
+                    for ((request_id, _), w) in requests.iter().zip(&committed.written) {
+                        audit::append(&entry(request_id, crate::accepted(w)));
+                    }
+                }
+                Ok(committed
+                    .written
+                    .into_iter()
+                    .map(|w| match w {
+                        Written::New(id) | Written::Replayed(id) => id,
+                    })
+                    .collect())
+            }
+            Err(reason) => {
+                for (request_id, _) in &requests {
+                    audit::append(&entry(request_id, Outcome::Rejected(reason.clone())));
+                }
+                Err(CycleError::CommitFailed)
+            }
         }
     }
 }
@@ -479,7 +491,8 @@ fn validate_plan(plan: &ExecutionPlan) -> Result<(), PlanError> {
     {
         let ceiling = domain::read_limit_ceiling().max(1);
         match plan.metadata.top_k {
-            None | Some(0) => return Err(fail(retrieve, "B5-P4", PlanErrorKind::MissingTopK)),
+            None => return Err(fail(retrieve, "B5-P4", PlanErrorKind::MissingTopK)),
+            Some(0) => return Err(fail(retrieve, "B5-P4", PlanErrorKind::ZeroTopK)),
             Some(k) if k > ceiling => {
                 return Err(fail(
                     retrieve,

@@ -9,7 +9,7 @@ use crate::exports::engram::memory::graph::{
 };
 use crate::exports::engram::memory::io::{ReadError, WriteRequest, WriteResult};
 use crate::{
-    Engine, Refused, Stored, answered, audit_fact_read, bounded, get, id_text, keys, load,
+    Answer, Engine, Refused, Stored, answered, audit_fact_read, bounded, get, id_text, keys, load,
     load_facts, request_id_given, validate, write,
 };
 use std::collections::HashSet;
@@ -29,7 +29,7 @@ impl Guest for Engine {
             Some(_) => write(&write_request),
             None => Err("the namespace or the id is not made of key segments (MT-7)".into()),
         };
-        answered(write_request, answer)
+        answered(&write_request, answer)
     }
 
     fn get(
@@ -60,7 +60,13 @@ impl Guest for Engine {
             let prefix = namespaced(&namespace, None).ok_or_else(invalid_namespace)?;
             let limit = bounded(limit)?;
             let (start, end) = keys::fact_key_prefix_range(&prefix);
-            load_facts(&start, &end, limit, Direction::Ascending)
+            load_facts(
+                &start,
+                &end,
+                limit,
+                Direction::Ascending,
+                &mut Answer::new(),
+            )
         });
         audit_fact_read(&request_id, answer.as_ref().map(Vec::len));
         answer.map_err(|refused| refused.error)
@@ -75,7 +81,13 @@ impl Guest for Engine {
             let limit = bounded(limit)?;
             let (start, end) =
                 keys::entity_type_range(crate::writer::entity_type_byte(entity_type));
-            load_facts(&start, &end, limit, Direction::Ascending)
+            load_facts(
+                &start,
+                &end,
+                limit,
+                Direction::Ascending,
+                &mut Answer::new(),
+            )
         });
         audit_fact_read(&request_id, answer.as_ref().map(Vec::len));
         answer.map_err(|refused| refused.error)
@@ -99,6 +111,7 @@ impl Guest for Engine {
 }
 
 fn relationships_of(request: &RelationshipsRequest) -> Result<Vec<StoredFact>, Refused> {
+    entity_key(&request.entity)?;
     let mut budget = bounded(request.limit)?;
     edges(
         &request.entity,
@@ -106,7 +119,21 @@ fn relationships_of(request: &RelationshipsRequest) -> Result<Vec<StoredFact>, R
         &request.relationship_types,
         request.valid_at,
         &mut budget,
+        &mut Answer::new(),
     )
+}
+
+/// Refuses an entity that is neither a normalized fact key nor a
+/// pseudo-entity such as `USER` (upper-case letters, digits and `_`), as
+/// `list` and `history` refuse a key that is not normalized (IO-R4).
+fn entity_key(entity: &str) -> Result<(), Refused> {
+    if validate::is_entity_ref(entity) {
+        return Ok(());
+    }
+    Err(Refused::new(
+        ReadError::InvalidKey,
+        format!("{entity:?} is neither a normalized fact key nor an upper-case pseudo-entity"),
+    ))
 }
 
 /// The relationships of `entity` in `direction`, of the given types (all
@@ -118,6 +145,7 @@ fn edges(
     relationship_types: &[String],
     valid: Option<i64>,
     budget: &mut u32,
+    answer: &mut Answer,
 ) -> Result<Vec<StoredFact>, Refused> {
     let direction = match direction {
         EdgeDirection::Outgoing => keys::OUTGOING,
@@ -138,7 +166,7 @@ fn edges(
             break;
         }
         let (start, end) = keys::edge_range(direction, entity, kind);
-        let relationships = load_facts(&start, &end, *budget, Direction::Ascending)?;
+        let relationships = load_facts(&start, &end, *budget, Direction::Ascending, answer)?;
         *budget -= relationships.len() as u32;
         found.extend(
             relationships
@@ -151,6 +179,7 @@ fn edges(
 
 /// Walks from `request.start` within its bounds (MT-9).
 fn traverse(request: &TraverseRequest) -> Result<Traversal, Refused> {
+    entity_key(&request.start)?;
     let max_nodes = bounded(request.max_nodes)? as usize;
     let mut budget = bounded(request.max_edges)?;
     let ceiling = crate::domain::read_limit_ceiling().max(1);
@@ -167,6 +196,7 @@ fn traverse(request: &TraverseRequest) -> Result<Traversal, Refused> {
         seen: HashSet::new(),
         nodes: Vec::new(),
         edges: Vec::new(),
+        answer: Answer::new(),
     };
     walk.visit(&request.start, 0)?;
     match request.order {
@@ -187,6 +217,8 @@ struct Walk<'a> {
     seen: HashSet<String>,
     nodes: Vec<Node>,
     edges: Vec<StoredFact>,
+    /// The bytes of every edge and entity read, kept or not.
+    answer: Answer,
 }
 
 impl Walk<'_> {
@@ -221,6 +253,7 @@ impl Walk<'_> {
             &r.relationship_types,
             r.valid_at,
             self.budget,
+            &mut self.answer,
         )?;
         Ok(found
             .into_iter()

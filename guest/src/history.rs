@@ -6,7 +6,7 @@ use crate::engram::memory::types::{FactPayload, StoredFact};
 use crate::exports::engram::memory::history::{AsOfRequest, Guest, TimeAxis, VersionsRequest};
 use crate::exports::engram::memory::io::ReadError;
 use crate::{
-    Engine, Refused, audit_fact_read, bounded, keys, load_facts, request_id_given, validate,
+    Answer, Engine, Refused, audit_fact_read, bounded, keys, load_facts, request_id_given, validate,
 };
 
 impl Guest for Engine {
@@ -52,7 +52,13 @@ fn checked(request_id: &str, key: &str) -> Result<(), Refused> {
 fn versions(key: &str, limit: u32) -> Result<Vec<StoredFact>, Refused> {
     let limit = bounded(limit)?;
     let (start, end) = keys::version_range(key);
-    load_facts(&start, &end, limit, Direction::Descending)
+    load_facts(
+        &start,
+        &end,
+        limit,
+        Direction::Descending,
+        &mut Answer::new(),
+    )
 }
 
 /// Whether a version held in the world at `at` (valid time, MT-2).

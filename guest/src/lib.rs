@@ -43,7 +43,7 @@ export!(Engine);
 impl Guest for Engine {
     fn write(request: WriteRequest) -> WriteResult {
         let answer = write(&request);
-        answered(request, answer)
+        answered(&request, answer)
     }
 
     fn read(request: ReadRequest) -> Result<ReadResult, ReadError> {
@@ -65,21 +65,35 @@ impl Guest for Engine {
     }
 }
 
-/// Audits a write and turns its answer into the binary result (IO-W8).
-fn answered(request: WriteRequest, answer: Result<Written, String>) -> WriteResult {
-    let (result, outcome) = match answer {
-        Ok(Written::New(id)) => (WriteResult::Accepted(id.clone()), Outcome::Accepted(id)),
-        Ok(Written::Replayed(id)) => (WriteResult::Accepted(id.clone()), Outcome::Replayed(id)),
-        Err(reason) => (WriteResult::Rejected, Outcome::Rejected(reason)),
-    };
-    audit::append(&audit::Entry {
-        request_id: request.request_id,
+/// Turns a write's answer into the binary result (IO-W8). An accepted
+/// write was audited by `write`; a rejected one is audited here.
+fn answered(request: &WriteRequest, answer: Result<Written, String>) -> WriteResult {
+    match answer {
+        Ok(Written::New(id) | Written::Replayed(id)) => WriteResult::Accepted(id),
+        Err(reason) => {
+            audit::append(&write_entry(request, Outcome::Rejected(reason)));
+            WriteResult::Rejected
+        }
+    }
+}
+
+/// The audit entry of a write.
+fn write_entry(request: &WriteRequest, outcome: Outcome) -> audit::Entry {
+    audit::Entry {
+        request_id: request.request_id.clone(),
         operation: Operation::Write,
-        source: Some(request.source),
+        source: Some(request.source.clone()),
         record_type: Some(record_type(&request.record)),
         outcome,
-    });
-    result
+    }
+}
+
+/// What the audit trail says of an accepted write.
+fn accepted(written: &Written) -> Outcome {
+    match written {
+        Written::New(id) => Outcome::Accepted(id.clone()),
+        Written::Replayed(id) => Outcome::Replayed(id.clone()),
+    }
 }
 
 fn record_type(record: &MemoryRecord) -> RecordType {
@@ -117,11 +131,23 @@ pub(crate) fn write(request: &WriteRequest) -> Result<Written, String> {
         request_id: &request.request_id,
         source: &request.source,
         record: &request.record,
+        by_cycle: false,
     };
-    let mut written = writer::write_all(&[write])?;
-    written
+    // The entry of an accepted write goes into its commit.
+    let mut committed = writer::write_all(&[write], |written| {
+        written
+            .iter()
+            .map(|w| write_entry(request, accepted(w)))
+            .collect()
+    })?;
+    let written = committed
+        .written
         .pop()
-        .ok_or_else(|| "the write produced no answer".to_string())
+        .ok_or_else(|| "the write produced no answer".to_string())?;
+    if !committed.audited {
+        audit::append(&write_entry(request, accepted(&written)));
+    }
+    Ok(written)
 }
 
 /// A refused read: the typed error for the caller and the reason for the
@@ -291,6 +317,38 @@ impl Stored {
     }
 }
 
+/// The bytes one answer holds so far, against the host's ceiling (IO-G6).
+pub(crate) struct Answer {
+    used: u64,
+    limit: u64,
+}
+
+impl Answer {
+    /// An empty answer under the host's ceiling.
+    pub(crate) fn new() -> Self {
+        Answer {
+            used: 0,
+            limit: domain::answer_byte_limit().max(1),
+        }
+    }
+
+    /// Counts a record stored in `bytes` bytes into the answer; refuses the
+    /// whole answer once it would hold more than the ceiling.
+    pub(crate) fn take(&mut self, bytes: usize) -> Result<(), Refused> {
+        self.used = self.used.saturating_add(bytes as u64);
+        if self.used > self.limit {
+            return Err(Refused::new(
+                ReadError::AnswerTooLarge(self.limit),
+                format!(
+                    "the records asked for hold more than the answer ceiling of {} bytes",
+                    self.limit
+                ),
+            ));
+        }
+        Ok(())
+    }
+}
+
 /// Loads the records an index range points at, at most `limit` of them.
 fn load_indexed(
     start: &[u8],
@@ -298,7 +356,7 @@ fn load_indexed(
     limit: u32,
     order: Direction,
 ) -> Result<Vec<StoredRecord>, Refused> {
-    Ok(load_range(start, end, limit, order)?
+    Ok(load_range(start, end, limit, order, &mut Answer::new())?
         .into_iter()
         .map(Stored::view)
         .collect())
@@ -307,12 +365,13 @@ fn load_indexed(
 /// Loads the records an index range points at, at most `limit` of them in
 /// `order`; an entry that points nowhere is a storage fault. Records the
 /// reader may not see are passed over and take no place in the limit
-/// (MT-1).
+/// (MT-1). The records it returns count into `answer`.
 fn load_range(
     start: &[u8],
     end: &[u8],
     limit: u32,
     order: Direction,
+    answer: &mut Answer,
 ) -> Result<Vec<Stored>, Refused> {
     let (mut start, mut end) = (start.to_vec(), end.to_vec());
     let mut records = Vec::new();
@@ -323,10 +382,13 @@ fn load_range(
         let last = entries.last().map(|entry| entry.key.clone());
         for entry in entries {
             let id = id_text(entry.value)?;
-            match load_with(&id, get)? {
-                Some(record) if shown(&record)? => records.push(record),
-                Some(_) => {}
-                None => return Err(format!("index entry for {id} points nowhere").into()),
+            let Some(bytes) = get(&keys::record(&id))? else {
+                return Err(format!("index entry for {id} points nowhere").into());
+            };
+            let record = decode(&bytes)?;
+            if shown(&record)? {
+                answer.take(bytes.len())?;
+                records.push(record);
             }
         }
         match last {
@@ -399,8 +461,9 @@ fn load_facts(
     end: &[u8],
     limit: u32,
     order: Direction,
+    answer: &mut Answer,
 ) -> Result<Vec<StoredFact>, Refused> {
-    load_range(start, end, limit, order)?
+    load_range(start, end, limit, order, answer)?
         .into_iter()
         .map(|record| match record {
             Stored::Fact(fact) => Ok(fact),

@@ -31,22 +31,29 @@ impl Guest for Engine {
     }
 
     fn import(items: Vec<ExportedItem>) -> Result<u32, MaintenanceError> {
+        // An import that stores something carries its entry in its commit.
         let answer = in_maintenance().and_then(|()| import(&items));
-        audit::append(&audit::Entry {
-            request_id: "maintenance-import".into(),
-            operation: Operation::Import,
-            source: Some(WriteSource {
-                agent_id: domain::agent(),
-                component: SourceComponent::Maintenance,
-                actor: SourceActor::System,
-            }),
-            record_type: None,
-            outcome: match &answer {
-                Ok(n) => Outcome::Applied(*n),
-                Err((_, reason)) => Outcome::Rejected(reason.clone()),
-            },
-        });
-        answer.map_err(|(error, _)| error)
+        match &answer {
+            Ok((_, true)) => {}
+            Ok((n, false)) => audit::append(&import_entry(Outcome::Applied(*n))),
+            Err((_, reason)) => audit::append(&import_entry(Outcome::Rejected(reason.clone()))),
+        }
+        answer.map(|(n, _)| n).map_err(|(error, _)| error)
+    }
+}
+
+/// The audit entry of an import.
+fn import_entry(outcome: Outcome) -> audit::Entry {
+    audit::Entry {
+        request_id: "maintenance-import".into(),
+        operation: Operation::Import,
+        source: Some(WriteSource {
+            agent_id: domain::agent(),
+            component: SourceComponent::Maintenance,
+            actor: SourceActor::System,
+        }),
+        record_type: None,
+        outcome,
     }
 }
 
@@ -155,7 +162,9 @@ fn item(entry: Entry) -> Result<ExportedItem, String> {
     }
 }
 
-fn import(items: &[ExportedItem]) -> Result<u32, Refusal> {
+/// Imports a batch: how many items were new, and whether the audit entry
+/// went into the commit.
+fn import(items: &[ExportedItem]) -> Result<(u32, bool), Refusal> {
     let mut batch = Batch::default();
     let seq_value = get(keys::SEQ).map_err(fault)?;
     let first_seq = match &seq_value {
@@ -177,7 +186,7 @@ fn import(items: &[ExportedItem]) -> Result<u32, Refusal> {
         new += u32::from(stored);
     }
     if new == 0 {
-        return Ok(0);
+        return Ok((0, false));
     }
     batch.preconditions.push(match seq_value {
         Some(value) => Precondition::Holds(Entry {
@@ -190,8 +199,9 @@ fn import(items: &[ExportedItem]) -> Result<u32, Refusal> {
         keys::SEQ.to_vec(),
         seq.max(first_seq).to_be_bytes().to_vec(),
     );
-    match persistence::commit(&batch.preconditions, &batch.ops) {
-        Ok(()) => Ok(new),
+    let trail = [import_entry(Outcome::Applied(new))];
+    match persistence::commit(&batch.preconditions, &batch.ops, &trail) {
+        Ok(()) => Ok((new, true)),
         Err(StorageError::Conflict) => Err(fault(
             "the domain changed during the import; nothing of the batch was stored".into(),
         )),

@@ -11,6 +11,16 @@ pub const MAX_FACT_KEY_LEN: usize = 256;
 /// The longest keyword accepted, in bytes.
 pub const MAX_KEYWORD_LEN: usize = 256;
 
+/// The longest summary of an ingested memory, in bytes: a distilled
+/// statement, not a transcript (B5-S1).
+pub const MAX_SUMMARY_LEN: usize = 4096;
+
+/// The most keywords an ingested memory may carry.
+pub const MAX_KEYWORDS: usize = 128;
+
+/// The longest session reference, in bytes.
+pub const MAX_SESSION_REF_LEN: usize = 256;
+
 /// Whether `segment` is one segment of a normalized fact key.
 pub fn is_key_segment(segment: &str) -> bool {
     !segment.is_empty()
@@ -23,6 +33,17 @@ pub fn is_key_segment(segment: &str) -> bool {
 /// and `-`, joined by single dots, at most [`MAX_FACT_KEY_LEN`] bytes.
 pub fn is_normalized_fact_key(key: &str) -> bool {
     !key.is_empty() && key.len() <= MAX_FACT_KEY_LEN && key.split('.').all(is_key_segment)
+}
+
+/// Whether `entity` may name an end of a relationship: a normalized fact
+/// key, or a pseudo-entity such as `USER` (1 to 256 of `A-Z`, `0-9`, `_`).
+pub fn is_entity_ref(entity: &str) -> bool {
+    let pseudo = !entity.is_empty()
+        && entity.len() <= MAX_FACT_KEY_LEN
+        && entity
+            .bytes()
+            .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_');
+    pseudo || is_normalized_fact_key(entity)
 }
 
 /// Why a record is not valid.
@@ -80,14 +101,14 @@ fn entity(entity: &Entity) -> Result<(), Invalid> {
 }
 
 fn relationship(relationship: &Relationship) -> Result<(), Invalid> {
-    not_empty("from_entity", &relationship.from_entity)?;
-    not_empty("to_entity", &relationship.to_entity)?;
     for (field, value) in [
         ("from_entity", &relationship.from_entity),
         ("to_entity", &relationship.to_entity),
     ] {
-        if value.len() > MAX_FACT_KEY_LEN {
-            return Err(format!("{field} is longer than {MAX_FACT_KEY_LEN} bytes"));
+        if !is_entity_ref(value) {
+            return Err(format!(
+                "{field} {value:?} is neither a normalized fact key nor an upper-case pseudo-entity"
+            ));
         }
     }
     if relationship.relationship_type.len() > MAX_FACT_KEY_LEN {
@@ -113,6 +134,17 @@ fn relationship(relationship: &Relationship) -> Result<(), Invalid> {
 fn ingested(memory: &IngestedMemory) -> Result<(), Invalid> {
     not_empty("session_ref", &memory.session_ref)?;
     not_empty("summary", &memory.summary)?;
+    if memory.session_ref.len() > MAX_SESSION_REF_LEN {
+        return Err(format!(
+            "session_ref is longer than {MAX_SESSION_REF_LEN} bytes"
+        ));
+    }
+    if memory.summary.len() > MAX_SUMMARY_LEN {
+        return Err(format!("summary is longer than {MAX_SUMMARY_LEN} bytes"));
+    }
+    if memory.keywords.len() > MAX_KEYWORDS {
+        return Err(format!("more than {MAX_KEYWORDS} keywords"));
+    }
     each_not_empty("keywords", &memory.keywords)?;
     match memory
         .keywords

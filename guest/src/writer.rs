@@ -2,6 +2,7 @@
 //! one atomic commit, with idempotency (IO-W2), id allocation, supersession
 //! of fact versions and the indexes.
 
+use crate::engram::memory::audit;
 use crate::engram::memory::domain;
 use crate::engram::memory::persistence::{self, Entry, Op, Precondition, StorageError};
 use crate::engram::memory::types::{
@@ -21,6 +22,18 @@ pub struct Write<'a> {
     pub request_id: &'a str,
     pub source: &'a WriteSource,
     pub record: &'a MemoryRecord,
+    /// Written by a cycle: a retry of the cycle stamps its memory with a
+    /// new time, so the time is left out when a replay is compared.
+    pub by_cycle: bool,
+}
+
+/// What a batch of writes came to.
+pub struct Committed {
+    /// An answer per write, in order.
+    pub written: Vec<Written>,
+    /// Whether the audit entries went into the commit; when not (every
+    /// write was a replay), the caller appends them.
+    pub audited: bool,
 }
 
 /// A write that was answered with ACCEPTED.
@@ -41,12 +54,16 @@ pub struct Idempotency {
     pub actor: SourceActor,
 }
 
-/// Stores every write, or none: one commit. The error is the reason, for the
-/// audit trail.
-pub fn write_all(writes: &[Write<'_>]) -> Result<Vec<Written>, String> {
+/// Stores every write, or none: one commit, which carries the audit entries
+/// `trail` makes of the answers, so a stored write never lacks its entry.
+/// The error is the reason, for the audit trail.
+pub fn write_all(
+    writes: &[Write<'_>],
+    trail: impl Fn(&[Written]) -> Vec<audit::Entry>,
+) -> Result<Committed, String> {
     for _ in 0..MAX_COMMIT_ATTEMPTS {
-        if let Some(written) = try_write_all(writes)? {
-            return Ok(written);
+        if let Some(committed) = try_write_all(writes, &trail)? {
+            return Ok(committed);
         }
     }
     Err("the domain kept changing under the write; gave up".into())
@@ -81,7 +98,10 @@ impl Batch {
 }
 
 /// One attempt: `Ok(None)` when another writer got in between.
-fn try_write_all(writes: &[Write<'_>]) -> Result<Option<Vec<Written>>, String> {
+fn try_write_all(
+    writes: &[Write<'_>],
+    trail: &impl Fn(&[Written]) -> Vec<audit::Entry>,
+) -> Result<Option<Committed>, String> {
     let mut batch = Batch::default();
     let seq_value = get(keys::SEQ)?;
     let first_seq = match &seq_value {
@@ -111,7 +131,11 @@ fn try_write_all(writes: &[Write<'_>]) -> Result<Option<Vec<Written>>, String> {
         written.push(Written::New(id));
     }
     if seq == first_seq {
-        return Ok(Some(written)); // every write was a replay: nothing to commit
+        // Every write was a replay: nothing to commit.
+        return Ok(Some(Committed {
+            written,
+            audited: false,
+        }));
     }
     // Every write bumps the counter and is conditioned on it, so two writers
     // of one domain can never both commit from the same reads.
@@ -123,8 +147,11 @@ fn try_write_all(writes: &[Write<'_>]) -> Result<Option<Vec<Written>>, String> {
         None => Precondition::Absent(keys::SEQ.to_vec()),
     });
     batch.put(keys::SEQ.to_vec(), seq.to_be_bytes().to_vec());
-    match persistence::commit(&batch.preconditions, &batch.ops) {
-        Ok(()) => Ok(Some(written)),
+    match persistence::commit(&batch.preconditions, &batch.ops, &trail(&written)) {
+        Ok(()) => Ok(Some(Committed {
+            written,
+            audited: true,
+        })),
         Err(StorageError::Conflict) => Ok(None),
         Err(StorageError::Unavailable(why)) => Err(format!("storage unavailable: {why}")),
     }
@@ -229,6 +256,12 @@ fn replay(write: &Write<'_>, entry: Idempotency, batch: &Batch) -> Result<Writte
     }
     let same = match (load_with(&entry.stored_id, |k| batch.get(k))?, write.record) {
         (Some(Stored::Fact(stored)), MemoryRecord::Fact(fact)) => stored.fact == *fact,
+        // A cycle's memory carries the time of the attempt that wrote it.
+        (Some(Stored::Event { event: stored, .. }), MemoryRecord::Event(event))
+            if write.by_cycle =>
+        {
+            stored.payload == event.payload
+        }
         (Some(Stored::Event { event: stored, .. }), MemoryRecord::Event(event)) => stored == *event,
         (Some(Stored::State(stored)), MemoryRecord::State(state)) => stored.state == *state,
         (None, _) => return Err("an idempotency entry points nowhere".into()),

@@ -11,8 +11,39 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
-/// A JSON object, for the open `properties` maps.
-pub type Object = Map<String, Value>;
+/// An open `properties` map as written: the JSON text of one object. A
+/// [`WriteRequest`] keeps the exact text it was given (numbers such as `1e5`
+/// are not re-encoded), so a read or an export gives back the very text
+/// written.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Object(String);
+
+impl Object {
+    /// The object's JSON text.
+    pub fn text(&self) -> &str {
+        &self.0
+    }
+}
+
+impl Serialize for Object {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        raw(self.0.clone()).serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for Object {
+    /// Any JSON object; its text is re-encoded here, and made exact again
+    /// by [`WriteRequest`]'s reader.
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        Map::<String, Value>::deserialize(deserializer).map(Object::from)
+    }
+}
+
+impl From<Map<String, Value>> for Object {
+    fn from(map: Map<String, Value>) -> Self {
+        Object(Value::Object(map).to_string())
+    }
+}
 
 /// An open `properties` map as the component keeps it: JSON text. On the way
 /// in a map is an [`Object`]; an export keeps the stored text itself.
@@ -23,7 +54,7 @@ pub trait Properties {
 
 impl Properties for Object {
     fn into_text(self) -> String {
-        Value::Object(self).to_string()
+        self.text().to_owned()
     }
 }
 
@@ -80,8 +111,7 @@ pub struct Source {
 }
 
 /// A write request (IO-W1).
-#[derive(Clone, Debug, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[derive(Clone, Debug, Serialize)]
 pub struct WriteRequest {
     /// The record.
     pub record: Record,
@@ -89,6 +119,71 @@ pub struct WriteRequest {
     pub source: Source,
     /// The caller's id (IO-W2).
     pub request_id: String,
+}
+
+impl<'de> Deserialize<'de> for WriteRequest {
+    /// Reads the request, then takes the `properties` of its record as the
+    /// exact text given: the tagged record form re-encodes numbers.
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct Wire {
+            record: Box<RawValue>,
+            source: Source,
+            request_id: String,
+        }
+        #[derive(Deserialize)]
+        struct Shape<'a> {
+            #[serde(borrow, default)]
+            payload: Option<PayloadShape<'a>>,
+        }
+        #[derive(Deserialize)]
+        struct PayloadShape<'a> {
+            #[serde(borrow, default)]
+            properties: Option<&'a RawValue>,
+            #[serde(borrow, default)]
+            entity: Option<Inner<'a>>,
+            #[serde(borrow, default)]
+            relationship: Option<Inner<'a>>,
+        }
+        #[derive(Deserialize)]
+        struct Inner<'a> {
+            #[serde(borrow, default)]
+            properties: Option<&'a RawValue>,
+        }
+        use serde::de::Error;
+        let wire = Wire::deserialize(deserializer)?;
+        let mut record: Record = serde_json::from_str(wire.record.get())
+            .map_err(|e| D::Error::custom(format!("record: {e}")))?;
+        let shape: Shape<'_> = serde_json::from_str(wire.record.get()).map_err(D::Error::custom)?;
+        let exact = shape.payload.and_then(|p| {
+            p.properties
+                .or(p.entity.and_then(|i| i.properties))
+                .or(p.relationship.and_then(|i| i.properties))
+        });
+        if let Some(exact) = exact {
+            let target = match &mut record {
+                Record::Fact {
+                    payload: FactPayload::Entity(e),
+                    ..
+                } => Some(&mut e.properties),
+                Record::Fact {
+                    payload: FactPayload::Relationship(r),
+                    ..
+                } => Some(&mut r.properties),
+                Record::State { payload, .. } => Some(&mut payload.properties),
+                _ => None,
+            };
+            if let Some(target) = target {
+                *target = Object(exact.get().to_owned());
+            }
+        }
+        Ok(WriteRequest {
+            record,
+            source: wire.source,
+            request_id: wire.request_id,
+        })
+    }
 }
 
 /// A record as written, tagged by `record_type`. `P` is the form of the
@@ -344,7 +439,8 @@ pub enum ReadAnswer {
 
 /// Why a read was refused: `"SelectorNotAllowed"`,
 /// `{"LimitOutOfBounds":{"max":…}}`, `"InvalidRange"`, `"InvalidKey"`,
-/// `"InvalidRequestId"` or `"StorageUnavailable"`.
+/// `"InvalidRequestId"`, `"StorageUnavailable"` or
+/// `{"AnswerTooLarge":{"max_bytes":…}}`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[allow(missing_docs)]
 pub enum ReadFailure {
@@ -354,6 +450,7 @@ pub enum ReadFailure {
     InvalidKey,
     InvalidRequestId,
     StorageUnavailable,
+    AnswerTooLarge { max_bytes: u64 },
 }
 
 /// A record as read back, tagged by `record_type`, with its `id`.
@@ -647,6 +744,7 @@ impl From<ReadError> for ReadFailure {
             ReadError::InvalidKey => ReadFailure::InvalidKey,
             ReadError::InvalidRequestId => ReadFailure::InvalidRequestId,
             ReadError::StorageUnavailable => ReadFailure::StorageUnavailable,
+            ReadError::AnswerTooLarge(max_bytes) => ReadFailure::AnswerTooLarge { max_bytes },
         }
     }
 }

@@ -145,6 +145,7 @@ pub type Clock = Arc<dyn Fn() -> i64 + Send + Sync>;
 /// | limit | default | when it is hit |
 /// |---|---|---|
 /// | [`read_limit_ceiling`](Config::read_limit_ceiling) | 1,000 | the read is refused with a typed error |
+/// | [`max_answer_bytes`](Config::max_answer_bytes) | 16 MiB | the read is refused with `AnswerTooLarge` |
 /// | [`candidate_limit`](Config::candidate_limit) | 256 | a retrieval reads no more index entries |
 /// | [`max_record_bytes`](Config::max_record_bytes) | 1 MiB | the write is REJECTED and audited with the reason, before the engine runs |
 /// | [`max_batch_ops`](Config::max_batch_ops) | 10,000 | the commit is refused: the write is REJECTED or the cycle's commit fails, reason audited |
@@ -157,6 +158,13 @@ pub type Clock = Arc<dyn Fn() -> i64 + Send + Sync>;
 pub struct Config {
     /// The largest `limit` a read may carry (IO-G6). 1,000 by default.
     pub read_limit_ceiling: u32,
+    /// The most bytes the records of one answer may take in the store: a
+    /// read, history or graph call whose records hold more is refused with
+    /// `AnswerTooLarge` and returns nothing (IO-G6). A quarter of
+    /// [`max_memory_bytes`](Config::max_memory_bytes) at most, whatever is
+    /// set here, so no valid read over valid data can run the engine out
+    /// of memory. 16 MiB by default.
+    pub max_answer_bytes: u64,
     /// The engine's clock; the system clock by default.
     pub clock: Clock,
     /// How many keyword-index entries one RetrieveMemory step may read to
@@ -212,6 +220,7 @@ impl Default for Config {
     fn default() -> Self {
         Config {
             read_limit_ceiling: 1_000,
+            max_answer_bytes: 16 << 20,
             clock: Arc::new(system_time_ms),
             candidate_limit: 256,
             summarizer: Arc::new(ExtractiveSummarizer::default()),
@@ -278,7 +287,10 @@ impl Engram {
     /// [`Config::cache_dir`] when an earlier compilation with the same
     /// settings left it there.
     pub fn with_config(config: Config) -> Result<Self> {
-        if config.read_limit_ceiling == 0 || config.candidate_limit == 0 {
+        if config.read_limit_ceiling == 0
+            || config.candidate_limit == 0
+            || config.max_answer_bytes == 0
+        {
             bail!("the read-limit ceiling and the candidate limit must be at least 1");
         }
         if config.max_record_bytes == 0 || config.max_batch_ops == 0 || config.max_batch_bytes == 0
@@ -413,6 +425,7 @@ impl Engram {
             tier_ceiling: types::PrivacyTier::Private,
             lock_key: maintenance::lock_key(agent_id),
             lock_held: lock.as_ref().map(|l| l.value().to_vec()),
+            unaudited: None,
             config: config.clone(),
             limits: wasmtime::StoreLimitsBuilder::new()
                 .memory_size(self.shared.memory_bytes)
@@ -556,7 +569,10 @@ impl Domain {
             live.store.set_epoch_deadline(ticks);
         }
         match f(&live.instance, &mut live.store) {
-            Ok(answer) => Ok(answer),
+            Ok(answer) => match live.store.data_mut().unaudited.take() {
+                Some(why) => Err(anyhow!(why)),
+                None => Ok(answer),
+            },
             Err(error) => {
                 self.live = None;
                 self.restarts += 1;
@@ -967,6 +983,9 @@ struct DomainState {
     /// while this domain holds it (maintenance mode).
     lock_key: Vec<u8>,
     lock_held: Option<Vec<u8>>,
+    /// Set when a commit stored something but its audit entries, kept in
+    /// a trail apart from the store, could not be appended.
+    unaudited: Option<String>,
     config: Config,
     limits: StoreLimits,
 }
@@ -1029,6 +1048,7 @@ impl persistence::Host for DomainState {
         &mut self,
         preconditions: Vec<persistence::Precondition>,
         ops: Vec<persistence::Op>,
+        trail: Vec<wit_audit::Entry>,
     ) -> Result<(), persistence::StorageError> {
         // The largest batch the host takes in one commit.
         let max_ops = self.config.max_batch_ops;
@@ -1076,7 +1096,11 @@ impl persistence::Host for DomainState {
             None => backend::Precondition::Absent(self.lock_key.clone()),
             Some(value) => backend::Precondition::Holds(self.lock_key.clone(), value.clone()),
         });
-        match self.backend.commit(&preconditions, &ops) {
+        let trail: Vec<AuditEntry> = trail.into_iter().map(|e| self.audit_entry(e)).collect();
+        match self
+            .backend
+            .commit_audited(&preconditions, &ops, &trail, self.audit.as_ref())
+        {
             Err(backend::StoreError::Conflict) => Err(storage_error(
                 maintenance::lock_refusal(
                     self.backend.as_ref(),
@@ -1085,13 +1109,27 @@ impl persistence::Host for DomainState {
                 )
                 .unwrap_or(backend::StoreError::Conflict),
             )),
-            other => other.map_err(storage_error),
+            Err(error) => Err(storage_error(error)),
+            Ok(true) => Ok(()),
+            Ok(false) => {
+                // A trail kept apart from the store: appended after the
+                // commit. Should that fail, the call errs once it returns.
+                for entry in &trail {
+                    if let Err(error) = self.audit.append(entry) {
+                        self.unaudited = Some(format!(
+                            "committed, but the audit trail could not be written: {error:#}"
+                        ));
+                    }
+                }
+                Ok(())
+            }
         }
     }
 }
 
-impl wit_audit::Host for DomainState {
-    fn append(&mut self, entry: wit_audit::Entry) -> wasmtime::Result<()> {
+impl DomainState {
+    /// The host's form of an entry the engine made.
+    fn audit_entry(&self, entry: wit_audit::Entry) -> AuditEntry {
         let (outcome, stored_id, count, reason) = match entry.outcome {
             wit_audit::Outcome::Accepted(id) => (audit::Outcome::Accepted, Some(id), None, None),
             wit_audit::Outcome::Replayed(id) => (audit::Outcome::Replayed, Some(id), None, None),
@@ -1100,7 +1138,7 @@ impl wit_audit::Host for DomainState {
             wit_audit::Outcome::Failed(why) => (audit::Outcome::Failed, None, None, Some(why)),
             wit_audit::Outcome::Applied(n) => (audit::Outcome::Applied, None, Some(n), None),
         };
-        let entry = AuditEntry {
+        AuditEntry {
             at: (self.config.clock)(),
             agent_id: self.agent_id.clone(),
             request_id: entry.request_id,
@@ -1116,7 +1154,13 @@ impl wit_audit::Host for DomainState {
             stored_id,
             count,
             reason,
-        };
+        }
+    }
+}
+
+impl wit_audit::Host for DomainState {
+    fn append(&mut self, entry: wit_audit::Entry) -> wasmtime::Result<()> {
+        let entry = self.audit_entry(entry);
         self.audit
             .append(&entry)
             .map_err(wasmtime::Error::from_anyhow)
@@ -1137,6 +1181,11 @@ impl wit_domain::Host for DomainState {
 
     fn now(&mut self) -> i64 {
         (self.config.clock)()
+    }
+
+    fn answer_byte_limit(&mut self) -> u64 {
+        let memory = self.config.max_memory_bytes as u64 / 4;
+        self.config.max_answer_bytes.min(memory).max(1)
     }
 
     fn read_limit_ceiling(&mut self) -> u32 {

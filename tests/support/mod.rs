@@ -215,6 +215,11 @@ impl Fixture {
             .expect("the domain opens")
     }
 
+    /// The PostgreSQL schema of a PostgreSQL fixture.
+    pub fn schema(&self) -> Option<&PgSchema> {
+        self._schema.as_ref()
+    }
+
     /// The folder of a SQLite fixture's file.
     pub fn folder(&self) -> Option<&std::path::Path> {
         self._dir.as_ref().map(|d| d.path())
@@ -349,6 +354,19 @@ impl Backend for Faulty {
             return Err(StoreError::Unavailable(FAULT_DETAIL.into()));
         }
         self.inner.commit(preconditions, ops)
+    }
+
+    fn commit_audited(
+        &self,
+        preconditions: &[Precondition],
+        ops: &[engram::backend::Op],
+        trail: &[AuditEntry],
+        sink: &dyn AuditSink,
+    ) -> Result<bool, StoreError> {
+        if self.fail_commits.load(Ordering::SeqCst) {
+            return Err(StoreError::Unavailable(FAULT_DETAIL.into()));
+        }
+        self.inner.commit_audited(preconditions, ops, trail, sink)
     }
 }
 

@@ -12,7 +12,7 @@ pub use memory::MemoryBackend;
 pub use postgres::{PostgresBackend, PostgresOptions, SCHEMA_VERSION as POSTGRES_SCHEMA_VERSION};
 pub use sqlite::{SqliteBackend, SqliteOptions, Synchronous};
 
-use crate::audit::{AuditSink, MemoryAudit};
+use crate::audit::{AuditEntry, AuditSink, MemoryAudit};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -142,4 +142,28 @@ pub trait Backend: Send + Sync {
 
     /// Checks every precondition, then applies every op, atomically.
     fn commit(&self, preconditions: &[Precondition], ops: &[Op]) -> Result<(), StoreError>;
+
+    /// Commits as [`Backend::commit`] and, when `sink` is this backend's
+    /// own trail, appends `trail` in the same transaction: then the answer
+    /// is `Ok(true)`, and a commit that stored something always has its
+    /// audit entries. `Ok(false)` means the entries were not written and
+    /// the caller appends them to `sink` after the commit (not atomic: the
+    /// default, for a backend and a trail kept apart). A backend that
+    /// wraps another forwards this call.
+    fn commit_audited(
+        &self,
+        preconditions: &[Precondition],
+        ops: &[Op],
+        trail: &[AuditEntry],
+        sink: &dyn AuditSink,
+    ) -> Result<bool, StoreError> {
+        let _ = (trail, sink);
+        self.commit(preconditions, ops).map(|()| false)
+    }
+}
+
+/// Whether `sink` is the very object `backend` is: a store that keeps its
+/// own trail, which can then take a commit's entries in its transaction.
+pub(crate) fn same_object<T>(backend: &T, sink: &dyn AuditSink) -> bool {
+    std::ptr::addr_eq(backend as *const T, sink as *const dyn AuditSink)
 }

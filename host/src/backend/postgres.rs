@@ -309,7 +309,12 @@ impl Conn {
 
     /// One transaction: the preconditions are read and checked, then the
     /// ops applied. Any error leaves the transaction to be rolled back.
-    fn commit(&mut self, preconditions: &[Precondition], ops: &[Op]) -> Result<(), Failure> {
+    fn commit(
+        &mut self,
+        preconditions: &[Precondition],
+        ops: &[Op],
+        trail: &[AuditRow],
+    ) -> Result<(), Failure> {
         // The last op on a key decides what it holds; ops on different keys
         // commute, so a batch becomes one delete and one upsert.
         let mut last: BTreeMap<&[u8], Option<&[u8]>> = BTreeMap::new();
@@ -361,6 +366,9 @@ impl Conn {
             if !keys.is_empty() {
                 self.client.execute(&self.put_pairs, &[&keys, &values])?;
             }
+            for row in trail {
+                self.insert_audit(row)?;
+            }
             Ok(())
         })();
         match applied {
@@ -373,6 +381,55 @@ impl Conn {
                 Err(failure)
             }
         }
+    }
+}
+
+/// An audit entry in the form of its table's row.
+struct AuditRow<'a> {
+    entry: &'a AuditEntry,
+    operation: String,
+    source: Option<String>,
+    record_type: Option<String>,
+    outcome: String,
+}
+
+impl<'a> AuditRow<'a> {
+    fn new(entry: &'a AuditEntry) -> Result<Self> {
+        Ok(AuditRow {
+            entry,
+            operation: name_of(entry.operation)?,
+            source: entry
+                .source
+                .as_ref()
+                .map(serde_json::to_string)
+                .transpose()?,
+            record_type: entry.record_type.map(name_of).transpose()?,
+            outcome: name_of(entry.outcome)?,
+        })
+    }
+}
+
+impl Conn {
+    fn insert_audit(&mut self, row: &AuditRow<'_>) -> Result<(), Failure> {
+        let entry = row.entry;
+        let count = entry.count.map(i64::from);
+        let reason = entry.reason.as_deref().map(str::as_bytes);
+        self.client.execute(
+            &self.append,
+            &[
+                &entry.at,
+                &entry.agent_id.as_bytes(),
+                &entry.request_id.as_bytes(),
+                &row.operation,
+                &row.source,
+                &row.record_type,
+                &row.outcome,
+                &entry.stored_id,
+                &count,
+                &reason,
+            ],
+        )?;
+        Ok(())
     }
 }
 
@@ -555,9 +612,29 @@ impl Backend for PostgresBackend {
     }
 
     fn commit(&self, preconditions: &[Precondition], ops: &[Op]) -> Result<(), StoreError> {
-        let result = self.with_conn(|conn| conn.commit(preconditions, ops));
+        let result = self.with_conn(|conn| conn.commit(preconditions, ops, &[]));
         back_off(result == Err(StoreError::Conflict));
         result
+    }
+
+    fn commit_audited(
+        &self,
+        preconditions: &[Precondition],
+        ops: &[Op],
+        trail: &[AuditEntry],
+        sink: &dyn AuditSink,
+    ) -> Result<bool, StoreError> {
+        if !super::same_object(self, sink) {
+            return self.commit(preconditions, ops).map(|()| false);
+        }
+        let rows = trail
+            .iter()
+            .map(AuditRow::new)
+            .collect::<Result<Vec<_>>>()
+            .map_err(|e| StoreError::Unavailable(format!("{e:#}")))?;
+        let result = self.with_conn(|conn| conn.commit(preconditions, ops, &rows));
+        back_off(result == Err(StoreError::Conflict));
+        result.map(|()| true)
     }
 }
 
@@ -605,36 +682,10 @@ fn store_error(error: StoreError) -> anyhow::Error {
 
 impl AuditSink for PostgresBackend {
     fn append(&self, entry: &AuditEntry) -> Result<()> {
-        let operation = name_of(entry.operation)?;
-        let source = entry
-            .source
-            .as_ref()
-            .map(serde_json::to_string)
-            .transpose()?;
-        let record_type = entry.record_type.map(name_of).transpose()?;
-        let outcome = name_of(entry.outcome)?;
-        let count = entry.count.map(i64::from);
-        let reason = entry.reason.as_deref().map(str::as_bytes);
-        self.with_conn(|conn| {
-            conn.client.execute(
-                &conn.append,
-                &[
-                    &entry.at,
-                    &entry.agent_id.as_bytes(),
-                    &entry.request_id.as_bytes(),
-                    &operation,
-                    &source,
-                    &record_type,
-                    &outcome,
-                    &entry.stored_id,
-                    &count,
-                    &reason,
-                ],
-            )?;
-            Ok(())
-        })
-        .map_err(store_error)
-        .context("appending to the audit trail")
+        let row = AuditRow::new(entry)?;
+        self.with_conn(|conn| conn.insert_audit(&row))
+            .map_err(store_error)
+            .context("appending to the audit trail")
     }
 
     fn trail(&self, query: &AuditQuery) -> Result<Vec<AuditEntry>> {

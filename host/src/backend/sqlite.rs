@@ -284,6 +284,33 @@ impl Backend for SqliteBackend {
     }
 
     fn commit(&self, preconditions: &[Precondition], ops: &[Op]) -> Result<(), StoreError> {
+        self.commit_with(preconditions, ops, &[])
+    }
+
+    fn commit_audited(
+        &self,
+        preconditions: &[Precondition],
+        ops: &[Op],
+        trail: &[AuditEntry],
+        sink: &dyn AuditSink,
+    ) -> Result<bool, StoreError> {
+        if super::same_object(self, sink) {
+            self.commit_with(preconditions, ops, trail).map(|()| true)
+        } else {
+            self.commit(preconditions, ops).map(|()| false)
+        }
+    }
+}
+
+impl SqliteBackend {
+    /// One transaction: the preconditions, the ops and the audit entries of
+    /// what it stores.
+    fn commit_with(
+        &self,
+        preconditions: &[Precondition],
+        ops: &[Op],
+        trail: &[AuditEntry],
+    ) -> Result<(), StoreError> {
         let mut conn = self.lock()?;
         let tx = conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
@@ -318,9 +345,44 @@ impl Backend for SqliteBackend {
                 }
                 .map_err(unavailable)?;
             }
+            for entry in trail {
+                insert_audit(&tx, entry).map_err(|e| StoreError::Unavailable(format!("{e:#}")))?;
+            }
         }
         tx.commit().map_err(unavailable)
     }
+}
+
+/// Appends one entry to the trail through `conn`.
+fn insert_audit(conn: &Connection, entry: &AuditEntry) -> Result<()> {
+    let text = |v: serde_json::Value| v.as_str().map(str::to_owned);
+    conn.prepare_cached(
+        "INSERT INTO engram_audit (at, agent_id, request_id, operation, source, record_type,
+                                   outcome, stored_id, count, reason)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+    )?
+    .execute(params![
+        entry.at,
+        entry.agent_id,
+        entry.request_id,
+        text(serde_json::to_value(entry.operation)?),
+        entry
+            .source
+            .as_ref()
+            .map(serde_json::to_string)
+            .transpose()?,
+        entry
+            .record_type
+            .map(|t| serde_json::to_value(t).map(text))
+            .transpose()?
+            .flatten(),
+        text(serde_json::to_value(entry.outcome)?),
+        entry.stored_id,
+        entry.count,
+        entry.reason,
+    ])
+    .context("appending to the audit trail")?;
+    Ok(())
 }
 
 impl AuditSink for SqliteBackend {
@@ -329,34 +391,7 @@ impl AuditSink for SqliteBackend {
             .audit
             .lock()
             .map_err(|_| anyhow::anyhow!("the audit connection was poisoned"))?;
-        let text = |v: serde_json::Value| v.as_str().map(str::to_owned);
-        conn.prepare_cached(
-            "INSERT INTO engram_audit (at, agent_id, request_id, operation, source, record_type,
-                                       outcome, stored_id, count, reason)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
-        )?
-        .execute(params![
-            entry.at,
-            entry.agent_id,
-            entry.request_id,
-            text(serde_json::to_value(entry.operation)?),
-            entry
-                .source
-                .as_ref()
-                .map(serde_json::to_string)
-                .transpose()?,
-            entry
-                .record_type
-                .map(|t| serde_json::to_value(t).map(text))
-                .transpose()?
-                .flatten(),
-            text(serde_json::to_value(entry.outcome)?),
-            entry.stored_id,
-            entry.count,
-            entry.reason,
-        ])
-        .context("appending to the audit trail")?;
-        Ok(())
+        insert_audit(&conn, entry)
     }
 
     fn trail(&self, query: &AuditQuery) -> Result<Vec<AuditEntry>> {
