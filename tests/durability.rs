@@ -92,12 +92,12 @@ fn a_file_that_is_not_an_engram_store_is_refused_and_left_untouched() {
     assert!(error.contains("another SQLite database"), "{error}");
 }
 
-/// Makes the store's audit table refuse entries of one request id, as a
-/// full disk or an I/O error would refuse them.
+/// Makes the store's audit table refuse the ACCEPTED entry of one request
+/// id, as a full disk or an I/O error would refuse it.
 fn refuse_audit_of(fx: &Fixture, request_id: &str) {
     let sql = |table: &str| {
         format!(
-            "CREATE TRIGGER refuse_audit BEFORE INSERT ON {table} FOR EACH ROW WHEN (NEW.request_id = '{request_id}')"
+            "CREATE TRIGGER refuse_audit BEFORE INSERT ON {table} FOR EACH ROW WHEN (NEW.request_id = '{request_id}' AND NEW.outcome = 'ACCEPTED')"
         )
     };
     if let Some(folder) = fx.folder() {
@@ -115,7 +115,7 @@ fn refuse_audit_of(fx: &Fixture, request_id: &str) {
                 "CREATE FUNCTION {0}.refuse() RETURNS trigger LANGUAGE plpgsql AS
                    $$ BEGIN RAISE EXCEPTION 'the audit trail refuses'; END $$;
                  CREATE TRIGGER refuse_audit BEFORE INSERT ON {table} FOR EACH ROW
-                   WHEN (NEW.request_id = convert_to('{request_id}', 'UTF8')) EXECUTE FUNCTION {0}.refuse();",
+                   WHEN (NEW.request_id = convert_to('{request_id}', 'UTF8') AND NEW.outcome = 'ACCEPTED') EXECUTE FUNCTION {0}.refuse();",
                 schema.name
             ))
             .unwrap();
@@ -206,4 +206,73 @@ fn refuse_audit_of_cycle(fx: &Fixture) {
             ))
             .unwrap();
     }
+}
+
+#[test]
+fn io_w8_a_read_is_audited_before_it_is_answered_and_survives_a_killed_process() {
+    // proves IO-W8, IO-G6: a read's entry is appended (to the file beside
+    // the store) before its answer is printed, so every read a killed
+    // process answered is in the trail; the next commit moves it into the
+    // table.
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("engram.db");
+    let id = {
+        let store = Arc::new(SqliteBackend::open(&path).unwrap());
+        let mut alice = engram()
+            .open("alice", engram::Mode::Online, store.clone(), store)
+            .unwrap();
+        accept(&mut alice, "seed", ingested(5, "Asked about Paris"))
+    };
+    let line = format!(
+        r#"{{"record_type":"EVENT","selector":{{"ById":{{"id":"{id}"}}}},"request_id":"r"}}"#
+    );
+    let reads = dir.path().join("reads.jsonl");
+    std::fs::write(&reads, format!("{line}\n").repeat(20_000)).unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_engram"))
+        .arg("--store")
+        .arg(&path)
+        .args(["read", "--agent", "alice", "--batch"])
+        .arg(&reads)
+        .env(
+            "ENGRAM_CACHE_DIR",
+            concat!(env!("CARGO_TARGET_TMPDIR"), "/engram-cache"),
+        )
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Take a few answers, then kill it while it is blocked on the full pipe.
+    let mut answers = BufReader::new(child.stdout.take().unwrap());
+    let mut answered = 0;
+    let mut text = String::new();
+    while answered < 200 && answers.read_line(&mut text).unwrap() > 0 {
+        answered += 1;
+    }
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let store = Arc::new(SqliteBackend::open(&path).unwrap());
+    let trail = store
+        .audit_trail(&engram::AuditQuery {
+            operation: Some(engram::audit::Operation::Read),
+            limit: 100_000,
+            ..engram::AuditQuery::default()
+        })
+        .unwrap();
+    assert!(
+        trail.len() >= answered,
+        "{} read entries for {answered} answers",
+        trail.len()
+    );
+    assert!(
+        trail.len() < 20_000,
+        "the process was killed before it finished"
+    );
+    assert!(
+        trail
+            .iter()
+            .all(|e| e.request_id == "r" && e.count == Some(1))
+    );
 }

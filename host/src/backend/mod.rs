@@ -7,6 +7,7 @@
 mod memory;
 mod postgres;
 mod sqlite;
+mod trail;
 
 pub use memory::MemoryBackend;
 pub use postgres::{PostgresBackend, PostgresOptions, SCHEMA_VERSION as POSTGRES_SCHEMA_VERSION};

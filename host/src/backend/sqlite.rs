@@ -1,6 +1,7 @@
 //! The embedded default: one SQLite file holding the key-value pairs of
 //! every domain and the audit trail.
 
+use super::trail::TrailFile;
 use super::{Backend, Op, Order, Pair, Precondition, StoreError};
 use crate::audit::{AuditEntry, AuditQuery, AuditSink};
 use anyhow::{Context, Result, bail};
@@ -68,16 +69,15 @@ impl Default for SqliteOptions {
 /// A store in one SQLite file (WAL journal). It serves as both the
 /// persistence backend and the audit sink.
 ///
-/// Audit entries go through a second connection with `synchronous=NORMAL`:
-/// an entry is in the WAL when the call returns, so it survives a crash of
-/// the process, and it reaches the disk with the next commit of records
-/// (which syncs the whole WAL) or the next checkpoint. A read therefore costs
-/// no disk flush of its own; on power loss the trail may lose the entries of
-/// reads made since the last write.
+/// The audit entries of a commit are written in its transaction. Entries
+/// of calls that commit nothing (reads, refusals) are appended to a file
+/// beside the store and moved into the table by the next commit (see
+/// [`trail`](super::trail)): they survive a crash of the process, and a
+/// read costs no transaction of its own.
 pub struct SqliteBackend {
     path: PathBuf,
     conn: Mutex<Connection>,
-    audit: Mutex<Connection>,
+    trail: TrailFile,
 }
 
 impl SqliteBackend {
@@ -145,13 +145,11 @@ impl SqliteBackend {
             Synchronous::Normal => "NORMAL",
         };
         conn.execute_batch(&format!("PRAGMA synchronous = {sync};"))?;
-        let audit = Connection::open(&path).with_context(|| format!("{shown}: cannot open"))?;
-        audit.busy_timeout(options.busy_timeout)?;
-        audit.execute_batch("PRAGMA synchronous = NORMAL;")?;
+        let trail = TrailFile::open(&path, options.busy_timeout)?;
         Ok(SqliteBackend {
             path,
             conn: Mutex::new(conn),
-            audit: Mutex::new(audit),
+            trail,
         })
     }
 
@@ -168,10 +166,13 @@ impl SqliteBackend {
 
     /// The audit trail, oldest first: the newest entries that match `query`.
     pub fn audit_trail(&self, query: &AuditQuery) -> Result<Vec<AuditEntry>> {
+        // The pending entries first: every entry is then in the table.
+        self.commit_with(&[], &[], &[])
+            .map_err(|e| anyhow::anyhow!("{}: {e}", self.path.display()))?;
         let conn = self
-            .audit
+            .conn
             .lock()
-            .map_err(|_| anyhow::anyhow!("the audit connection was poisoned"))?;
+            .map_err(|_| anyhow::anyhow!("the connection was poisoned"))?;
         let mut statement = conn.prepare_cached(
             "SELECT at, agent_id, request_id, operation, source, record_type, outcome,
                     stored_id, count, reason
@@ -312,10 +313,21 @@ impl SqliteBackend {
         trail: &[AuditEntry],
     ) -> Result<(), StoreError> {
         let mut conn = self.lock()?;
+        let pending = self
+            .trail
+            .take()
+            .map_err(|e| StoreError::Unavailable(format!("{e:#}")))?;
+        if pending.is_none() && preconditions.is_empty() && ops.is_empty() && trail.is_empty() {
+            return Ok(());
+        }
         let tx = conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(unavailable)?;
         {
+            // Entries of earlier calls go first.
+            for entry in pending.iter().flat_map(|(entries, _)| entries) {
+                insert_audit(&tx, entry).map_err(|e| StoreError::Unavailable(format!("{e:#}")))?;
+            }
             let mut read = tx
                 .prepare_cached("SELECT value FROM engram_kv WHERE key = ?1")
                 .map_err(unavailable)?;
@@ -349,7 +361,13 @@ impl SqliteBackend {
                 insert_audit(&tx, entry).map_err(|e| StoreError::Unavailable(format!("{e:#}")))?;
             }
         }
-        tx.commit().map_err(unavailable)
+        tx.commit().map_err(unavailable)?;
+        if let Some((_, taken)) = pending {
+            // Should emptying fail, the entries are moved again later: the
+            // trail may then hold one twice, never lose it.
+            let _ = taken.moved();
+        }
+        Ok(())
     }
 }
 
@@ -387,11 +405,7 @@ fn insert_audit(conn: &Connection, entry: &AuditEntry) -> Result<()> {
 
 impl AuditSink for SqliteBackend {
     fn append(&self, entry: &AuditEntry) -> Result<()> {
-        let conn = self
-            .audit
-            .lock()
-            .map_err(|_| anyhow::anyhow!("the audit connection was poisoned"))?;
-        insert_audit(&conn, entry)
+        self.trail.append(entry)
     }
 
     fn trail(&self, query: &AuditQuery) -> Result<Vec<AuditEntry>> {
