@@ -107,7 +107,7 @@ fn the_component_imports_only_engram_interfaces_and_nothing_from_wasi() {
     let persistence: Vec<String> = functions(&imports()[&interface("persistence")])
         .into_keys()
         .collect();
-    assert_eq!(persistence, ["commit", "get", "scan"]);
+    assert_eq!(persistence, ["commit", "get", "get-many", "scan"]);
     let domain: Vec<String> = functions(&imports()[&interface("domain")])
         .into_keys()
         .collect();

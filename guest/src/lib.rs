@@ -380,15 +380,31 @@ fn load_range(
         let entries = persistence::scan(&start, &end, wanted, order).map_err(storage)?;
         let more = entries.len() as u32 == wanted;
         let last = entries.last().map(|entry| entry.key.clone());
-        for entry in entries {
-            let id = id_text(entry.value)?;
-            let Some(bytes) = get(&keys::record(&id))? else {
-                return Err(format!("index entry for {id} points nowhere").into());
-            };
-            let record = decode(&bytes)?;
-            if shown(&record)? {
-                answer.take(bytes.len())?;
-                records.push(record);
+        let ids = entries
+            .into_iter()
+            .map(|entry| id_text(entry.value))
+            .collect::<Result<Vec<_>, _>>()?;
+        let record_keys: Vec<Vec<u8>> = ids.iter().map(|id| keys::record(id)).collect();
+        // The host answers a prefix at a time when the values are large;
+        // each part is counted into the answer before the next is asked for.
+        let mut done = 0;
+        while done < record_keys.len() {
+            let values = persistence::get_many(&record_keys[done..]).map_err(storage)?;
+            if values.is_empty() || done + values.len() > record_keys.len() {
+                return Err("the store answered a read of many keys with another count"
+                    .to_string()
+                    .into());
+            }
+            for (id, bytes) in ids[done..].iter().zip(values) {
+                done += 1;
+                let Some(bytes) = bytes else {
+                    return Err(format!("index entry for {id} points nowhere").into());
+                };
+                let record = decode(&bytes)?;
+                if shown(&record)? {
+                    answer.take(bytes.len())?;
+                    records.push(record);
+                }
             }
         }
         match last {

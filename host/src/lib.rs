@@ -1008,6 +1008,38 @@ impl persistence::Host for DomainState {
         self.backend.get(&self.scoped(&key)).map_err(storage_error)
     }
 
+    fn get_many(
+        &mut self,
+        keys: Vec<Vec<u8>>,
+    ) -> Result<Vec<Option<Vec<u8>>>, persistence::StorageError> {
+        let ceiling = self
+            .config
+            .read_limit_ceiling
+            .max(self.config.candidate_limit);
+        if keys.len() > ceiling as usize {
+            return Err(persistence::StorageError::Unavailable(format!(
+                "a read of {} keys is above the ceiling of {ceiling}",
+                keys.len()
+            )));
+        }
+        // Values up to a quarter of the answer bound cross at once, so the
+        // engine never holds much more than one answer.
+        let budget = wit_domain::Host::answer_byte_limit(self) / 4;
+        let mut values = Vec::with_capacity(keys.len());
+        let mut bytes = 0u64;
+        for chunk in keys.chunks(16) {
+            let chunk: Vec<Vec<u8>> = chunk.iter().map(|key| self.scoped(key)).collect();
+            for value in self.backend.get_many(&chunk).map_err(storage_error)? {
+                bytes += value.as_ref().map_or(0, |v| v.len() as u64);
+                values.push(value);
+                if bytes >= budget {
+                    return Ok(values);
+                }
+            }
+        }
+        Ok(values)
+    }
+
     fn scan(
         &mut self,
         start: Vec<u8>,

@@ -132,6 +132,13 @@ pub trait Backend: Send + Sync {
     /// The value under `key`, if any.
     fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, StoreError>;
 
+    /// The value under each of `keys`, in their order. The default asks
+    /// [`Backend::get`] for each; a store that can read them together
+    /// should.
+    fn get_many(&self, keys: &[Vec<u8>]) -> Result<Vec<Option<Vec<u8>>>, StoreError> {
+        keys.iter().map(|key| self.get(key)).collect()
+    }
+
     /// At most `limit` pairs with keys in `start..end`, in `order`.
     fn scan(
         &self,

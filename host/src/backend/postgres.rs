@@ -589,6 +589,20 @@ impl Backend for PostgresBackend {
         })
     }
 
+    fn get_many(&self, keys: &[Vec<u8>]) -> Result<Vec<Option<Vec<u8>>>, StoreError> {
+        let wanted: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
+        let found: HashMap<Vec<u8>, Vec<u8>> = self.with_conn(|conn| {
+            Ok(conn
+                .client
+                .query(&conn.read_keys, &[&wanted])?
+                .into_iter()
+                .map(|row| (row.get(0), row.get(1)))
+                .collect())
+        })?;
+        // A key asked for twice gets its value twice.
+        Ok(keys.iter().map(|key| found.get(key).cloned()).collect())
+    }
+
     fn scan(
         &self,
         start: &[u8],

@@ -259,6 +259,23 @@ impl Backend for SqliteBackend {
             .map_err(unavailable)
     }
 
+    fn get_many(&self, keys: &[Vec<u8>]) -> Result<Vec<Option<Vec<u8>>>, StoreError> {
+        let conn = self.lock()?;
+        // One read transaction, so the values are of one moment.
+        conn.execute_batch("BEGIN").map_err(unavailable)?;
+        let values = conn
+            .prepare_cached("SELECT value FROM engram_kv WHERE key = ?1")
+            .and_then(|mut s| {
+                keys.iter()
+                    .map(|key| s.query_row([key], |row| row.get(0)).optional())
+                    .collect::<Result<Vec<_>, _>>()
+            });
+        let ended = conn.execute_batch("COMMIT");
+        let values = values.map_err(unavailable)?;
+        ended.map_err(unavailable)?;
+        Ok(values)
+    }
+
     fn scan(
         &self,
         start: &[u8],
