@@ -89,11 +89,45 @@ impl SqliteBackend {
 
     /// Opens the store at `path`, creating it if the file does not exist.
     /// A file that is not an Engram store is refused and left untouched.
+    ///
+    /// Processes opening (or creating) the same file at once can find it
+    /// locked while another switches it to WAL; opening is then tried
+    /// again, for at most the busy timeout.
     pub fn open_with(path: impl AsRef<Path>, options: &SqliteOptions) -> Result<Self> {
-        let path = path.as_ref().to_path_buf();
+        let deadline = std::time::Instant::now() + options.busy_timeout;
+        let mut pause = Duration::from_millis(1);
+        loop {
+            match Self::open_once(path.as_ref(), options) {
+                Err(error)
+                    if error.downcast_ref::<Busy>().is_some()
+                        && std::time::Instant::now() < deadline =>
+                {
+                    std::thread::sleep(pause);
+                    pause = (pause * 2).min(Duration::from_millis(50));
+                }
+                other => return other,
+            }
+        }
+    }
+
+    fn open_once(path: &Path, options: &SqliteOptions) -> Result<Self> {
+        let path = path.to_path_buf();
         let shown = path.display();
-        let conn = Connection::open(&path).with_context(|| format!("{shown}: cannot open"))?;
-        conn.busy_timeout(options.busy_timeout)?;
+        // Each step names the file, what was being done, and why it failed.
+        let failed = |doing: &'static str| {
+            let shown = path.display().to_string();
+            move |e: rusqlite::Error| {
+                let message = format!("{shown}: {doing}: {}", describe(&e));
+                if e.sqlite_error_code() == Some(rusqlite::ErrorCode::DatabaseBusy) {
+                    anyhow::Error::new(Busy(message))
+                } else {
+                    anyhow::anyhow!(message)
+                }
+            }
+        };
+        let conn = Connection::open(&path).map_err(failed("cannot open the store"))?;
+        conn.busy_timeout(options.busy_timeout)
+            .map_err(failed("cannot set the busy timeout"))?;
         let identify = |conn: &Connection| -> Result<(i32, i32, i64)> {
             conn.query_row(
                 "SELECT (SELECT application_id FROM pragma_application_id),
@@ -102,14 +136,19 @@ impl SqliteBackend {
                 [],
                 |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)),
             )
-            .map_err(|e| anyhow::anyhow!("{shown}: not an Engram store ({e})"))
+            .map_err(|e| match e.sqlite_error_code() {
+                Some(rusqlite::ErrorCode::NotADatabase) => {
+                    anyhow::anyhow!("{shown}: not an Engram store (not a SQLite database)")
+                }
+                _ => failed("cannot read the store")(e),
+            })
         };
         let mut found = identify(&conn)?;
         if found == (0, 0, 0) {
             // Another process may be creating it at this moment: look again
             // under the write lock, and create it only if it is still empty.
             conn.execute_batch("BEGIN IMMEDIATE")
-                .with_context(|| format!("{shown}: cannot create the store"))?;
+                .map_err(failed("cannot create the store"))?;
             found = identify(&conn)?;
             let created = if found == (0, 0, 0) {
                 conn.execute_batch(&format!(
@@ -125,7 +164,7 @@ impl SqliteBackend {
             if finished.is_err() {
                 let _ = conn.execute_batch("ROLLBACK");
             }
-            found = finished.with_context(|| format!("{shown}: cannot create the store"))?;
+            found = finished.map_err(failed("cannot create the store"))?;
         }
         match found {
             (APPLICATION_ID, SCHEMA_VERSION, _) => {}
@@ -136,15 +175,28 @@ impl SqliteBackend {
             }
             _ => bail!("{shown}: not an Engram store (it is another SQLite database)"),
         }
-        let journal: String = conn.query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))?;
-        if !journal.eq_ignore_ascii_case("wal") {
-            bail!("{shown}: cannot use the WAL journal (got {journal})");
+        // The pragma answers its row before the switch is committed, so an
+        // error of the switch (a failed fsync) can come too late to be seen,
+        // and the connection can believe in a WAL the file does not record:
+        // read what the file itself says (its header's read and write
+        // versions are 2 in WAL mode).
+        conn.query_row("PRAGMA journal_mode = WAL", [], |row| {
+            row.get::<_, String>(0)
+        })
+        .map_err(failed("cannot switch the store to the WAL journal"))?;
+        let mut header = [0u8; 20];
+        std::fs::File::open(&path)
+            .and_then(|mut file| std::io::Read::read_exact(&mut file, &mut header))
+            .with_context(|| format!("{shown}: cannot read the file's header"))?;
+        if header[18..20] != [2, 2] {
+            bail!("{shown}: the switch to the WAL journal did not reach the disk; check the disk");
         }
         let sync = match options.synchronous {
             Synchronous::Full => "FULL",
             Synchronous::Normal => "NORMAL",
         };
-        conn.execute_batch(&format!("PRAGMA synchronous = {sync};"))?;
+        conn.execute_batch(&format!("PRAGMA synchronous = {sync};"))
+            .map_err(failed("cannot set the durability"))?;
         let trail = TrailFile::open(&path, options.busy_timeout)?;
         Ok(SqliteBackend {
             path,
@@ -247,8 +299,61 @@ impl SqliteBackend {
     }
 }
 
+/// Opening found the file locked by another process; worth another try.
+#[derive(Debug)]
+struct Busy(String);
+
+impl std::fmt::Display for Busy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Busy {}
+
 fn unavailable(error: rusqlite::Error) -> StoreError {
-    StoreError::Unavailable(error.to_string())
+    StoreError::Unavailable(describe(&error))
+}
+
+/// A SQLite error in words a user can act on: which operation failed, not
+/// an error code.
+pub(crate) fn describe(error: &rusqlite::Error) -> String {
+    use rusqlite::ffi;
+    let Some(code) = error.sqlite_error().map(|e| e.extended_code) else {
+        return error.to_string();
+    };
+    let what = match code {
+        ffi::SQLITE_IOERR_READ | ffi::SQLITE_IOERR_SHORT_READ => "reading the file failed",
+        ffi::SQLITE_IOERR_WRITE => "writing the file failed",
+        ffi::SQLITE_IOERR_FSYNC | ffi::SQLITE_IOERR_DIR_FSYNC => {
+            "flushing the file to the disk (fsync) failed"
+        }
+        ffi::SQLITE_IOERR_TRUNCATE => "truncating the file failed",
+        ffi::SQLITE_IOERR_FSTAT => "reading the file's size failed",
+        ffi::SQLITE_IOERR_LOCK
+        | ffi::SQLITE_IOERR_UNLOCK
+        | ffi::SQLITE_IOERR_RDLOCK
+        | ffi::SQLITE_IOERR_CHECKRESERVEDLOCK => "locking the file failed",
+        ffi::SQLITE_IOERR_SHMOPEN
+        | ffi::SQLITE_IOERR_SHMSIZE
+        | ffi::SQLITE_IOERR_SHMLOCK
+        | ffi::SQLITE_IOERR_SHMMAP => "the shared-memory file (-shm) failed",
+        ffi::SQLITE_IOERR_DELETE | ffi::SQLITE_IOERR_DELETE_NOENT => "deleting a journal failed",
+        ffi::SQLITE_IOERR_NOMEM => "out of memory",
+        ffi::SQLITE_FULL => "the disk is full",
+        ffi::SQLITE_READONLY
+        | ffi::SQLITE_READONLY_DIRECTORY
+        | ffi::SQLITE_READONLY_RECOVERY
+        | ffi::SQLITE_READONLY_CANTINIT => "the file or its folder is read-only",
+        ffi::SQLITE_CANTOPEN => "the file cannot be opened",
+        ffi::SQLITE_CORRUPT => "the file is damaged",
+        ffi::SQLITE_NOTADB => "the file is not a database",
+        ffi::SQLITE_PROTOCOL => "the file's locking protocol failed (a lock kept failing)",
+        c if c & 0xff == ffi::SQLITE_BUSY => "the store stayed locked by another process",
+        c if c & 0xff == ffi::SQLITE_IOERR => "a disk I/O error",
+        _ => return error.to_string(),
+    };
+    format!("{what} (SQLite error {code})")
 }
 
 impl Backend for SqliteBackend {

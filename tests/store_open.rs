@@ -1,0 +1,158 @@
+//! Opening a SQLite store: many processes creating one file at once, and a
+//! disk that fails while a new store switches to WAL. Real `engram`
+//! processes on real files; faults injected with strace when it is there.
+
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+const CACHE_DIR: &str = concat!(env!("CARGO_TARGET_TMPDIR"), "/engram-cache");
+
+fn request(id: &str) -> String {
+    format!(
+        r#"{{"request_id":"{id}","source":{{"agent_id":"alice","component":"COGNITION","actor":"USER"}},"record":{{"record_type":"STATE","timestamp":5,"payload":{{"subject":"mission.current","properties":{{}}}}}}}}"#
+    )
+}
+
+fn engram(prefix: &[&str], store: &Path, args: &[&str], dir: &Path) -> Command {
+    let mut command = match prefix.split_first() {
+        Some((program, rest)) => {
+            let mut c = Command::new(program);
+            c.args(rest).arg(env!("CARGO_BIN_EXE_engram"));
+            c
+        }
+        None => Command::new(env!("CARGO_BIN_EXE_engram")),
+    };
+    command
+        .current_dir(dir)
+        .env("ENGRAM_CACHE_DIR", CACHE_DIR)
+        .env_remove("ENGRAM_STORE")
+        .arg("--store")
+        .arg(store)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    command
+}
+
+/// The journal mode the file's header records: 2 and 2 for WAL.
+fn header_says_wal(store: &Path) -> bool {
+    let bytes = std::fs::read(store).unwrap_or_default();
+    bytes.len() >= 20 && bytes[18..20] == [2, 2]
+}
+
+#[test]
+fn eight_processes_creating_one_store_at_once_all_write() {
+    // Rounds of 8 `engram write` started together on a file that does not
+    // exist yet: every one must be ACCEPTED. ENGRAM_OPEN_ROUNDS for more.
+    let rounds: usize = std::env::var("ENGRAM_OPEN_ROUNDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(10);
+    let dir = tempfile::tempdir().unwrap();
+    for i in 0..8 {
+        std::fs::write(
+            dir.path().join(format!("r{i}.json")),
+            request(&format!("w{i}")),
+        )
+        .unwrap();
+    }
+    // Compile the engine into the cache first, so the processes race on
+    // the store, not on the cache.
+    let warm = dir.path().join("warm.db");
+    let out = engram(
+        &[],
+        &warm,
+        &["write", "--agent", "alice", "r0.json"],
+        dir.path(),
+    )
+    .output()
+    .unwrap();
+    assert!(out.status.success());
+    for round in 0..rounds {
+        let store = dir.path().join(format!("round{round}.db"));
+        let children: Vec<_> = (0..8)
+            .map(|i| {
+                let file = format!("r{i}.json");
+                engram(
+                    &[],
+                    &store,
+                    &["write", "--agent", "alice", &file],
+                    dir.path(),
+                )
+                .spawn()
+                .unwrap()
+            })
+            .collect();
+        for child in children {
+            let out = child.wait_with_output().unwrap();
+            assert!(
+                out.status.success() && String::from_utf8_lossy(&out.stdout).contains("ACCEPTED"),
+                "round {round}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+    }
+}
+
+fn strace() -> Option<&'static str> {
+    let found = Command::new("strace")
+        .arg("-V")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !found {
+        eprintln!(
+            "strace not found: the injected-fault cases are skipped (apt-get install strace)"
+        );
+    }
+    found.then_some("strace")
+}
+
+fn one_line_naming(out: &Output, file: &str) {
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+    assert!(stderr.contains(file), "{stderr}");
+    assert!(!stderr.contains("Error code"), "{stderr}");
+}
+
+#[test]
+fn a_failed_fsync_while_a_new_store_switches_to_wal_is_never_silent() {
+    // Every fsync of a first write into a new file fails in turn: the write
+    // either succeeds with the file really in WAL mode, or the command
+    // fails with one line naming the file and what failed.
+    let Some(strace) = strace() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("r.json"), request("w")).unwrap();
+    let mut failures = 0;
+    for when in 1..=12 {
+        let store = dir.path().join(format!("fsync{when}.db"));
+        let inject = format!("inject=fsync:error=EIO:when={when}");
+        let out = engram(
+            &[strace, "-f", "-o", "/dev/null", "-e", &inject],
+            &store,
+            &["write", "--agent", "alice", "r.json"],
+            dir.path(),
+        )
+        .output()
+        .unwrap();
+        match out.status.code() {
+            Some(0) => assert!(
+                header_says_wal(&store),
+                "fsync {when}: ACCEPTED without WAL"
+            ),
+            // The commit's own fsync failed: the write is answered REJECTED.
+            Some(1) => {
+                failures += 1;
+                assert!(String::from_utf8_lossy(&out.stdout).contains("REJECTED"));
+            }
+            _ => {
+                failures += 1;
+                one_line_naming(&out, &format!("fsync{when}.db"));
+            }
+        }
+    }
+    assert!(
+        failures > 0,
+        "some injected fsync error must have been seen"
+    );
+}
