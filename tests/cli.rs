@@ -476,6 +476,8 @@ fn a_cycle_prints_each_stage_and_commits_its_summary_only() {
             "alice",
             "--message",
             "hi there",
+            "--response",
+            "hello",
         ],
         "",
     );
@@ -664,4 +666,139 @@ fn list_entities_and_relationships_answer_from_the_indexes() {
         json_lines(&out)[0],
         serde_json::json!({"error": {"LimitOutOfBounds": {"max": 1000}}})
     );
+}
+
+#[test]
+fn a_bad_agent_id_is_a_usage_error_and_opens_nothing() {
+    // proves IO-W6: an agent id of 0 or 257 bytes is refused before any
+    // store is opened or created.
+    let cli = Cli::new();
+    let long = "a".repeat(257);
+    for agent in ["", long.as_str()] {
+        let out = cli.run(&["write", "--agent", agent], &event("e1", agent, 1));
+        assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+        assert!(!cli.store().exists(), "no store was created");
+    }
+    let ok = "b".repeat(256);
+    let out = cli.run(&["write", "--agent", &ok], &event("e1", &ok, 1));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+}
+
+#[test]
+fn messages_are_one_line_with_control_characters_escaped_and_lines_named() {
+    let cli = Cli::new();
+    // Raw newlines, carriage returns and ESC in the input are shown escaped.
+    let out = cli.run(
+        &["write", "--agent", "alice"],
+        "{\"request_id\":\"x\u{1b}[31m\r\nmore\", \"bogus\": 1}",
+    );
+    assert_one_line_error(&out, 3, &["standard input"]);
+    let message = stderr(&out);
+    assert!(
+        !message.contains('\u{1b}') && !message.contains('\r'),
+        "{message:?}"
+    );
+    // Invalid UTF-8 names its line.
+    let mut batch = event("e1", "alice", 1).into_bytes();
+    batch.extend_from_slice(b"\n{\"request_id\":\"\xff\xfe\"}\n");
+    let path = cli.dir.path().join("bad.jsonl");
+    std::fs::write(&path, batch).unwrap();
+    let out = cli.run(
+        &[
+            "write",
+            "--agent",
+            "alice",
+            "--batch",
+            path.to_str().unwrap(),
+        ],
+        "",
+    );
+    assert_one_line_error(&out, 3, &["bad.jsonl", "line 2", "UTF-8"]);
+    assert!(!cli.store().exists(), "nothing ran");
+}
+
+#[test]
+fn b5_p4_a_plan_without_metadata_is_refused_by_the_engine_and_a_turn_needs_its_response() {
+    // proves B5-P4: no metadata means no top_k; the engine names the rule.
+    let cli = Cli::new();
+    let plan: serde_json::Value = serde_json::from_str(PLAN).unwrap();
+    let bare = serde_json::json!({"steps": plan["steps"]});
+    let path = cli.file("bare.json", &bare.to_string());
+    let out = cli.run(
+        &[
+            "cycle",
+            path.to_str().unwrap(),
+            "--agent",
+            "alice",
+            "--message",
+            "Where should we eat?",
+            "--response",
+            "Green Leaf.",
+        ],
+        "",
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let lines = json_lines(&out);
+    assert_eq!(lines[0]["plan_error"]["rule"], "B5-P4");
+    assert_eq!(lines[0]["plan_error"]["kind"], "MissingTopK");
+    // A plan that summarizes the turn needs the model's response: a usage
+    // error before anything runs, not a failed cycle.
+    let path = cli.file("plan.json", PLAN);
+    let out = cli.run(
+        &[
+            "cycle",
+            path.to_str().unwrap(),
+            "--agent",
+            "alice",
+            "--message",
+            "Where should we eat?",
+        ],
+        "",
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("--response"));
+}
+
+#[test]
+fn a_full_disk_gets_one_line_and_loses_nothing_acknowledged() {
+    // The file-size limit stands in for a full disk: writes past it fail
+    // with EFBIG. The command answers REJECTED or fails with one line; every
+    // ACCEPTED write is there once the limit is lifted.
+    let cli = Cli::new();
+    let seed = cli.run(&["write", "--agent", "alice"], &event("seed", "alice", 1));
+    assert_eq!(seed.status.code(), Some(0), "{}", stderr(&seed));
+    let batch: String = (0..400)
+        .map(|i| event(&format!("e{i}"), "alice", i) + "\n")
+        .collect();
+    let input = cli.file("batch.jsonl", &batch);
+    let script = "trap '' XFSZ; ulimit -f 256; exec \"$0\" --store \"$1\" write --agent alice --batch \"$2\"";
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(script)
+        .arg(env!("CARGO_BIN_EXE_engram"))
+        .arg(cli.store())
+        .arg(&input)
+        .env("ENGRAM_CACHE_DIR", CACHE_DIR)
+        .output()
+        .unwrap();
+    let answers = stdout(&out);
+    let accepted: Vec<String> = answers
+        .lines()
+        .filter_map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).ok()?;
+            Some(v["ACCEPTED"]["stored_id"].as_str()?.to_owned())
+        })
+        .collect();
+    assert_ne!(out.status.code(), Some(0), "the limit was reached");
+    assert!(accepted.len() < 400);
+    let message = stderr(&out);
+    assert!(message.lines().count() <= 1, "{message}");
+    assert!(!message.contains("backtrace"), "{message}");
+    for id in &accepted {
+        let read = format!(
+            r#"{{"record_type":"EVENT","selector":{{"ById":{{"id":"{id}"}}}},"request_id":"r"}}"#
+        );
+        let out = cli.run(&["read", "--agent", "alice"], &read);
+        assert!(stdout(&out).contains(id.as_str()), "{id} is readable");
+    }
 }

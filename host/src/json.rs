@@ -895,7 +895,9 @@ use crate::cycle as wc;
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Plan {
-    /// The plan's metadata.
+    /// The plan's metadata; none is empty metadata, so a plan that
+    /// retrieves without it is refused by the engine (B5-P4), not here.
+    #[serde(default)]
     pub metadata: PlanMetadata,
     /// Its steps, in order.
     pub steps: Vec<PlanStep>,

@@ -614,7 +614,7 @@ impl Domain {
                 "the engine needed more than its table limit of {} elements",
                 self.shared.config.max_table_elements
             ),
-            None => "the engine failed".to_owned(),
+            None => "a call of the host failed".to_owned(),
         };
         error.context(format!(
             "{why}; its instance was stopped, and the next call gets a fresh one"

@@ -49,6 +49,11 @@ struct Cli {
     #[arg(long, global = true)]
     no_cache: bool,
 
+    /// On failure, print every cause with the engine's backtrace, not one
+    /// line.
+    #[arg(long, global = true)]
+    verbose: bool,
+
     #[command(subcommand)]
     command: Command,
 }
@@ -65,7 +70,7 @@ enum Command {
         /// The execution plan (JSON).
         plan: PathBuf,
         /// The agent whose memory domain the cycle runs in.
-        #[arg(long, env = "ENGRAM_AGENT")]
+        #[arg(long, env = "ENGRAM_AGENT", value_parser = parse_agent)]
         agent: String,
         /// The session the turn belongs to.
         #[arg(long, default_value = "cli")]
@@ -79,7 +84,8 @@ enum Command {
         /// A file holding the user's message.
         #[arg(long)]
         message_file: Option<PathBuf>,
-        /// The model's response.
+        /// The model's response; needed when the plan summarizes the turn
+        /// (a recall-only plan runs without it).
         #[arg(long, conflicts_with = "response_file")]
         response: Option<String>,
         /// A file holding the model's response.
@@ -101,7 +107,7 @@ enum Command {
         /// The normalized fact key.
         key: String,
         /// The agent whose memory domain to read.
-        #[arg(long, env = "ENGRAM_AGENT")]
+        #[arg(long, env = "ENGRAM_AGENT", value_parser = parse_agent)]
         agent: String,
         /// How many versions at most.
         #[arg(long, default_value_t = 10)]
@@ -113,7 +119,7 @@ enum Command {
         /// The normalized fact key.
         key: String,
         /// The agent whose memory domain to read.
-        #[arg(long, env = "ENGRAM_AGENT")]
+        #[arg(long, env = "ENGRAM_AGENT", value_parser = parse_agent)]
         agent: String,
         /// A valid time (milliseconds since the Unix epoch).
         #[arg(
@@ -136,7 +142,7 @@ enum Command {
         #[arg(required = true)]
         namespace: Vec<String>,
         /// The agent whose memory domain to read.
-        #[arg(long, env = "ENGRAM_AGENT")]
+        #[arg(long, env = "ENGRAM_AGENT", value_parser = parse_agent)]
         agent: String,
         /// How many at most.
         #[arg(long, default_value_t = 100)]
@@ -148,7 +154,7 @@ enum Command {
         #[arg(value_parser = ["person", "organization", "place", "product", "event"])]
         entity_type: String,
         /// The agent whose memory domain to read.
-        #[arg(long, env = "ENGRAM_AGENT")]
+        #[arg(long, env = "ENGRAM_AGENT", value_parser = parse_agent)]
         agent: String,
         /// How many at most.
         #[arg(long, default_value_t = 100)]
@@ -159,7 +165,7 @@ enum Command {
         /// The entity's key (or a pseudo-entity such as USER).
         entity: String,
         /// The agent whose memory domain to read.
-        #[arg(long, env = "ENGRAM_AGENT")]
+        #[arg(long, env = "ENGRAM_AGENT", value_parser = parse_agent)]
         agent: String,
         /// Those it is the target of, instead of the source.
         #[arg(long)]
@@ -180,7 +186,7 @@ enum Command {
         /// The key of the entity to start from.
         start: String,
         /// The agent whose memory domain to read.
-        #[arg(long, env = "ENGRAM_AGENT")]
+        #[arg(long, env = "ENGRAM_AGENT", value_parser = parse_agent)]
         agent: String,
         /// Depth-first instead of breadth-first.
         #[arg(long)]
@@ -235,7 +241,7 @@ enum Command {
 #[derive(clap::Args)]
 pub struct Io {
     /// The agent whose memory domain the requests go to.
-    #[arg(long, env = "ENGRAM_AGENT")]
+    #[arg(long, env = "ENGRAM_AGENT", value_parser = parse_agent)]
     agent: String,
     /// Read JSON Lines, one request a line, and answer a line each.
     #[arg(long)]
@@ -263,16 +269,58 @@ fn cache_dir(no_cache: bool) -> Option<PathBuf> {
         .or_else(|| var("HOME").map(|d| PathBuf::from(d).join(".cache").join("engram")))
 }
 
+/// Whether failures are printed in full (`--verbose`).
+static VERBOSE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let _ = CACHE_DIR.set(cache_dir(cli.no_cache));
+    VERBOSE.store(cli.verbose, std::sync::atomic::Ordering::Relaxed);
     match run(cli) {
         Ok(code) => ExitCode::from(code),
         Err(Exit(code, message)) => {
-            eprintln!("engram: {message}");
+            eprintln!("engram: {}", one_line(&message));
             ExitCode::from(code)
         }
     }
+}
+
+/// A message on one line: control characters (a newline, `\r`, ESC from
+/// the input) are shown escaped, never acted on by the terminal.
+fn one_line(message: &str) -> String {
+    message
+        .chars()
+        .flat_map(|c| {
+            let escaped: Vec<char> = if c.is_control() {
+                c.escape_default().collect()
+            } else {
+                vec![c]
+            };
+            escaped
+        })
+        .collect()
+}
+
+/// An error as the user sees it: each cause's first line, the engine's
+/// wasm backtrace left out; everything with `--verbose`.
+pub(crate) fn shown(error: &anyhow::Error) -> String {
+    if VERBOSE.load(std::sync::atomic::Ordering::Relaxed) {
+        return format!("{error:?}");
+    }
+    let mut parts: Vec<String> = Vec::new();
+    for cause in error.chain() {
+        let text = cause.to_string();
+        let first = text.lines().next().unwrap_or("").trim().to_owned();
+        if first.is_empty() || first.starts_with("error while executing at wasm backtrace") {
+            continue;
+        }
+        // anyhow repeats a source's text in a context that formats it in.
+        if parts.last().is_some_and(|p| p.ends_with(&first)) {
+            continue;
+        }
+        parts.push(first);
+    }
+    parts.join(": ")
 }
 
 fn run(cli: Cli) -> Result<u8, Exit> {
@@ -302,6 +350,22 @@ fn run(cli: Cli) -> Result<u8, Exit> {
                 user_message: text_input(message, message_file)?,
                 model_response: text_input(response, response_file)?,
             };
+            // What the plan's steps will need, checked before anything opens.
+            use engram::cycle::{StepKind, SummarizeInput};
+            let needs_message = !plan.steps.is_empty();
+            let needs_response = plan
+                .steps
+                .iter()
+                .any(|s| s.kind == StepKind::SummarizeMemory(SummarizeInput::Turn));
+            if needs_message && input.user_message.is_none() {
+                return Err(Exit(
+                    2,
+                    "the plan needs the user's message: give --message or --message-file".into(),
+                ));
+            }
+            if needs_response && input.model_response.is_none() {
+                return Err(Exit(2, "the plan summarizes the turn: give --response or --response-file (the model's answer)".into()));
+            }
             let request_id =
                 request_id.unwrap_or_else(|| format!("cycle-{}", engram::system_time_ms()));
             let mut domain = open_domain(&cli.store, cli.tier_ceiling, &agent, true)?;
@@ -475,7 +539,7 @@ fn run(cli: Cli) -> Result<u8, Exit> {
             let entries = store
                 .audit
                 .trail(&query)
-                .map_err(|e| Exit(FAILURE, format!("{e:#}")))?;
+                .map_err(|e| Exit(FAILURE, shown(&e)))?;
             let lines = entries
                 .iter()
                 .map(serde_json::to_string)
@@ -516,8 +580,10 @@ impl Lines {
     }
 }
 
-fn failure(e: impl std::fmt::Display) -> Exit {
-    Exit(FAILURE, e.to_string())
+/// A failure of the store or the engine, shown on one line (`--verbose`:
+/// in full).
+fn failure(e: impl Into<anyhow::Error>) -> Exit {
+    Exit(FAILURE, shown(&e.into()))
 }
 
 fn parse_plan(path: &Path) -> Result<ExecutionPlan, Exit> {
@@ -680,7 +746,11 @@ fn demo(store: &str, question: &str) -> Result<u8, Exit> {
         .map_err(failure)?
     {
         Ok(cycle) => cycle,
-        Err(error) => return Err(failure(format!("the demo plan was refused: {error:?}"))),
+        Err(error) => {
+            return Err(failure(anyhow::anyhow!(
+                "the demo plan was refused: {error:?}"
+            )));
+        }
     };
     let input = TurnInput {
         user_message: Some(question.into()),
@@ -711,38 +781,51 @@ fn demo(store: &str, question: &str) -> Result<u8, Exit> {
 /// Reads and parses every request before any is run, so malformed input
 /// changes nothing.
 fn parse_input<T: DeserializeOwned>(io: &Io, what: &str) -> Result<Vec<T>, Exit> {
-    let (name, text) = match io.file.as_deref() {
+    let (name, bytes) = match io.file.as_deref() {
         None => ("standard input".to_string(), read_stdin()?),
         Some(path) if path == Path::new("-") => ("standard input".to_string(), read_stdin()?),
         Some(path) => {
             let name = path.display().to_string();
-            let text = std::fs::read_to_string(path)
-                .map_err(|e| Exit(BAD_INPUT, format!("{name}: {e}")))?;
-            (name, text)
+            let bytes = std::fs::read(path).map_err(|e| Exit(BAD_INPUT, format!("{name}: {e}")))?;
+            (name, bytes)
         }
     };
-    let bad = |line: Option<usize>, e: serde_json::Error| {
-        let at = line.map(|n| format!(" line {n}:")).unwrap_or_default();
-        Exit(BAD_INPUT, format!("{name}:{at} not a valid {what}: {e}"))
+    let at = |line: Option<usize>| line.map(|n| format!(" line {n}:")).unwrap_or_default();
+    let parse = |line: Option<usize>, bytes: &[u8]| -> Result<T, Exit> {
+        let text = std::str::from_utf8(bytes).map_err(|e| {
+            Exit(
+                BAD_INPUT,
+                format!(
+                    "{name}:{} not UTF-8 text (at byte {})",
+                    at(line),
+                    e.valid_up_to()
+                ),
+            )
+        })?;
+        serde_json::from_str(text).map_err(|e| {
+            Exit(
+                BAD_INPUT,
+                format!("{name}:{} not a valid {what}: {e}", at(line)),
+            )
+        })
     };
     if !io.batch {
-        return serde_json::from_str(&text)
-            .map(|r| vec![r])
-            .map_err(|e| bad(None, e));
+        return parse(None, &bytes).map(|r| vec![r]);
     }
-    text.lines()
+    bytes
+        .split(|b| *b == b'\n')
         .enumerate()
-        .filter(|(_, line)| !line.trim().is_empty())
-        .map(|(i, line)| serde_json::from_str(line).map_err(|e| bad(Some(i + 1), e)))
+        .filter(|(_, line)| !line.trim_ascii().is_empty())
+        .map(|(i, line)| parse(Some(i + 1), line))
         .collect()
 }
 
-fn read_stdin() -> Result<String, Exit> {
-    let mut text = String::new();
+fn read_stdin() -> Result<Vec<u8>, Exit> {
+    let mut bytes = Vec::new();
     std::io::stdin()
-        .read_to_string(&mut text)
+        .read_to_end(&mut bytes)
         .map_err(|e| Exit(BAD_INPUT, format!("standard input: {e}")))?;
-    Ok(text)
+    Ok(bytes)
 }
 
 /// Writes each request in a domain opened in `mode` (IO-W7).
@@ -751,7 +834,7 @@ fn write(store: &str, io: &Io, mode: Mode) -> Result<u8, Exit> {
     let storage = open_store(store, true)?;
     let mut domain = new_engram()?
         .open(&io.agent, mode, storage.backend, storage.audit)
-        .map_err(|e| Exit(FAILURE, format!("{e:#}")))?;
+        .map_err(|e| Exit(FAILURE, shown(&e)))?;
     answer_each(requests, |request| {
         let answer = WriteAnswer::from(domain.write(&request.into())?);
         let refused = answer == WriteAnswer::Rejected;
@@ -769,7 +852,7 @@ fn open_store(spec: &str, create: bool) -> Result<Storage, Exit> {
             format!("{spec}: no store here (write to it first, or pass --store)"),
         ));
     }
-    Storage::open(spec).map_err(|e| Exit(FAILURE, format!("{e:#}")))
+    Storage::open(spec).map_err(|e| Exit(FAILURE, shown(&e)))
 }
 
 fn open_domain(
@@ -782,7 +865,7 @@ fn open_domain(
     new_engram()?
         .open(agent, Mode::Online, store.backend, store.audit)
         .map(|domain| domain.restrict_to(ceiling))
-        .map_err(|e| Exit(FAILURE, format!("{e:#}")))
+        .map_err(|e| Exit(FAILURE, shown(&e)))
 }
 
 /// The engine, loaded from the cache folder when it holds a compiled copy.
@@ -791,7 +874,19 @@ fn new_engram() -> Result<Engram, Exit> {
         cache_dir: CACHE_DIR.get().cloned().flatten(),
         ..engram::Config::default()
     };
-    Engram::with_config(config).map_err(|e| Exit(FAILURE, format!("{e:#}")))
+    Engram::with_config(config).map_err(|e| Exit(FAILURE, shown(&e)))
+}
+
+/// Checks an agent id before anything is opened: 1 to 256 bytes (IO-W6).
+pub(crate) fn parse_agent(text: &str) -> Result<String, String> {
+    if text.is_empty() || text.len() > engram::MAX_AGENT_ID_LEN {
+        return Err(format!(
+            "an agent id must be 1 to {} bytes long (this one is {})",
+            engram::MAX_AGENT_ID_LEN,
+            text.len()
+        ));
+    }
+    Ok(text.to_owned())
 }
 
 /// Parses a privacy tier by its seed name.
@@ -819,11 +914,11 @@ fn answer_each<T>(
     let mut out = BufWriter::new(stdout.lock());
     let mut code = OK;
     for request in requests {
-        let (line, refused) = answer(request).map_err(|e| Exit(FAILURE, format!("{e:#}")))?;
+        let (line, refused) = answer(request).map_err(|e| Exit(FAILURE, shown(&e)))?;
         writeln!(out, "{line}")
             .and_then(|()| out.flush())
             .context("writing the answer")
-            .map_err(|e| Exit(FAILURE, format!("{e:#}")))?;
+            .map_err(|e| Exit(FAILURE, shown(&e)))?;
         if refused {
             code = REFUSED;
         }

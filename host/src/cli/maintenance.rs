@@ -36,14 +36,14 @@ pub enum Maintenance {
     /// its domain is removed; the audit trail keeps only that it happened.
     Forget {
         /// The agent whose domain goes.
-        #[arg(long)]
+        #[arg(long, value_parser = crate::parse_agent)]
         agent: String,
     },
     /// Break the maintenance lock of an agent's domain, left behind by a
     /// process that died while holding it.
     Unlock {
         /// The agent whose lock goes.
-        #[arg(long)]
+        #[arg(long, value_parser = crate::parse_agent)]
         agent: String,
     },
 }
@@ -142,8 +142,8 @@ pub fn run(store: &str, command: Maintenance) -> Result<u8, Exit> {
     }
 }
 
-fn failure(e: impl std::fmt::Display) -> Exit {
-    Exit(FAILURE, format!("{e:#}"))
+fn failure(e: impl Into<anyhow::Error>) -> Exit {
+    Exit(FAILURE, crate::shown(&e.into()))
 }
 
 fn refused(agent: &str, e: MaintenanceError) -> Exit {
