@@ -192,14 +192,18 @@ impl CycleResource {
                 let Some(StepOutput::Summarized(summary)) = input(0) else {
                     return Err(CycleError::MissingInput(step.inputs.join(",")));
                 };
-                let memory = IngestedMemory {
-                    session_ref: self.session_ref.clone(),
-                    summary: summary.summary.clone(),
-                    keywords: summary.keywords.clone(),
-                };
-                state
-                    .staged
-                    .push((step.name.clone(), memory, domain::now()));
+                // An empty summary: the turn had nothing worth keeping, and
+                // nothing is staged for it.
+                if !summary.summary.is_empty() {
+                    let memory = IngestedMemory {
+                        session_ref: self.session_ref.clone(),
+                        summary: summary.summary.clone(),
+                        keywords: summary.keywords.clone(),
+                    };
+                    state
+                        .staged
+                        .push((step.name.clone(), memory, domain::now()));
+                }
                 Ok(StepOutput::Staged(summary))
             }
         }
@@ -216,7 +220,12 @@ impl CycleResource {
         let request_id = format!("{}#{step}", self.request_id);
         let answer = gather_and_rank(keywords, top_k);
         let outcome = match &answer {
-            Ok(memories) => Outcome::Returned(memories.len() as u32),
+            Ok((memories, gathered)) => Outcome::Retrieved(audit::Retrieval {
+                returned: memories.len() as u32,
+                entries_read: gathered.entries_read,
+                candidates: gathered.candidates,
+                bound_reached: gathered.bound_reached,
+            }),
             Err((_, reason)) => Outcome::Failed(reason.clone()),
         };
         audit::append(&audit::Entry {
@@ -226,7 +235,9 @@ impl CycleResource {
             record_type: Some(RecordType::Event),
             outcome,
         });
-        answer.map_err(|(error, _)| error)
+        answer
+            .map(|(memories, _)| memories)
+            .map_err(|(error, _)| error)
     }
 
     /// Stores every staged memory in one commit (B5-D1, B5-F2).
@@ -310,8 +321,22 @@ impl CycleResource {
 fn summarize(message: &str, response: Option<&str>) -> Result<Summarized, CycleError> {
     let summary = summarizer::summarize(message, response).map_err(CycleError::SummarizerFailed)?;
     let refused = |why: &str| Err(CycleError::SummaryRefused(why.into()));
+    // Nothing worth remembering: an empty summary with no keywords, which
+    // retrieves nothing and is never persisted.
+    if summary.summary.is_empty() && summary.keywords.is_empty() {
+        return Ok(Summarized {
+            summary: summary.summary,
+            keywords: summary.keywords,
+        });
+    }
     if summary.summary.trim().is_empty() {
-        return refused("the summary is empty");
+        return refused("the summary is empty but has keywords");
+    }
+    if summary.summary.len() > validate::MAX_SUMMARY_LEN {
+        return refused("the summary is longer than 4,096 bytes");
+    }
+    if summary.keywords.len() > validate::MAX_KEYWORDS {
+        return refused("more than 128 keywords");
     }
     if summary.keywords.iter().any(|k| k.is_empty()) {
         return refused("a keyword is empty");
@@ -338,35 +363,84 @@ fn summarize(message: &str, response: Option<&str>) -> Result<Summarized, CycleE
 
 type Failure = (CycleError, String);
 
-fn gather_and_rank(keywords: &[String], top_k: u32) -> Result<Vec<RetrievedMemory>, Failure> {
+/// What gathering read.
+struct Gathered {
+    entries_read: u32,
+    candidates: u32,
+    bound_reached: bool,
+}
+
+/// Gathers candidates through the keyword index, fairly: the candidate
+/// limit is shared out in rounds among the query's keywords that still have
+/// entries, each taking an equal share (the rest of a division going to the
+/// first in the query's order), newest first within each keyword, until the
+/// limit is spent or every keyword is exhausted. No keyword can take the
+/// whole budget while another has entries left, and nothing here judges
+/// which keyword matters (B5-F3).
+fn gather(keywords: &[String]) -> Result<(Vec<String>, Gathered), Failure> {
     let storage = |why: String| (CycleError::StorageUnavailable, why);
-    let mut budget = domain::candidate_limit().max(1);
+    let limit = domain::candidate_limit().max(1);
+    let mut budget = limit;
     let mut seen = HashSet::new();
     let mut ids = Vec::new();
-    let mut distinct: Vec<&String> = keywords.iter().collect();
-    distinct.sort();
-    distinct.dedup();
-    for keyword in distinct {
-        if budget == 0 {
-            break;
-        }
-        let (start, end) = keys::keyword_range(keyword);
-        let entries = crate::persistence::scan(
-            &start,
-            &end,
-            budget,
-            crate::persistence::Direction::Descending,
-        )
-        .map_err(|e| storage(crate::storage(e)))?;
-        budget = budget.saturating_sub(entries.len() as u32);
-        for entry in entries {
-            let id = String::from_utf8(entry.value)
-                .map_err(|_| storage("a keyword-index entry is damaged".into()))?;
-            if seen.insert(id.clone()) {
-                ids.push(id);
-            }
+    // Each distinct keyword once, in the query's order, with the end of the
+    // range it has not read yet (scans go newest first, so downwards).
+    let mut active: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+    let mut distinct = HashSet::new();
+    for keyword in keywords {
+        if distinct.insert(keyword.as_str()) {
+            active.push(keys::keyword_range(keyword));
         }
     }
+    while budget > 0 && !active.is_empty() {
+        let share = (budget / active.len() as u32).max(1);
+        let mut extra = budget.saturating_sub(share * active.len() as u32);
+        let mut still = Vec::with_capacity(active.len());
+        for (start, end) in active {
+            if budget == 0 {
+                break;
+            }
+            let want = (share + u32::from(extra > 0)).min(budget);
+            extra = extra.saturating_sub(1);
+            let entries = crate::persistence::scan(
+                &start,
+                &end,
+                want,
+                crate::persistence::Direction::Descending,
+            )
+            .map_err(|e| storage(crate::storage(e)))?;
+            budget -= entries.len() as u32;
+            let full = entries.len() as u32 == want;
+            let last = entries.last().map(|e| e.key.clone());
+            for entry in entries {
+                let id = String::from_utf8(entry.value)
+                    .map_err(|_| storage("a keyword-index entry is damaged".into()))?;
+                if seen.insert(id.clone()) {
+                    ids.push(id);
+                }
+            }
+            match last {
+                // It may have more: it stays for the next round.
+                Some(last) if full => still.push((start, last)),
+                _ => {}
+            }
+        }
+        active = still;
+    }
+    let gathered = Gathered {
+        entries_read: limit - budget,
+        candidates: ids.len() as u32,
+        bound_reached: budget == 0 && !active.is_empty(),
+    };
+    Ok((ids, gathered))
+}
+
+fn gather_and_rank(
+    keywords: &[String],
+    top_k: u32,
+) -> Result<(Vec<RetrievedMemory>, Gathered), Failure> {
+    let storage = |why: String| (CycleError::StorageUnavailable, why);
+    let (ids, gathered) = gather(keywords)?;
     let mut candidates = Vec::with_capacity(ids.len());
     for id in &ids {
         match load(id).map_err(storage)? {
@@ -393,7 +467,7 @@ fn gather_and_rank(keywords: &[String], top_k: u32) -> Result<Vec<RetrievedMemor
     // Newest first, so every ranker sees the candidates in one stable order.
     candidates.sort_by(|a, b| b.timestamp.cmp(&a.timestamp).then_with(|| b.id.cmp(&a.id)));
     if candidates.is_empty() {
-        return Ok(Vec::new());
+        return Ok((Vec::new(), gathered));
     }
     let ranked = ranker::rank(keywords, &candidates, top_k).map_err(|why| {
         (
@@ -426,7 +500,7 @@ fn gather_and_rank(keywords: &[String], top_k: u32) -> Result<Vec<RetrievedMemor
             timestamp: candidate.timestamp,
         });
     }
-    Ok(memories)
+    Ok((memories, gathered))
 }
 
 fn assemble(context: Vec<RetrievedMemory>, message: &str) -> AssembledPrompt {

@@ -3,20 +3,34 @@
 //! its own (an LLM, say) by implementing [`Summarizer`] and [`Ranker`]; the
 //! defaults here are deterministic.
 //!
-//! - [`ExtractiveSummarizer`] takes keywords with YAKE (the `yake-rust`
-//!   crate: statistical, single-document, no model or corpus to load) and
-//!   builds the summary from the best sentence of the message and of the
-//!   response, kept to their content words.
-//! - [`Bm25Ranker`] scores candidates with BM25 (the `bm25` crate: its
-//!   tokenizer stems and drops stop words) over each candidate's summary and
-//!   keywords, ties broken newest first, then by id.
+//! **Normalization.** Both defaults see words the same way ([`terms`]):
+//! split on anything that is not a letter, a digit or an apostrophe,
+//! lowercased, possessive `'s` dropped, stop words and filler ("hey",
+//! "wow", "super", "thanks") left out, and each word reduced to its stem by
+//! the Snowball English stemmer (the `rust-stemmers` crate), so "donated",
+//! "donates" and "donating" are one index term, `donat`. Keywords are
+//! normalized at ingestion and the query's keywords at query time by the
+//! same function, so they meet in the keyword index.
+//!
+//! - [`ExtractiveSummarizer`] keeps the sentences of the turn that carry
+//!   content (a sentence of greetings and pleasantries carries none), as
+//!   their content words, and indexes every term of the turn's content
+//!   words, the summary's first: so every word the summary keeps is
+//!   reachable through the keyword index.
+//! - [`Bm25Ranker`] scores each candidate with BM25 over its keywords and
+//!   the normalized words of its summary, ties broken newest first, then by
+//!   id.
 
-use std::collections::HashSet;
+use rust_stemmers::{Algorithm, Stemmer};
+use std::collections::{HashMap, HashSet};
+use std::sync::LazyLock;
 
 /// What a summarizer answers.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Summary {
-    /// A distilled statement; must not contain the raw texts verbatim.
+    /// A distilled statement; must not contain the raw texts verbatim. An
+    /// empty summary (with no keywords) says the turn had nothing worth
+    /// remembering: the cycle then persists nothing for it.
     pub summary: String,
     /// Index terms.
     pub keywords: Vec<String>,
@@ -59,73 +73,125 @@ pub trait Ranker: Send + Sync {
     ) -> Result<Vec<String>, String>;
 }
 
-/// The default summarizer: YAKE keywords and an extractive summary.
+/// English stop words: words that say nothing of what a turn is about.
+const STOP_WORDS: &str = "a about above after again against all am an and any are aren't as at be \
+    because been before being below between both but by can can't cannot could couldn't did didn't \
+    do does doesn't doing don't down during each few for from further had hadn't has hasn't have \
+    haven't having he he'd he'll he's her here here's hers herself him himself his how how's i i'd \
+    i'll i'm i've if in into is isn't it it's its itself let's me more most mustn't my myself no nor \
+    not of off on once only or other ought our ours ourselves out over own same shan't she she'd \
+    she'll she's should shouldn't so some such than that that's the their theirs them themselves \
+    then there there's these they they'd they'll they're they've this those through to too under \
+    until up very was wasn't we we'd we'll we're we've were weren't what what's when when's where \
+    where's which while who who's whom why why's will with won't would wouldn't you you'd you'll \
+    you're you've your yours yourself yourselves also just really actually yes yet still even much \
+    many lot lots get got gets getting going go goes went gonna wanna let like would've could've \
+    should've one ones thing things something anything everything nothing way ever every";
+
+/// Greetings, fillers and pleasantries: words of small talk, never index
+/// terms, and a sentence of nothing else is left out of a summary.
+const FILLER: &str = "hey hi hello hiya howdy yo bye goodbye cheers thanks thank thx ty please \
+    pls sure ok okay okey alright yeah yep yup nope nah wow whoa oh ooh ah aha haha hahaha lol lmao \
+    omg hmm hm um uh huh wow super cool nice great awesome amazing fantastic wonderful lovely \
+    glad happy welcome sorry indeed totally absolutely definitely exactly right well anyway \
+    anyways btw guess know think mean feel sounds sound good bad fun stuff kind sort pretty \
+    quite busy day week today tonight";
+
+static STOP: LazyLock<HashSet<&'static str>> =
+    LazyLock::new(|| STOP_WORDS.split_whitespace().collect());
+static SMALL_TALK: LazyLock<HashSet<&'static str>> =
+    LazyLock::new(|| FILLER.split_whitespace().collect());
+static STEMMER: LazyLock<Stemmer> = LazyLock::new(|| Stemmer::create(Algorithm::English));
+
+/// The longest word kept as a term, in bytes; a longer run of letters is
+/// no word.
+const MAX_WORD_LEN: usize = 48;
+
+/// The words of `text`: runs of letters, digits and apostrophes, with
+/// their byte range.
+fn words(text: &str) -> impl Iterator<Item = &str> {
+    text.split(|c: char| !(c.is_alphanumeric() || c == '\'' || c == '\u{2019}'))
+        .map(|w| w.trim_matches(|c| c == '\'' || c == '\u{2019}'))
+        .filter(|w| !w.is_empty())
+}
+
+/// A word's lowercase form with a possessive `'s` dropped.
+fn lower(word: &str) -> String {
+    let lower = word.to_lowercase().replace('\u{2019}', "'");
+    match lower.strip_suffix("'s") {
+        Some(stem) if !stem.is_empty() => stem.to_owned(),
+        _ => lower,
+    }
+}
+
+/// Whether a lowercased word is content: not a stop word, not filler, not
+/// a lone letter or digit, not absurdly long.
+fn is_content(lower: &str) -> bool {
+    lower.chars().count() > 1
+        && lower.len() <= MAX_WORD_LEN
+        && !STOP.contains(lower)
+        && !SMALL_TALK.contains(lower)
+}
+
+/// The index term of a lowercased content word: its Snowball stem.
+fn stem(lower: &str) -> String {
+    STEMMER.stem(lower).into_owned()
+}
+
+/// The normalized index terms of `text`, in order, repeats kept: what both
+/// the default summarizer (at ingestion and for a query) and the default
+/// ranker see.
+pub fn terms(text: &str) -> Vec<String> {
+    words(text)
+        .map(lower)
+        .filter(|w| is_content(w))
+        .map(|w| stem(&w))
+        .collect()
+}
+
+/// The sentences of `text`, split after `.`, `!`, `?` and line breaks.
+fn sentences(text: &str) -> impl Iterator<Item = &str> {
+    text.split_inclusive(['.', '!', '?', '\n'])
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+}
+
+/// The default summarizer: the content of a turn, without its small talk.
 pub struct ExtractiveSummarizer {
-    stop_words: yake_rust::StopWords,
-    /// How many keywords to keep.
+    /// How many keywords to keep at most (the engine takes up to 128). 64
+    /// by default: more than the content words of a usual turn.
     pub keywords: usize,
-    /// How many content words each side of the summary keeps.
+    /// How many content words the summary keeps at most, message and
+    /// response together. 48 by default.
     pub words: usize,
 }
 
 impl Default for ExtractiveSummarizer {
     fn default() -> Self {
         ExtractiveSummarizer {
-            stop_words: yake_rust::StopWords::predefined("en")
-                .unwrap_or_else(|| yake_rust::StopWords::custom(HashSet::new())),
-            keywords: 8,
-            words: 16,
+            keywords: 64,
+            words: 48,
         }
     }
 }
 
 impl ExtractiveSummarizer {
-    /// The best sentence of `text` for `keywords`, kept to its content
-    /// words: stop words and punctuation go, so the raw text never comes
-    /// through whole.
-    fn gist(&self, text: &str, keywords: &[String]) -> String {
-        let sentences = text
-            .split_inclusive(['.', '!', '?', '\n'])
-            .map(str::trim)
-            .filter(|s| !s.is_empty());
-        let score = |sentence: &str| {
-            let lower = sentence.to_lowercase();
-            keywords
-                .iter()
-                .filter(|k| lower.contains(k.as_str()))
-                .count()
-        };
-        // The first of the best-scoring sentences.
-        let best = sentences.fold(None, |best: Option<(usize, &str)>, s| match best {
-            Some((top, _)) if top >= score(s) => best,
-            _ => Some((score(s), s)),
-        });
-        let Some((_, sentence)) = best else {
-            return String::new();
-        };
-        let words: Vec<&str> = sentence
-            .split(|c: char| !(c.is_alphanumeric() || c == '-' || c == '\''))
-            .filter(|w| !w.is_empty())
-            .collect();
-        let content: Vec<&str> = words
-            .iter()
-            .copied()
-            .filter(|w| !self.stop_words.contains(&w.to_lowercase()))
-            .take(self.words)
-            .collect();
-        if !content.is_empty() && (content.len() < words.len() || words.len() < 2) {
-            return content.join(" ");
+    /// The content words of `text`'s sentences that carry content, in
+    /// order, at most `budget` of them: the distilled statement of one side
+    /// of the turn.
+    fn gist(&self, text: &str, budget: usize) -> Vec<String> {
+        let mut kept = Vec::new();
+        for sentence in sentences(text) {
+            let content: Vec<&str> = words(sentence).filter(|w| is_content(&lower(w))).collect();
+            // A sentence of greetings and pleasantries has no content word.
+            for word in content {
+                if kept.len() >= budget {
+                    return kept;
+                }
+                kept.push(word.to_owned());
+            }
         }
-        // Nothing to leave out, or nothing but stop words: name the words
-        // instead, so the text never comes through whole (B5-S1).
-        let base = if content.is_empty() { &words } else { &content };
-        if base.is_empty() {
-            return String::new();
-        }
-        let mut named: Vec<String> = base.iter().map(|w| w.to_lowercase()).collect();
-        named.sort();
-        named.dedup();
-        format!("about {}", named.join(", "))
+        kept
     }
 }
 
@@ -135,38 +201,54 @@ impl Summarizer for ExtractiveSummarizer {
         user_message: &str,
         model_response: Option<&str>,
     ) -> Result<Summary, String> {
+        let budget = self.words.max(2);
+        let asked = self.gist(user_message, budget.div_ceil(2).max(1));
+        let answered = model_response
+            .map(|r| self.gist(r, budget - asked.len().min(budget)))
+            .unwrap_or_default();
+        if asked.is_empty() && answered.is_empty() {
+            // Nothing worth remembering (an emoji, a greeting, nothing).
+            return Ok(Summary {
+                summary: String::new(),
+                keywords: Vec::new(),
+            });
+        }
+        let mut summary = match (asked.is_empty(), answered.is_empty()) {
+            (false, false) => format!("{}. {}.", asked.join(" "), answered.join(" ")),
+            (false, true) => format!("{}.", asked.join(" ")),
+            _ => format!("{}.", answered.join(" ")),
+        };
+        // Should the content words be the whole text, name them instead, so
+        // the raw text never comes through whole (B5-S1).
+        let verbatim =
+            |raw: &str| raw.split_whitespace().nth(1).is_some() && summary.contains(raw.trim());
+        if verbatim(user_message) || model_response.is_some_and(verbatim) {
+            let mut named: Vec<String> = asked.iter().chain(&answered).map(|w| lower(w)).collect();
+            named.sort();
+            named.dedup();
+            summary = format!("about {}", named.join(", "));
+        }
+        // The summary's terms first, then the rest of the turn's, each once.
+        let mut keywords: Vec<String> = Vec::new();
+        let mut seen = HashSet::new();
         let text = match model_response {
             Some(response) => format!("{user_message}\n{response}"),
             None => user_message.to_owned(),
         };
-        let config = yake_rust::Config {
-            ngrams: 2,
-            ..yake_rust::Config::default()
-        };
-        let mut keywords: Vec<String> = Vec::new();
-        for item in yake_rust::get_n_best(self.keywords * 2, &text, &self.stop_words, &config) {
-            // One- and two-word phrases; keep each word once.
-            for word in item.keyword.split_whitespace() {
-                if keywords.len() < self.keywords && !keywords.iter().any(|k| k == word) {
-                    keywords.push(word.to_owned());
-                }
+        for term in terms(&summary).into_iter().chain(terms(&text)) {
+            if keywords.len() >= self.keywords.max(1) {
+                break;
+            }
+            if seen.insert(term.clone()) {
+                keywords.push(term);
             }
         }
-        let asked = self.gist(user_message, &keywords);
-        if asked.is_empty() {
-            return Err("the user's message has no content words to summarize".into());
-        }
-        let summary = match model_response.map(|r| self.gist(r, &keywords)) {
-            Some(answered) if !answered.is_empty() => {
-                format!("Asked: {asked}. Answered: {answered}.")
-            }
-            _ => format!("Asked: {asked}."),
-        };
         Ok(Summary { summary, keywords })
     }
 }
 
-/// The default ranker: BM25 over summaries and keywords.
+/// The default ranker: BM25 (k1 = 1.2, b = 0.75) over each candidate's
+/// keywords and the terms of its summary.
 #[derive(Default)]
 pub struct Bm25Ranker;
 
@@ -177,22 +259,55 @@ impl Ranker for Bm25Ranker {
         candidates: &[Candidate],
         k: u32,
     ) -> Result<Vec<String>, String> {
-        let documents: Vec<String> = candidates
+        const K1: f64 = 1.2;
+        const B: f64 = 0.75;
+        // A query keyword from another summarizer is normalized here too.
+        let query: HashSet<String> = query_keywords
             .iter()
-            .map(|c| format!("{} {}", c.summary, c.keywords.join(" ")))
+            .flat_map(|k| {
+                let normalized = terms(k);
+                if normalized.is_empty() {
+                    vec![k.to_lowercase()]
+                } else {
+                    normalized
+                }
+            })
             .collect();
-        let corpus: Vec<&str> = documents.iter().map(String::as_str).collect();
-        let embedder: bm25::Embedder =
-            bm25::EmbedderBuilder::with_fit_to_corpus(bm25::Language::English, &corpus).build();
-        let mut scorer = bm25::Scorer::<usize>::new();
-        for (i, document) in corpus.iter().enumerate() {
-            scorer.upsert(&i, embedder.embed(document));
-        }
-        let query = embedder.embed(&query_keywords.join(" "));
-        let mut scored: Vec<(f32, usize)> = scorer
-            .matches(&query)
-            .into_iter()
-            .map(|d| (d.score, d.id))
+        let documents: Vec<HashMap<String, f64>> = candidates
+            .iter()
+            .map(|c| {
+                let mut counts: HashMap<String, f64> = HashMap::new();
+                let keyword_terms = c.keywords.iter().map(|k| k.to_lowercase());
+                for term in terms(&c.summary).into_iter().chain(keyword_terms) {
+                    *counts.entry(term).or_default() += 1.0;
+                }
+                counts
+            })
+            .collect();
+        let n = documents.len().max(1) as f64;
+        let lengths: Vec<f64> = documents.iter().map(|d| d.values().sum()).collect();
+        let average = (lengths.iter().sum::<f64>() / n).max(1.0);
+        let idf: HashMap<&String, f64> = query
+            .iter()
+            .map(|term| {
+                let df = documents.iter().filter(|d| d.contains_key(term)).count() as f64;
+                (term, ((n - df + 0.5) / (df + 0.5) + 1.0).ln())
+            })
+            .collect();
+        let mut scored: Vec<(f64, usize)> = documents
+            .iter()
+            .enumerate()
+            .map(|(i, d)| {
+                let score = idf
+                    .iter()
+                    .map(|(term, idf)| {
+                        let tf = d.get(*term).copied().unwrap_or(0.0);
+                        idf * tf * (K1 + 1.0) / (tf + K1 * (1.0 - B + B * lengths[i] / average))
+                    })
+                    .sum::<f64>();
+                (score, i)
+            })
+            .filter(|(score, _)| *score > 0.0)
             .collect();
         scored.sort_by(|a, b| {
             b.0.total_cmp(&a.0)
@@ -229,7 +344,62 @@ mod tests {
             "{:?}",
             summary.keywords
         );
-        assert!(summary.keywords.len() <= 8);
+    }
+
+    #[test]
+    fn inflected_forms_meet_in_one_term_and_small_talk_is_not_indexed() {
+        assert_eq!(terms("donated"), terms("donating"));
+        assert_eq!(terms("Donates"), terms("donate"));
+        assert_eq!(terms("daughter's birthday"), terms("daughter birthday"));
+        assert!(terms("Hey wow, super! Thanks, okay.").is_empty());
+    }
+
+    #[test]
+    fn the_summary_carries_the_fact_not_the_greeting() {
+        let message =
+            "Hey Mel! Super busy this week. I took my kids to a pottery workshop on Saturday.";
+        let summary = ExtractiveSummarizer::default()
+            .summarize(message, Some("Wow, that sounds fun!"))
+            .unwrap();
+        assert!(
+            summary.summary.contains("pottery workshop"),
+            "{}",
+            summary.summary
+        );
+        assert!(
+            !summary.summary.to_lowercase().contains("hey"),
+            "{}",
+            summary.summary
+        );
+        // Every word the summary keeps is reachable through the index.
+        for term in terms(&summary.summary) {
+            assert!(
+                summary.keywords.contains(&term),
+                "{term} in {:?}",
+                summary.keywords
+            );
+        }
+    }
+
+    #[test]
+    fn a_turn_with_nothing_to_say_has_an_empty_summary() {
+        for (message, response) in [("🙂", Some("")), ("hey!", Some("hi :)")), ("", None)] {
+            let summary = ExtractiveSummarizer::default()
+                .summarize(message, response)
+                .unwrap();
+            assert!(summary.summary.is_empty() && summary.keywords.is_empty());
+        }
+    }
+
+    #[test]
+    fn huge_inputs_without_sentence_breaks_are_summarized_quickly() {
+        let long = "pottery ".repeat(12_000) + &"word".repeat(250_000);
+        let started = std::time::Instant::now();
+        let summary = ExtractiveSummarizer::default()
+            .summarize(&long, Some(&long))
+            .unwrap();
+        assert!(!summary.summary.is_empty());
+        assert!(started.elapsed() < std::time::Duration::from_secs(30));
     }
 
     #[test]
@@ -237,7 +407,7 @@ mod tests {
         let candidate = |id: &str, summary: &str, ts| Candidate {
             id: id.into(),
             summary: summary.into(),
-            keywords: vec![],
+            keywords: terms(summary),
             timestamp: ts,
         };
         let candidates = [
@@ -246,7 +416,7 @@ mod tests {
             candidate("c", "Vegetarian dinner with Sarah at a vegetarian place", 3),
         ];
         let ranked = Bm25Ranker
-            .rank(&["vegetarian".into()], &candidates, 2)
+            .rank(&terms("vegetarian"), &candidates, 2)
             .unwrap();
         assert_eq!(ranked.len(), 2);
         assert!(ranked.iter().all(|id| id != "a"));

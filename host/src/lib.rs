@@ -1169,6 +1169,22 @@ impl DomainState {
             wit_audit::Outcome::Returned(n) => (audit::Outcome::Returned, None, Some(n), None),
             wit_audit::Outcome::Failed(why) => (audit::Outcome::Failed, None, None, Some(why)),
             wit_audit::Outcome::Applied(n) => (audit::Outcome::Applied, None, Some(n), None),
+            // A retrieval is a read; what it read is told in words.
+            wit_audit::Outcome::Retrieved(r) => (
+                audit::Outcome::Returned,
+                None,
+                Some(r.returned),
+                Some(format!(
+                    "{} keyword-index entries read, {} candidates, {}",
+                    r.entries_read,
+                    r.candidates,
+                    if r.bound_reached {
+                        "the candidate limit was reached"
+                    } else {
+                        "every entry of the query's keywords read"
+                    }
+                )),
+            ),
         };
         AuditEntry {
             at: (self.config.clock)(),
@@ -1257,9 +1273,12 @@ impl wit_summarizer::Host for DomainState {
         user_message: String,
         model_response: Option<String>,
     ) -> Result<wit_summarizer::Summary, String> {
-        let summary = self
-            .summarizer
-            .summarize(&user_message, model_response.as_deref())?;
+        // A plugin that panics fails the cycle, never the host.
+        let summarizer = &self.summarizer;
+        let summary = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            summarizer.summarize(&user_message, model_response.as_deref())
+        }))
+        .map_err(|_| "the summarizer panicked".to_string())??;
         let size = limits::summary_size(&summary.summary, &summary.keywords);
         let max = self.config.max_record_bytes;
         if size > max {
@@ -1290,7 +1309,11 @@ impl wit_ranker::Host for DomainState {
                 timestamp: c.timestamp,
             })
             .collect();
-        self.ranker.rank(&query_keywords, &candidates, k)
+        let ranker = &self.ranker;
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            ranker.rank(&query_keywords, &candidates, k)
+        }))
+        .map_err(|_| "the ranker panicked".to_string())?
     }
 }
 
