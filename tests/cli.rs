@@ -802,3 +802,55 @@ fn a_full_disk_gets_one_line_and_loses_nothing_acknowledged() {
         assert!(stdout(&out).contains(id.as_str()), "{id} is readable");
     }
 }
+
+#[test]
+fn io_w2_cycle_batch_ingests_past_turns_at_their_own_times_and_replays() {
+    // proves IO-W2 for cycles, MT-2: each turn is a cycle run at the turn's
+    // own timestamp, in one process; running the batch again answers the
+    // same ids and stores nothing new.
+    let cli = Cli::new();
+    let plan = cli.file(
+        "ingest.json",
+        r#"{"metadata":{},"steps":[
+            {"name":"summary","stage":"SummarizeMemory","kind":{"SummarizeMemory":{"of":"turn"}}},
+            {"name":"persist","stage":"PersistMemory","kind":"PersistMemory","inputs":["summary"]}]}"#,
+    );
+    let turns = [
+        r#"{"message":"I adopted a beagle named Max last weekend.","response":"Congratulations on Max!","session":"s1","request_id":"t1","timestamp":1600000000000}"#,
+        r#"{"message":"🙂","response":"","request_id":"t2","timestamp":1600000100000}"#,
+        r#"{"message":"My sister Ana moved to Porto in March.","response":"Porto is lovely in spring.","session":"s2","request_id":"t3","timestamp":1600000200000}"#,
+    ]
+    .join("\n");
+    let batch = cli.file("turns.jsonl", &turns);
+    let args = [
+        "cycle",
+        plan.to_str().unwrap(),
+        "--agent",
+        "alice",
+        "--batch",
+        batch.to_str().unwrap(),
+    ];
+    let first = cli.run(&args, "");
+    assert_eq!(first.status.code(), Some(0), "{}", stderr(&first));
+    let answers = json_lines(&first);
+    assert_eq!(answers.len(), 3);
+    assert_eq!(answers[0]["request_id"], "t1");
+    assert_eq!(answers[0]["committed"].as_array().unwrap().len(), 1);
+    assert_eq!(
+        answers[1]["committed"],
+        serde_json::json!([]),
+        "nothing to keep"
+    );
+    let again = cli.run(&args, "");
+    assert_eq!(json_lines(&again), answers, "a replay answers the same ids");
+    let read = r#"{"record_type":"EVENT","selector":{"Limit":{"limit":10}},"request_id":"r"}"#;
+    let out = cli.run(&["read", "--agent", "alice"], read);
+    let records = &json_lines(&out)[0]["records"];
+    let times: Vec<i64> = records
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["timestamp"].as_i64().unwrap())
+        .collect();
+    assert_eq!(times, [1_600_000_000_000, 1_600_000_200_000]);
+}

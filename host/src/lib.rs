@@ -426,6 +426,7 @@ impl Engram {
             lock_key: maintenance::lock_key(agent_id),
             lock_held: lock.as_ref().map(|l| l.value().to_vec()),
             unaudited: None,
+            time: None,
             config: config.clone(),
             limits: wasmtime::StoreLimitsBuilder::new()
                 .memory_size(self.shared.memory_bytes)
@@ -789,6 +790,18 @@ impl Domain {
         })
     }
 
+    /// Tells the engine `time` as the current time (its transaction time,
+    /// MT-2; the time a cycle stamps on what it persists) until called again
+    /// with `None`, which goes back to the clock: for ingesting a past
+    /// conversation turn by turn at the turns' own times. The audit trail
+    /// keeps the clock's time.
+    pub fn set_time(&mut self, time: Option<i64>) {
+        self.state.time = time;
+        if let Some(live) = self.live.as_mut() {
+            live.store.data_mut().time = time;
+        }
+    }
+
     /// Lowers the highest privacy tier this domain's reads may return
     /// (MT-1); a domain opens with `private`, seeing everything. Every read
     /// path then answers as if records above `tier` did not exist. The
@@ -983,6 +996,9 @@ struct DomainState {
     /// while this domain holds it (maintenance mode).
     lock_key: Vec<u8>,
     lock_held: Option<Vec<u8>>,
+    /// The time the engine is told instead of the clock's (a past turn
+    /// being ingested), while set.
+    time: Option<i64>,
     /// Set when a commit stored something but its audit entries, kept in
     /// a trail apart from the store, could not be appended.
     unaudited: Option<String>,
@@ -1228,7 +1244,7 @@ impl wit_domain::Host for DomainState {
     }
 
     fn now(&mut self) -> i64 {
-        (self.config.clock)()
+        self.time.unwrap_or_else(|| (self.config.clock)())
     }
 
     fn answer_byte_limit(&mut self) -> u64 {

@@ -75,6 +75,15 @@ enum Command {
         /// The session the turn belongs to.
         #[arg(long, default_value = "cli")]
         session: String,
+        /// Run the plan once for each turn of a JSON Lines file (standard
+        /// input when `-`): `{"message", "response", "session",
+        /// "request_id", "timestamp"}` (`response` when the plan summarizes
+        /// the turn; `session` defaults to --session; `timestamp`, the
+        /// turn's own time in ms since the epoch, is the cycle's time).
+        /// Answers a line per turn: `{"request_id", "committed": […]}` or
+        /// `{"request_id", "cycle_error": …}`.
+        #[arg(long, value_name = "FILE", conflicts_with_all = ["message", "message_file", "response", "response_file", "request_id"])]
+        batch: Option<PathBuf>,
         /// The cycle's request id (audit, idempotency); made from the clock when absent.
         #[arg(long)]
         request_id: Option<String>,
@@ -344,8 +353,19 @@ fn run(cli: Cli) -> Result<u8, Exit> {
             message_file,
             response,
             response_file,
+            batch,
         } => {
             let plan = parse_plan(&plan)?;
+            if let Some(batch) = batch {
+                return cycle_batch(
+                    &cli.store,
+                    cli.tier_ceiling,
+                    &agent,
+                    &session,
+                    &plan,
+                    &batch,
+                );
+            }
             let input = TurnInput {
                 user_message: text_input(message, message_file)?,
                 model_response: text_input(response, response_file)?,
@@ -665,6 +685,98 @@ fn run_cycle(
         }
     }
     domain.drop_cycle(cycle).map_err(failure)?;
+    Ok(code)
+}
+
+/// One turn of `engram cycle --batch`.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct BatchTurn {
+    message: String,
+    #[serde(default)]
+    response: Option<String>,
+    #[serde(default)]
+    session: Option<String>,
+    request_id: String,
+    #[serde(default)]
+    timestamp: Option<i64>,
+}
+
+/// Runs the plan once per turn, each at its own time, in one process; a
+/// line per turn. Every line is read and checked before any turn runs.
+fn cycle_batch(
+    store: &str,
+    ceiling: PrivacyTier,
+    agent: &str,
+    session: &str,
+    plan: &ExecutionPlan,
+    path: &Path,
+) -> Result<u8, Exit> {
+    let io = Io {
+        agent: agent.to_owned(),
+        batch: true,
+        file: Some(path.to_path_buf()),
+    };
+    let turns: Vec<BatchTurn> = parse_input(&io, "turn")?;
+    use engram::cycle::{StepKind, SummarizeInput};
+    let needs_response = plan
+        .steps
+        .iter()
+        .any(|s| s.kind == StepKind::SummarizeMemory(SummarizeInput::Turn));
+    if let Some(i) = turns
+        .iter()
+        .position(|t| needs_response && t.response.is_none())
+    {
+        return Err(Exit(
+            BAD_INPUT,
+            format!(
+                "{}: turn {}: the plan summarizes the turn: give its \"response\"",
+                path.display(),
+                i + 1
+            ),
+        ));
+    }
+    let mut domain = open_domain(store, ceiling, agent, true)?;
+    let stdout = std::io::stdout();
+    let mut out = BufWriter::new(stdout.lock());
+    let mut code = OK;
+    for turn in turns {
+        domain.set_time(turn.timestamp);
+        let input = TurnInput {
+            user_message: Some(turn.message),
+            model_response: turn.response,
+        };
+        let session = turn.session.as_deref().unwrap_or(session);
+        let mut lines = Lines::default();
+        let turn_code = run_cycle(
+            &mut domain,
+            plan,
+            session,
+            &turn.request_id,
+            &input,
+            &mut lines,
+        )?;
+        // The turn's last line is its outcome: committed ids or the error.
+        let last: serde_json::Value = lines
+            .0
+            .last()
+            .and_then(|l| serde_json::from_str(l).ok())
+            .unwrap_or_default();
+        let mut answer = serde_json::json!({"request_id": turn.request_id});
+        if let (Some(answer), Some(outcome)) = (answer.as_object_mut(), last.as_object()) {
+            answer.extend(outcome.clone());
+        }
+        writeln!(out, "{answer}")
+            .and_then(|()| out.flush())
+            .map_err(|e| Exit(FAILURE, format!("writing the answer: {e}")))?;
+        if turn_code != OK {
+            code = turn_code;
+        }
+        if turn_code == REFUSED && last.get("plan_error").is_some() {
+            break; // the plan itself is refused: every turn would be
+        }
+    }
+    domain.set_time(None);
     Ok(code)
 }
 
