@@ -373,3 +373,48 @@ fn a_malformed_or_unknown_store_url_is_refused_with_exit_4_and_one_line() {
         assert!(output.stdout.is_empty());
     }
 }
+
+#[test]
+fn io_w8_eight_postgres_writers_of_one_domain_queue_and_none_is_rejected() {
+    // proves IO-W8, IO-G1: contention alone rejects nothing: the writers of
+    // one domain take turns (a lock per domain) instead of losing races.
+    let Some(url) = postgres_url() else { return };
+    let schema = PgSchema::fresh(&url, "queue");
+    let store = schema.store_url();
+    // Create the schema once, before the hosts start together.
+    let first = spawn_host(&store, &[("warm".to_string(), 1)])
+        .wait_with_output()
+        .unwrap();
+    assert!(first.status.success());
+    let per_host = 60;
+    let started = std::time::Instant::now();
+    let children: Vec<_> = (0..8)
+        .map(|h| {
+            let requests: Vec<(String, i64)> = (0..per_host)
+                .map(|i| (format!("q{h}-{i}"), 100_000 + (h * 1000 + i) as i64))
+                .collect();
+            spawn_host(&store, &requests)
+        })
+        .collect();
+    let mut accepted = std::collections::HashSet::new();
+    for child in children {
+        let output = child.wait_with_output().unwrap();
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        for line in String::from_utf8(output.stdout).unwrap().lines() {
+            let answer: serde_json::Value = serde_json::from_str(line).unwrap();
+            let id = answer["ACCEPTED"]["stored_id"].as_str().expect("ACCEPTED");
+            assert!(accepted.insert(id.to_owned()), "{id} given twice");
+        }
+    }
+    assert_eq!(accepted.len(), 8 * per_host);
+    eprintln!(
+        "postgres, 8 writers on one domain: {} writes in {:?}",
+        accepted.len(),
+        started.elapsed()
+    );
+}

@@ -598,6 +598,25 @@ impl Domain {
         }
     }
 
+    /// Calls into the instance as one writer of the domain: on a store that
+    /// serializes the writers of a domain ([`Backend::lock_domain`]), the
+    /// call waits its turn instead of losing races it would retry.
+    fn call_exclusive<R>(
+        &mut self,
+        audited: Option<Audited<'_>>,
+        f: impl FnOnce(&bindings::Engine, &mut Store<DomainState>) -> wasmtime::Result<R>,
+    ) -> Result<R> {
+        let backend = self.state.backend.clone();
+        let locked = backend
+            .lock_domain(&self.state.prefix)
+            .map_err(|e| anyhow!("waiting for the other writers of the domain: {e}"))?;
+        let answer = self.call(audited, f);
+        if locked {
+            backend.unlock_domain(&self.state.prefix);
+        }
+        answer
+    }
+
     /// Names why an instance was stopped.
     fn stopped(&self, error: anyhow::Error) -> anyhow::Error {
         let why = match error.downcast_ref::<wasmtime::Trap>() {
@@ -671,7 +690,7 @@ impl Domain {
             source: Some(&request.source),
             record_type: Some(record_type),
         };
-        self.call(Some(audited), |engine, store| {
+        self.call_exclusive(Some(audited), |engine, store| {
             engine.engram_memory_io().call_write(store, request)
         })
     }
@@ -718,7 +737,7 @@ impl Domain {
             source: Some(&request.source),
             record_type: Some(types::RecordType::Fact),
         };
-        self.call(Some(audited), |engine, store| {
+        self.call_exclusive(Some(audited), |engine, store| {
             engine.engram_memory_graph().call_put(store, request)
         })
     }
@@ -904,7 +923,7 @@ impl Domain {
         cycle: &Cycle,
     ) -> Result<Result<Vec<String>, cycle::CycleError>> {
         let resource = self.resource(cycle)?;
-        self.call(None, |engine, store| {
+        self.call_exclusive(None, |engine, store| {
             engine
                 .engram_memory_cycle()
                 .cycle()
@@ -940,7 +959,7 @@ impl Domain {
         &mut self,
         items: &[export::ExportedItem],
     ) -> Result<Result<u32, export::MaintenanceError>> {
-        self.call(None, |engine, store| {
+        self.call_exclusive(None, |engine, store| {
             engine.engram_memory_maintenance().call_import(store, items)
         })
     }

@@ -151,6 +151,21 @@ pub trait Backend: Send + Sync {
     /// Checks every precondition, then applies every op, atomically.
     fn commit(&self, preconditions: &[Precondition], ops: &[Op]) -> Result<(), StoreError>;
 
+    /// Waits until this host is the only one writing the domain whose keys
+    /// start with `prefix`, so writers of one domain queue instead of
+    /// losing commits to each other; `Ok(true)` when it holds the domain
+    /// and [`Backend::unlock_domain`] must follow. The default holds
+    /// nothing (`Ok(false)`): SQLite has one writer at a time already.
+    fn lock_domain(&self, prefix: &[u8]) -> Result<bool, StoreError> {
+        let _ = prefix;
+        Ok(false)
+    }
+
+    /// Lets the next writer of the domain in.
+    fn unlock_domain(&self, prefix: &[u8]) {
+        let _ = prefix;
+    }
+
     /// Commits as [`Backend::commit`] and, when `sink` is this backend's
     /// own trail, appends `trail` in the same transaction: then the answer
     /// is `Ok(true)`, and a commit that stored something always has its
