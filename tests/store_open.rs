@@ -156,3 +156,50 @@ fn a_failed_fsync_while_a_new_store_switches_to_wal_is_never_silent() {
         "some injected fsync error must have been seen"
     );
 }
+
+#[test]
+fn a_lock_that_keeps_failing_ends_the_command_with_one_line() {
+    // Every lock call of a read fails from the twelfth on (an I/O error on
+    // the file's locks): SQLite gives up after its own bounded retry, and
+    // the command fails once, naming the file and the locking, instead of
+    // retrying statement after statement.
+    let Some(strace) = strace() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("r.json"), request("w")).unwrap();
+    let store = dir.path().join("locks.db");
+    let out = engram(
+        &[],
+        &store,
+        &["write", "--agent", "alice", "r.json"],
+        dir.path(),
+    )
+    .output()
+    .unwrap();
+    assert!(out.status.success());
+    let read = dir.path().join("read.json");
+    std::fs::write(
+        &read,
+        r#"{"record_type":"STATE","selector":{"Latest":{"limit":1}},"request_id":"q"}"#,
+    )
+    .unwrap();
+    let out = engram(
+        &[
+            strace,
+            "-f",
+            "-o",
+            "/dev/null",
+            "-e",
+            "trace=fcntl",
+            "-e",
+            "inject=fcntl:error=EIO:when=12+",
+        ],
+        &store,
+        &["read", "--agent", "alice", "read.json"],
+        dir.path(),
+    )
+    .output()
+    .unwrap();
+    assert_eq!(out.status.code(), Some(4));
+    one_line_naming(&out, "locks.db");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("lock"));
+}
