@@ -236,7 +236,11 @@ fn exported_items() -> Vec<engram::export::ExportedItem> {
             let mut maintainer = engram()
                 .open("alice", Mode::Maintenance, store.clone(), store)
                 .unwrap();
-            maintainer.export_page(None, CEILING).unwrap().unwrap().items
+            maintainer
+                .export_page(None, CEILING)
+                .unwrap()
+                .unwrap()
+                .items
         })
         .clone()
 }
