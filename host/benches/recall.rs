@@ -210,14 +210,14 @@ fn conversations(seed: u64, sessions: usize) -> (Vec<Turn>, Vec<Question>) {
                 (text, true)
             } else if roll < 4 {
                 let object = *rng.pick(&OBJECTS);
-                (fill(*rng.pick(&DISTRACT), object), false)
+                (fill(rng.pick::<&str>(&DISTRACT), object), false)
             } else {
-                (fill(*rng.pick(&SMALL_TALK), ""), false)
+                (fill(rng.pick::<&str>(&SMALL_TALK), ""), false)
             };
             let response = if evidence {
                 format!("Wow {speaker}, that's amazing! Tell me more.")
             } else {
-                fill(*rng.pick(&SMALL_TALK), "").replace(listener, speaker)
+                fill(rng.pick::<&str>(&SMALL_TALK), "").replace(listener, speaker)
             };
             let message = format!("{speaker}: {message}");
             turns.push(Turn {
