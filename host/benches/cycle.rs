@@ -117,6 +117,12 @@ fn run(n: usize, engram: &Engram) -> anyhow::Result<()> {
                 "Asked about {} and {}; planned {} with {}.",
                 keywords[0], keywords[1], keywords[2], keywords[3]
             );
+            // Index terms as the default summarizer makes them, so the
+            // questions' terms meet them.
+            let keywords = keywords
+                .iter()
+                .flat_map(|k| engram::algorithms::terms(k))
+                .collect();
             let record = MemoryRecord::Event(Event {
                 timestamp: 1_700_000_000_000 + i as i64,
                 payload: EventPayload::Ingested(IngestedMemory {
