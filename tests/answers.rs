@@ -164,6 +164,21 @@ fn io_g6_an_ingested_memory_is_a_summary_not_a_transcript() {
     }
 }
 
+/// A small breadth-first walk from `start`.
+fn walk_from(start: &str) -> TraverseRequest {
+    TraverseRequest {
+        request_id: "t".into(),
+        start: start.into(),
+        order: TraversalOrder::BreadthFirst,
+        direction: EdgeDirection::Outgoing,
+        relationship_types: vec![],
+        valid_at: None,
+        max_depth: 2,
+        max_nodes: 10,
+        max_edges: 10,
+    }
+}
+
 #[test]
 fn io_r4_lookups_and_traversals_refuse_a_key_that_is_not_normalized() {
     // proves IO-R4, MT-8, MT-9: as `list` and `history` do, with InvalidKey
@@ -182,36 +197,12 @@ fn io_r4_lookups_and_traversals_refuse_a_key_that_is_not_normalized() {
                 })
                 .unwrap();
             assert_eq!(lookup, Err(ReadError::InvalidKey), "{}: {start:?}", fx.name);
-            let walk = alice
-                .traverse(&TraverseRequest {
-                    request_id: "t".into(),
-                    start: start.into(),
-                    order: TraversalOrder::BreadthFirst,
-                    direction: EdgeDirection::Outgoing,
-                    relationship_types: vec![],
-                    valid_at: None,
-                    max_depth: 2,
-                    max_nodes: 10,
-                    max_edges: 10,
-                })
-                .unwrap();
+            let walk = alice.traverse(&walk_from(start)).unwrap();
             assert_eq!(walk.map(|_| ()), Err(ReadError::InvalidKey), "{}", fx.name);
         }
         // A pseudo-entity and a key are fine.
         for start in ["USER", "entity.sarah"] {
-            let walk = alice
-                .traverse(&TraverseRequest {
-                    request_id: "t".into(),
-                    start: start.into(),
-                    order: TraversalOrder::BreadthFirst,
-                    direction: EdgeDirection::Outgoing,
-                    relationship_types: vec![],
-                    valid_at: None,
-                    max_depth: 2,
-                    max_nodes: 10,
-                    max_edges: 10,
-                })
-                .unwrap();
+            let walk = alice.traverse(&walk_from(start)).unwrap();
             assert!(walk.is_ok(), "{}: {start}", fx.name);
         }
         let free_text = MemoryRecord::Fact(Fact {
