@@ -1,0 +1,255 @@
+//! Engram against the store users would pick instead: LangGraph's
+//! `SqliteStore` (the store the OwnYou design names), on the same put / get /
+//! list-of-100 workload, in one run, interleaved, at both durability
+//! settings, medians of 3 rounds.
+//!
+//! `cargo bench --bench peers` (N = 2000), or `cargo bench --bench peers --
+//! 10000`. The bench makes its own Python virtual environment in the target
+//! folder and installs the pinned `langgraph-checkpoint-sqlite` into it.
+//!
+//! - put: one record per call, one commit each (Engram: a FACT write;
+//!   LangGraph: `store.put(namespace, key, value)`).
+//! - get: one record by its key (Engram: `ByKey`; LangGraph: `store.get`).
+//! - list(100): the first 100 of a namespace (Engram: `Limit 100` over FACT
+//!   keys; LangGraph: `store.search(namespace, limit=100)`). Neither side
+//!   pages with an offset here: Engram's reads have no continuation yet.
+//!
+//! Settings: LangGraph with its defaults (rollback journal, synchronous FULL)
+//! against Engram at FULL (WAL); LangGraph with WAL + NORMAL against Engram at
+//! NORMAL (WAL).
+
+use engram::io::{ByKey, Limit, ReadRequest, ReadSelector, WriteRequest};
+use engram::types::*;
+use engram::{Engram, Mode, SqliteBackend, SqliteOptions, Synchronous};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+use std::time::Instant;
+
+const LANGGRAPH: &str = "langgraph-checkpoint-sqlite==3.1.2";
+const LANGGRAPH_CORE: &str = "langgraph-checkpoint==4.3.2";
+const ROUNDS: usize = 3;
+
+const PYTHON: &str = r#"
+import json, sqlite3, sys, time
+from langgraph.store.sqlite import SqliteStore
+
+path, mode, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+if mode == "wal-normal":
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=NORMAL")
+store = SqliteStore(conn)
+store.setup()
+ns = ("bench", "facts")
+value = lambda i: {"content": f"The user prefers option {i} for dinner", "confidence": 0.9}
+t = time.perf_counter()
+for i in range(n):
+    store.put(ns, f"k{i:08d}", value(i))
+put = (time.perf_counter() - t) / n
+t = time.perf_counter()
+for i in range(n):
+    assert store.get(ns, f"k{(i * 7919) % n:08d}") is not None
+get = (time.perf_counter() - t) / n
+lists = max(1, n // 100)
+t = time.perf_counter()
+for _ in range(lists):
+    assert len(store.search(ns, limit=100)) == 100
+listed = (time.perf_counter() - t) / lists
+print(json.dumps({"put": put * 1e6, "get": get * 1e6, "list": listed * 1e6}))
+"#;
+
+/// The virtual environment, made and filled once.
+fn venv(target: &Path) -> anyhow::Result<PathBuf> {
+    let dir = target.join("peers-venv");
+    let python = dir.join("bin").join("python");
+    let ready = Command::new(&python)
+        .args(["-c", "import langgraph.store.sqlite"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ready {
+        let made = Command::new("python3")
+            .args(["-m", "venv"])
+            .arg(&dir)
+            .status()?;
+        anyhow::ensure!(made.success(), "python3 -m venv failed");
+        let installed = Command::new(&python)
+            .args(["-m", "pip", "install", "--quiet", LANGGRAPH, LANGGRAPH_CORE])
+            .status()?;
+        anyhow::ensure!(installed.success(), "installing {LANGGRAPH} failed");
+    }
+    Ok(python)
+}
+
+#[derive(Clone, Copy, Default)]
+struct Phases {
+    put: f64,
+    get: f64,
+    list: f64,
+}
+
+fn langgraph(
+    python: &Path,
+    script: &Path,
+    dir: &Path,
+    mode: &str,
+    n: usize,
+) -> anyhow::Result<Phases> {
+    let path = dir.join(format!("langgraph-{mode}.db"));
+    for suffix in ["", "-wal", "-shm", "-journal"] {
+        let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
+    }
+    let out = Command::new(python)
+        .arg(script)
+        .arg(&path)
+        .arg(mode)
+        .arg(n.to_string())
+        .output()?;
+    anyhow::ensure!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout)?;
+    let f = |k: &str| v[k].as_f64().unwrap_or(f64::NAN);
+    Ok(Phases {
+        put: f("put"),
+        get: f("get"),
+        list: f("list"),
+    })
+}
+
+fn engram_run(engram: &Engram, dir: &Path, sync: Synchronous, n: usize) -> anyhow::Result<Phases> {
+    let path = dir.join(format!("engram-{sync:?}.db"));
+    for suffix in ["", "-wal", "-shm", "-trail"] {
+        let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
+    }
+    let options = SqliteOptions {
+        synchronous: sync,
+        ..SqliteOptions::default()
+    };
+    let store = Arc::new(SqliteBackend::open_with(&path, &options)?);
+    let mut domain = engram.open("bench", Mode::Online, store.clone(), store)?;
+    let source = WriteSource {
+        agent_id: "bench".into(),
+        component: SourceComponent::Cognition,
+        actor: SourceActor::User,
+    };
+    let started = Instant::now();
+    for i in 0..n {
+        let request = WriteRequest {
+            record: MemoryRecord::Fact(Fact {
+                key: format!("bench.facts.k{i:08}"),
+                payload: FactPayload::Semantic(SemanticMemory {
+                    content: format!("The user prefers option {i} for dinner"),
+                    context: "dining".into(),
+                    valid_at: 0,
+                    invalid_at: None,
+                    strength: 1.0,
+                    last_accessed: 0,
+                    access_count: 0,
+                    sources: vec![],
+                    confidence: 0.9,
+                    contradictions: vec![],
+                    privacy_tier: PrivacyTier::Public,
+                }),
+            }),
+            source: source.clone(),
+            request_id: format!("p{i}"),
+        };
+        domain.write(&request)?;
+    }
+    let put = started.elapsed().as_secs_f64() / n as f64;
+    let started = Instant::now();
+    for i in 0..n {
+        let request = ReadRequest {
+            record_type: RecordType::Fact,
+            selector: ReadSelector::ByKey(ByKey {
+                key: format!("bench.facts.k{:08}", (i * 7919) % n),
+            }),
+            request_id: "g".into(),
+        };
+        let found = domain
+            .read(&request)?
+            .map_err(|e| anyhow::anyhow!("{e:?}"))?;
+        anyhow::ensure!(found.records.len() == 1);
+    }
+    let get = started.elapsed().as_secs_f64() / n as f64;
+    let lists = (n / 100).max(1);
+    let started = Instant::now();
+    for _ in 0..lists {
+        let request = ReadRequest {
+            record_type: RecordType::Fact,
+            selector: ReadSelector::Limit(Limit { limit: 100 }),
+            request_id: "l".into(),
+        };
+        let found = domain
+            .read(&request)?
+            .map_err(|e| anyhow::anyhow!("{e:?}"))?;
+        anyhow::ensure!(found.records.len() == 100);
+    }
+    let list = started.elapsed().as_secs_f64() / lists as f64;
+    Ok(Phases {
+        put: put * 1e6,
+        get: get * 1e6,
+        list: list * 1e6,
+    })
+}
+
+fn median(values: &mut [f64]) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values[values.len() / 2]
+}
+
+fn main() -> anyhow::Result<()> {
+    let n: usize = std::env::args()
+        .skip(1)
+        .find_map(|a| a.parse().ok())
+        .unwrap_or(2_000)
+        .max(100);
+    let target = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    let python = venv(&target)?;
+    let dir = tempfile::tempdir()?;
+    let script = dir.path().join("langgraph_bench.py");
+    std::fs::write(&script, PYTHON)?;
+    let engram = Engram::new()?;
+    let names = [
+        "LangGraph, defaults (rollback journal, FULL)",
+        "Engram library, FULL",
+        "LangGraph, WAL + NORMAL",
+        "Engram library, NORMAL",
+    ];
+    let mut runs: Vec<Vec<Phases>> = vec![Vec::new(); names.len()];
+    for _ in 0..ROUNDS {
+        runs[0].push(langgraph(&python, &script, dir.path(), "defaults", n)?);
+        runs[1].push(engram_run(&engram, dir.path(), Synchronous::Full, n)?);
+        runs[2].push(langgraph(&python, &script, dir.path(), "wal-normal", n)?);
+        runs[3].push(engram_run(&engram, dir.path(), Synchronous::Normal, n)?);
+    }
+    let medians: Vec<Phases> = runs
+        .iter()
+        .map(|r| Phases {
+            put: median(&mut r.iter().map(|p| p.put).collect::<Vec<_>>()),
+            get: median(&mut r.iter().map(|p| p.get).collect::<Vec<_>>()),
+            list: median(&mut r.iter().map(|p| p.list).collect::<Vec<_>>()),
+        })
+        .collect();
+    println!("peers: N = {n}, medians of {ROUNDS} interleaved rounds, µs per operation");
+    println!("{:<46} {:>10} {:>10} {:>12}", "", "put", "get", "list(100)");
+    for (name, m) in names.iter().zip(&medians) {
+        println!(
+            "{name:<46} {:>10.1} {:>10.1} {:>12.1}",
+            m.put, m.get, m.list
+        );
+    }
+    for (engram, peer, what) in [(1, 0, "FULL"), (3, 2, "NORMAL")] {
+        let (e, p) = (medians[engram], medians[peer]);
+        println!(
+            "Engram speed / LangGraph's at {what:<6}: put {:.2}×, get {:.2}×, list(100) {:.2}×",
+            p.put / e.put,
+            p.get / e.get,
+            p.list / e.list
+        );
+    }
+    Ok(())
+}
