@@ -74,11 +74,15 @@ fn main() -> Result<()> {
         .encode()
         .context("encoding the engine as a component")?;
     let component_path = out_dir.join("engram.wasm");
+    // The compiled-engine cache names its file by this hash, so a start
+    // need not hash the embedded component.
+    let hash = xxhash_rust::xxh3::xxh3_128(&component);
     std::fs::write(&component_path, component)?;
     println!(
         "cargo:rustc-env=ENGRAM_COMPONENT_PATH={}",
         component_path.display()
     );
+    println!("cargo:rustc-env=ENGRAM_COMPONENT_XXH3={hash:032x}");
     Ok(())
 }
 

@@ -1,5 +1,6 @@
 //! The compiled engine kept on disk: the second start loads it instead of
-//! compiling, a damaged or foreign file is never used and is replaced, and
+//! compiling, a damaged or foreign file is never used and is replaced, a
+//! stamped file changed in any way since its stamp is read whole again, and
 //! the CLI keeps its copy where it is told to.
 
 mod support;
@@ -7,7 +8,8 @@ mod support;
 use engram::io::WriteResult;
 use engram::types::RecordType;
 use engram::{Config, Engram, MemoryAudit, MemoryBackend, Mode, Origin};
-use std::path::Path;
+use std::io::{Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
 use support::*;
@@ -133,6 +135,121 @@ fn a_file_compiled_with_other_settings_is_never_used() {
     );
 }
 
+/// Starts engines with `config` until one stamps their cache file (a start
+/// that reads the file whole stamps it once its last change is older than
+/// that check); returns the cache file and its stamp.
+fn stamped(config: &Config) -> (PathBuf, PathBuf) {
+    for _ in 0..1_000 {
+        let engram = Engram::with_config(config.clone()).unwrap();
+        assert_eq!(engram.origin(), Origin::Cache);
+        let file = engram.cache_file().unwrap().to_owned();
+        let stamp = file.with_extension("stamp");
+        if stamp.exists() {
+            return (file, stamp);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    panic!("no start stamped the cache file");
+}
+
+/// Flips one bit in the middle of `file`, in place: the same inode, the
+/// same length.
+fn flip_in_place(file: &Path) {
+    let before = std::fs::metadata(file).unwrap();
+    let mut bytes = std::fs::read(file).unwrap();
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 0x40;
+    let mut open = std::fs::OpenOptions::new().write(true).open(file).unwrap();
+    open.seek(SeekFrom::Start(middle as u64)).unwrap();
+    open.write_all(&bytes[middle..=middle]).unwrap();
+    drop(open);
+    let after = std::fs::metadata(file).unwrap();
+    assert_eq!(after.len(), before.len());
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        assert_eq!(after.ino(), before.ino());
+    }
+}
+
+#[test]
+fn a_stamped_file_changed_in_place_is_read_whole_and_replaced() {
+    let dir = tempfile::tempdir().unwrap();
+    let first = Engram::with_config(cached(dir.path())).unwrap();
+    assert_eq!(first.origin(), Origin::Compiled);
+    let (file, stamp) = stamped(&cached(dir.path()));
+    assert_eq!(
+        cache_files(dir.path()).len(),
+        2,
+        "the file and its stamp, no temporary left"
+    );
+    let good = std::fs::read(&file).unwrap();
+
+    flip_in_place(&file);
+    let engram = Engram::with_config(cached(dir.path())).unwrap();
+    assert_eq!(engram.origin(), Origin::Compiled, "the change was seen");
+    works(&engram);
+    assert_eq!(std::fs::read(&file).unwrap(), good, "replaced");
+    assert!(!stamp.exists(), "the replaced file's stamp is gone");
+
+    // Truncated in place: cut in the middle, or by its last byte.
+    for keep in [good.len() / 2, good.len() - 1] {
+        let (file, _) = stamped(&cached(dir.path()));
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&file)
+            .unwrap()
+            .set_len(keep as u64)
+            .unwrap();
+        let engram = Engram::with_config(cached(dir.path())).unwrap();
+        assert_eq!(engram.origin(), Origin::Compiled, "truncated to {keep}");
+        works(&engram);
+        assert_eq!(std::fs::read(&file).unwrap(), good, "{keep}: replaced");
+    }
+}
+
+#[test]
+fn a_stamp_from_another_file_is_not_trusted() {
+    let dir = tempfile::tempdir().unwrap();
+    let small = Config {
+        max_memory_bytes: 16 << 20,
+        ..cached(dir.path())
+    };
+    Engram::with_config(small.clone()).unwrap();
+    Engram::with_config(cached(dir.path())).unwrap();
+    let (_, other_stamp) = stamped(&small);
+    let (file, stamp) = stamped(&cached(dir.path()));
+    assert_ne!(other_stamp, stamp);
+    let good = std::fs::read(&file).unwrap();
+
+    // The other file's stamp, over this file's, with this file changed.
+    flip_in_place(&file);
+    std::fs::copy(&other_stamp, &stamp).unwrap();
+    let engram = Engram::with_config(cached(dir.path())).unwrap();
+    assert_eq!(engram.origin(), Origin::Compiled, "another file's stamp");
+    assert_eq!(std::fs::read(&file).unwrap(), good);
+
+    // This file's stamp, kept while another file of the same length is
+    // renamed over it.
+    let (file, stamp) = stamped(&cached(dir.path()));
+    let kept = std::fs::read(&stamp).unwrap();
+    let mut damaged = good.clone();
+    let middle = damaged.len() / 2;
+    damaged[middle] ^= 0x40;
+    let replacement = dir.path().join("replacement");
+    std::fs::write(&replacement, &damaged).unwrap();
+    std::fs::rename(&replacement, &file).unwrap();
+    assert_eq!(
+        std::fs::read(&stamp).unwrap(),
+        kept,
+        "the stamp is untouched"
+    );
+    let engram = Engram::with_config(cached(dir.path())).unwrap();
+    assert_eq!(engram.origin(), Origin::Compiled, "a file renamed over it");
+    works(&engram);
+    assert_eq!(std::fs::read(&file).unwrap(), good);
+}
+
 #[test]
 fn an_unwritable_cache_folder_only_costs_a_compilation() {
     let dir = tempfile::tempdir().unwrap();
@@ -171,6 +288,21 @@ fn the_cli_keeps_the_compiled_engine_in_its_cache_folder() {
     assert_eq!(files.len(), 1, "{files:?}");
     assert!(files[0].ends_with(".cwasm"));
     let written = std::fs::metadata(cache.join(&files[0])).unwrap();
+
+    // A later run reads the file whole and stamps it; the runs after it
+    // check the stamp.
+    let stamp = cache.join(&files[0]).with_extension("stamp");
+    for _ in 0..200 {
+        if stamp.exists() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        let out = run(&[]);
+        assert!(out.status.success(), "{out:?}");
+    }
+    assert!(stamp.exists(), "no run stamped the cache file");
+    let out = run(&[]);
+    assert!(out.status.success(), "{out:?}");
 
     // A damaged copy is replaced by the next run, which still answers.
     std::fs::write(cache.join(&files[0]), b"damaged").unwrap();

@@ -6,7 +6,8 @@
 mod support;
 
 use engram::cycle::*;
-use engram::types::RecordType;
+use engram::io::{ById, ReadRequest, ReadSelector};
+use engram::types::{RecordType, StoredRecord};
 use engram::{
     Bm25Ranker, Candidate, Cycle, Domain, ExtractiveSummarizer, Ranker, Summarizer, Summary,
 };
@@ -427,52 +428,64 @@ fn b5_s2_an_ingested_memory_stores_exactly_its_five_fields() {
         };
         let ids = alice.commit_cycle(&cycle).unwrap().unwrap();
         alice.drop_cycle(cycle).unwrap();
-        // Find the stored value and list every field name in it.
-        let json: serde_json::Value = fx
+        // The stored value is byte for byte the encoding of the five
+        // fields and nothing else: the format byte, then postcard's wire
+        // format (see guest/src/keys.rs), written out here by hand.
+        let record_key = [b"R".as_slice(), ids[0].as_bytes()].concat();
+        let stored = fx
             .dump()
             .into_iter()
-            .filter_map(|(_, v)| serde_json::from_slice::<serde_json::Value>(v.get(1..)?).ok())
-            .find(|v| v["Event"]["id"] == ids[0].as_str())
+            .find(|(k, _)| k.ends_with(&record_key))
+            .map(|(_, v)| v)
             .expect("the stored memory");
-        let mut fields = Vec::new();
-        fn walk(v: &serde_json::Value, fields: &mut Vec<String>) {
-            if let serde_json::Value::Object(map) = v {
-                for (k, v) in map {
-                    fields.push(k.clone());
-                    walk(v, fields);
-                }
-            }
+        let mut keywords = summary.keywords.clone();
+        keywords.sort();
+        keywords.dedup();
+        let mut expected = vec![2, 1]; // format 2; the record is an EVENT
+        postcard_str(&mut expected, &ids[0]); // id
+        postcard_varint(&mut expected, zigzag(stored_timestamp(&mut alice, &ids[0]))); // timestamp
+        expected.push(0); // an ingested memory
+        postcard_str(&mut expected, "session-1"); // session_ref
+        postcard_str(&mut expected, &summary.summary); // summary
+        postcard_varint(&mut expected, summary.keywords.len() as u64); // keywords
+        for keyword in &summary.keywords {
+            postcard_str(&mut expected, keyword);
         }
-        walk(&json, &mut fields);
-        // The structure's own tags, then exactly the five fields of B5-S2.
-        let tags = ["Event", "event", "payload", "Ingested"];
-        let stored: Vec<&str> = fields
-            .iter()
-            .map(String::as_str)
-            .filter(|f| !tags.contains(f))
-            .collect();
-        assert_eq!(
-            stored,
-            ["id", "timestamp", "session_ref", "summary", "keywords"],
-            "{}",
-            fx.name
-        );
-        assert_eq!(
-            json["Event"]["event"]["payload"]["Ingested"]["summary"],
-            summary.summary.as_str()
-        );
-        assert_eq!(
-            json["Event"]["event"]["payload"]["Ingested"]["session_ref"],
-            "session-1"
-        );
-        let keywords: Vec<String> = serde_json::from_value(
-            json["Event"]["event"]["payload"]["Ingested"]["keywords"].clone(),
-        )
+        assert_eq!(stored, expected, "{}", fx.name);
+        assert!(!summary.summary.is_empty() && !keywords.is_empty());
+    }
+}
+
+fn postcard_varint(out: &mut Vec<u8>, mut n: u64) {
+    while n >= 0x80 {
+        out.push((n as u8) | 0x80);
+        n >>= 7;
+    }
+    out.push(n as u8);
+}
+
+fn zigzag(n: i64) -> u64 {
+    ((n << 1) ^ (n >> 63)) as u64
+}
+
+fn postcard_str(out: &mut Vec<u8>, text: &str) {
+    postcard_varint(out, text.len() as u64);
+    out.extend_from_slice(text.as_bytes());
+}
+
+/// The timestamp the engine gave an ingested memory, read through the IO.
+fn stored_timestamp(domain: &mut Domain, id: &str) -> i64 {
+    let read = domain
+        .read(&ReadRequest {
+            record_type: RecordType::Event,
+            selector: ReadSelector::ById(ById { id: id.into() }),
+            request_id: "s2-read".into(),
+        })
+        .unwrap()
         .unwrap();
-        assert_eq!(
-            keywords, summary.keywords,
-            "B5-P2: the step's keywords, unchanged"
-        );
+    match &read.records[..] {
+        [StoredRecord::Event(event)] => event.timestamp,
+        other => panic!("{other:?}"),
     }
 }
 

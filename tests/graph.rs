@@ -156,6 +156,78 @@ fn mt_7_namespaces_match_whole_segments_only() {
     }
 }
 
+#[test]
+fn mt_7_io_g6_a_namespace_pages_by_the_key_after_the_last() {
+    // proves MT-7, IO-G6: pages of at most `limit`, each starting after the
+    // key that ended the one before, give every key once and in order; a
+    // continuation outside the namespace is refused
+    for fx in fixtures() {
+        let mut alice = fx.open("alice");
+        let mut written: Vec<String> = Vec::new();
+        for i in 0..23 {
+            let id = format!("p{:02}", (i * 7) % 23);
+            put(
+                &mut alice,
+                &["people"],
+                &id,
+                entity(&id, EntityType::Person),
+            );
+            written.push(format!("people.{id}"));
+        }
+        // A nested namespace and a neighbour: the one in, the other out.
+        put(
+            &mut alice,
+            &["people", "p05"],
+            "kid",
+            entity("kid", EntityType::Person),
+        );
+        written.push("people.p05.kid".into());
+        put(
+            &mut alice,
+            &["peoplex"],
+            "zed",
+            entity("zed", EntityType::Person),
+        );
+        written.sort();
+        let mut paged = Vec::new();
+        let mut after: Option<String> = None;
+        loop {
+            let page = alice
+                .list_after("l", &ns(&["people"]), 5, after.as_deref())
+                .unwrap()
+                .unwrap();
+            assert!(page.len() <= 5);
+            paged.extend(keys_of(&page));
+            match page.last() {
+                Some(last) if page.len() == 5 => after = Some(last.fact.key.clone()),
+                _ => break,
+            }
+        }
+        assert_eq!(paged, written, "{}", fx.name);
+        // After the last key: an empty page, not an error.
+        assert_eq!(
+            alice
+                .list_after("l", &ns(&["people"]), 5, Some("people.p22"))
+                .unwrap()
+                .unwrap()
+                .len(),
+            0
+        );
+        for outside in ["peoplex.zed", "other.a", "people", "People.p01", ""] {
+            assert!(
+                matches!(
+                    alice
+                        .list_after("l", &ns(&["people"]), 5, Some(outside))
+                        .unwrap(),
+                    Err(ReadError::InvalidKey)
+                ),
+                "{outside:?} ({})",
+                fx.name
+            );
+        }
+    }
+}
+
 fn relationships(
     domain: &mut Domain,
     entity: &str,

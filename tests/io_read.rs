@@ -490,3 +490,40 @@ fn io_g6_a_read_touches_at_most_its_limit_of_entries() {
         }
     }
 }
+
+#[test]
+fn values_stored_in_the_first_format_are_still_read() {
+    // Stores written before the binary encoding hold JSON values (format
+    // 1); they read back exactly as written.
+    for fx in fixtures() {
+        let mut alice = fx.open("alice");
+        let id = accept(&mut alice, "old", state(7, "mission.current"));
+        let before = records(&mut alice, RecordType::State, by_id(&id));
+        let mut key = (b"alice".len() as u32).to_be_bytes().to_vec();
+        key.extend_from_slice(b"alice");
+        key.push(b'R');
+        key.extend_from_slice(id.as_bytes());
+        let mut json = vec![1u8];
+        json.extend_from_slice(
+            format!(
+                r#"{{"State":{{"id":"{id}","state":{{"timestamp":7,"payload":{{"subject":"mission.current","properties":"{{\"step\":1}}"}}}}}}}}"#
+            )
+            .as_bytes(),
+        );
+        fx.backend
+            .commit(&[], &[engram::backend::Op::Put(key, json)])
+            .unwrap();
+        assert_eq!(
+            records(&mut alice, RecordType::State, by_id(&id)),
+            before,
+            "{}",
+            fx.name
+        );
+        assert_eq!(
+            records(&mut alice, RecordType::State, latest(5)),
+            before,
+            "{}",
+            fx.name
+        );
+    }
+}

@@ -55,11 +55,23 @@ impl Guest for Engine {
         request_id: String,
         namespace: Vec<String>,
         limit: u32,
+        after: Option<String>,
     ) -> Result<Vec<StoredFact>, ReadError> {
         let answer = request_id_given(&request_id).and_then(|()| {
             let prefix = namespaced(&namespace, None).ok_or_else(invalid_namespace)?;
             let limit = bounded(limit)?;
-            let (start, end) = keys::fact_key_prefix_range(&prefix);
+            let (mut start, end) = keys::fact_key_prefix_range(&prefix);
+            if let Some(after) = &after {
+                if !after.starts_with(&prefix) || !validate::is_normalized_fact_key(after) {
+                    return Err(Refused::new(
+                        ReadError::InvalidKey,
+                        format!("after: {after:?} is not a fact key of the namespace"),
+                    ));
+                }
+                // The smallest key that follows it.
+                start = keys::fact_key(after);
+                start.push(0);
+            }
             load_facts(
                 &start,
                 &end,

@@ -24,6 +24,20 @@
 //! Timestamps are stored big-endian with the sign bit flipped so that
 //! bytewise order is numeric order; the sequence number after it breaks ties
 //! in write order.
+//!
+//! Index entries hold a record id as its 32 hex digits. Records (`R`) and
+//! idempotency entries (`I`) are values of the engine's own types, encoded
+//! behind one format byte:
+//!
+//! | byte | encoding |
+//! |------|----------|
+//! | `2`  | postcard 1.0's wire format, written by this build: fields in declaration order, no names; a variant as its index, a length or an integer wider than a byte as a varint (signed ones zigzagged), a string as its length and UTF-8 bytes, an option as 0 or 1 and the value, a float as 8 little-endian bytes |
+//! | `1`  | JSON text, fields by name (the first stores): read, never written |
+//!
+//! A record is `Stored` (lib.rs): variant 0 a FACT (`stored-fact`), 1 an
+//! EVENT (its id, then the `event` as written), 2 a STATE (`stored-state`);
+//! the types and their field order are the WIT's. A change to any of them
+//! is a new format byte, and the old one stays readable.
 
 /// The key of the domain's sequence counter.
 pub const SEQ: &[u8] = b"Mseq";

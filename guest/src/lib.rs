@@ -33,8 +33,12 @@ use types::{
 };
 use writer::{Write, Written};
 
-/// The first byte of every stored value: the layout version.
-const FORMAT: u8 = 1;
+/// The first byte of every stored value: its encoding. Values are written
+/// in [`FORMAT`]; values of [`FORMAT_JSON`], written by earlier builds, are
+/// still read. See `keys.rs` for the layout.
+const FORMAT: u8 = 2;
+/// The first encoding: JSON text. Read, never written.
+const FORMAT_JSON: u8 = 1;
 
 struct Engine;
 
@@ -523,18 +527,23 @@ fn storage(error: StorageError) -> String {
     }
 }
 
+/// A stored value: the format byte, then the value in postcard's wire
+/// format (its 1.0 specification: variants and lengths as varints, fields
+/// in declaration order, no names).
 fn encode<T: Serialize>(value: &T) -> Vec<u8> {
-    let mut bytes = vec![FORMAT];
-    // Serializing these plain data types cannot fail.
-    serde_json::to_writer(&mut bytes, value).expect("stored values serialize");
-    bytes
+    // Serializing these plain data types into a vector cannot fail.
+    postcard::to_extend(value, vec![FORMAT]).expect("stored values serialize")
 }
 
 fn decode<T: for<'de> Deserialize<'de>>(bytes: &[u8]) -> Result<T, String> {
+    let damaged = |e: &dyn std::fmt::Display| format!("a stored value is damaged: {e}");
     match bytes.split_first() {
-        Some((&FORMAT, json)) => {
-            serde_json::from_slice(json).map_err(|e| format!("a stored value is damaged: {e}"))
-        }
+        Some((&FORMAT, body)) => match postcard::take_from_bytes(body) {
+            Ok((value, [])) => Ok(value),
+            Ok(_) => Err(damaged(&"bytes after its end")),
+            Err(e) => Err(damaged(&e)),
+        },
+        Some((&FORMAT_JSON, json)) => serde_json::from_slice(json).map_err(|e| damaged(&e)),
         _ => Err("a stored value has an unknown format".into()),
     }
 }

@@ -118,6 +118,9 @@ fn try_write_all(
         }
         seq += 1;
         let id = fresh_id(&mut batch)?;
+        // An import may commit without raising the counter (it keeps the
+        // sequence numbers it is given), so the request id is checked
+        // itself.
         batch
             .preconditions
             .push(Precondition::Absent(idempotency_key.clone()));
@@ -137,8 +140,10 @@ fn try_write_all(
             audited: false,
         }));
     }
-    // Every write bumps the counter and is conditioned on it, so two writers
-    // of one domain can never both commit from the same reads.
+    // Every write and cycle raises the counter and is conditioned on the
+    // value it read, so two writers can never both commit from the same
+    // reads: the condition stands for the reads the batch made (the new
+    // record id still free, the fact key's current version, its tier).
     batch.preconditions.push(match seq_value {
         Some(value) => Precondition::Holds(Entry {
             key: keys::SEQ.to_vec(),
@@ -158,14 +163,14 @@ fn try_write_all(
 }
 
 /// A new record id no record of the store or the batch holds (MT-1: ids
-/// are random, so they reveal nothing of other records). The commit is
-/// conditioned on the id still being free.
+/// are random, so they reveal nothing of other records). The commit's
+/// condition on the sequence counter keeps it free until the commit (an
+/// import, which may leave the counter as it is, brings ids drawn the same
+/// way: 128 random bits, so a clash is not a practical event).
 fn fresh_id(batch: &mut Batch) -> Result<String, String> {
     for _ in 0..4 {
         let id = keys::record_id(domain::id_entropy());
-        let key = keys::record(&id);
-        if batch.get(&key)?.is_none() {
-            batch.preconditions.push(Precondition::Absent(key));
+        if batch.get(&keys::record(&id))?.is_none() {
             return Ok(id);
         }
     }

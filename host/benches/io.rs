@@ -2,18 +2,30 @@
 //! does the same work natively on rusqlite in the same run, and prints both
 //! with their ratio.
 //!
-//! `cargo bench --bench io` (N = 2000), or `cargo bench --bench io -- 10000`.
+//! `cargo bench --bench io` (N = 2000), or `cargo bench --bench io -- 10000`;
+//! `-- 1000000 normal` runs every side at synchronous=NORMAL (to fill a
+//! large store in less time; reads are the same).
 //!
-//! Two native baselines: *bare* stores each record as one key-value pair in
-//! one transaction (the least any store must do); *same layout* does in one
-//! transaction the reads and puts the engine's layout does for a write
-//! (idempotency check, sequence counter, record, time index), so the gap
-//! between it and the engine is the cost of the component boundary, the
-//! encoding and the contract checks.
+//! Three native baselines, each one transaction per write at
+//! synchronous=FULL:
+//! - *layout* does what the engine's layout does for a write, as plain SQL:
+//!   reads the idempotency entry and the sequence counter, then puts the
+//!   counter, the idempotency entry, the record (the same bytes the engine
+//!   stores, under a random id like the engine's), the time-index entry and
+//!   one keyword-index entry per keyword, and appends the audit row; so the
+//!   gap between it and the engine is the cost of the component boundary,
+//!   the encoding and the contract checks.
+//! - *minimal* does the same without the keyword entries and the audit row
+//!   (the baseline of earlier runs: idempotency, counter, record, time).
+//! - *bare* stores each record as one key-value pair (the least any store
+//!   must do).
 
 use engram::io::{ById, ByTimeRange, ReadRequest, ReadSelector, WriteRequest, WriteResult};
 use engram::types::*;
-use engram::{AuditSink, Backend, Engram, MemoryAudit, MemoryBackend, Mode, SqliteBackend};
+use engram::{
+    AuditSink, Backend, Engram, MemoryAudit, MemoryBackend, Mode, SqliteBackend, SqliteOptions,
+    Synchronous,
+};
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -111,17 +123,37 @@ fn engram_run(
     })
 }
 
-fn native_connection(path: &std::path::Path) -> anyhow::Result<Connection> {
+fn native_connection(path: &std::path::Path, sync: &str) -> anyhow::Result<Connection> {
     let conn = Connection::open(path)?;
     conn.query_row("PRAGMA journal_mode = WAL", [], |_| Ok(()))?;
-    conn.execute_batch(
-        "PRAGMA synchronous = FULL;
-         CREATE TABLE kv (key BLOB PRIMARY KEY NOT NULL, value BLOB NOT NULL) WITHOUT ROWID;",
-    )?;
+    conn.execute_batch(&format!(
+        "PRAGMA synchronous = {sync};
+         CREATE TABLE kv (key BLOB PRIMARY KEY NOT NULL, value BLOB NOT NULL) WITHOUT ROWID;
+         CREATE TABLE audit (
+             seq INTEGER PRIMARY KEY, at INTEGER NOT NULL, agent_id TEXT NOT NULL,
+             request_id TEXT NOT NULL, operation TEXT NOT NULL, source TEXT,
+             record_type TEXT, outcome TEXT NOT NULL, stored_id TEXT, count INTEGER,
+             reason TEXT);
+         CREATE INDEX audit_agent ON audit (agent_id, seq);"
+    ))?;
     Ok(conn)
 }
 
-/// The record as the engine would encode it, so values are the same size.
+fn varint(out: &mut Vec<u8>, mut n: u64) {
+    while n >= 0x80 {
+        out.push((n as u8) | 0x80);
+        n >>= 7;
+    }
+    out.push(n as u8);
+}
+
+fn text(out: &mut Vec<u8>, s: &str) {
+    varint(out, s.len() as u64);
+    out.extend_from_slice(s.as_bytes());
+}
+
+/// The record in the engine's stored encoding (format 2), so values are
+/// the same bytes.
 fn value(i: usize) -> Vec<u8> {
     let MemoryRecord::Event(event) = record(i) else {
         unreachable!()
@@ -129,15 +161,27 @@ fn value(i: usize) -> Vec<u8> {
     let EventPayload::Ingested(m) = event.payload else {
         unreachable!()
     };
-    let mut bytes = vec![1u8];
-    bytes.extend(
-        format!(
-            r#"{{"Event":{{"id":"{i:016x}","event":{{"timestamp":{},"payload":{{"Ingested":{{"session_ref":"{}","summary":"{}","keywords":{:?}}}}}}}}}}}"#,
-            event.timestamp, m.session_ref, m.summary, m.keywords
-        )
-        .bytes(),
+    let mut bytes = vec![2u8, 1];
+    text(&mut bytes, &id(i));
+    varint(
+        &mut bytes,
+        ((event.timestamp << 1) ^ (event.timestamp >> 63)) as u64,
     );
+    bytes.push(0);
+    text(&mut bytes, &m.session_ref);
+    text(&mut bytes, &m.summary);
+    varint(&mut bytes, m.keywords.len() as u64);
+    for keyword in &m.keywords {
+        text(&mut bytes, keyword);
+    }
     bytes
+}
+
+/// A record id that looks random, as the engine's do (32 hex digits).
+fn id(i: usize) -> String {
+    let a = (i as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    let b = a.rotate_left(29).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    format!("{a:016x}{b:016x}")
 }
 
 fn time_key(i: usize) -> Vec<u8> {
@@ -147,14 +191,54 @@ fn time_key(i: usize) -> Vec<u8> {
     key
 }
 
-fn native_run(n: usize, dir: &std::path::Path, same_layout: bool) -> anyhow::Result<Timings> {
-    let name = if same_layout { "layout.db" } else { "bare.db" };
-    let mut conn = native_connection(&dir.join(name))?;
-    let record_key = |i: usize| format!("bench/R{i:016x}").into_bytes();
+fn keyword_key(keyword: &str, i: usize) -> Vec<u8> {
+    let mut key = b"bench/W".to_vec();
+    key.extend_from_slice(&(keyword.len() as u16).to_be_bytes());
+    key.extend_from_slice(keyword.as_bytes());
+    key.extend_from_slice(&(i as u64).to_be_bytes());
+    key
+}
+
+/// What a native baseline does per write (see the doc comment).
+#[derive(Clone, Copy, PartialEq)]
+enum Baseline {
+    Layout,
+    Minimal,
+    Bare,
+}
+
+fn native_run(
+    n: usize,
+    dir: &std::path::Path,
+    baseline: Baseline,
+    sync: Synchronous,
+) -> anyhow::Result<Timings> {
+    let name = match baseline {
+        Baseline::Layout => "layout.db",
+        Baseline::Minimal => "minimal.db",
+        Baseline::Bare => "bare.db",
+    };
+    let indexed = baseline != Baseline::Bare;
+    let sync = match sync {
+        Synchronous::Full => "FULL",
+        Synchronous::Normal => "NORMAL",
+    };
+    let mut conn = native_connection(&dir.join(name), sync)?;
+    let record_key = |i: usize| match baseline {
+        Baseline::Bare => format!("bench/R{i:016x}").into_bytes(),
+        _ => format!("bench/R{}", id(i)).into_bytes(),
+    };
     let get = |tx: &Connection, key: &[u8]| -> rusqlite::Result<Option<Vec<u8>>> {
         tx.prepare_cached("SELECT value FROM kv WHERE key = ?1")?
             .query_row([key], |r| r.get(0))
             .optional()
+    };
+    let MemoryRecord::Event(Event {
+        payload: EventPayload::Ingested(memory),
+        ..
+    }) = record(0)
+    else {
+        unreachable!()
     };
 
     let start = Instant::now();
@@ -163,7 +247,8 @@ fn native_run(n: usize, dir: &std::path::Path, same_layout: bool) -> anyhow::Res
         {
             let mut put =
                 tx.prepare_cached("INSERT OR REPLACE INTO kv (key, value) VALUES (?1, ?2)")?;
-            if same_layout {
+            let stored_id = id(i);
+            if indexed {
                 let idem = format!("bench/Ireq-{i}").into_bytes();
                 assert!(get(&tx, &idem)?.is_none());
                 let seq = get(&tx, b"bench/Mseq")?
@@ -173,8 +258,24 @@ fn native_run(n: usize, dir: &std::path::Path, same_layout: bool) -> anyhow::Res
                     b"bench/Mseq".as_slice(),
                     seq.to_be_bytes().as_slice()
                 ])?;
-                put.execute(params![idem, format!("{i:016x}").into_bytes()])?;
-                put.execute(params![time_key(i), format!("{i:016x}").into_bytes()])?;
+                put.execute(params![idem, stored_id.as_bytes()])?;
+                put.execute(params![time_key(i), stored_id.as_bytes()])?;
+            }
+            if baseline == Baseline::Layout {
+                for keyword in &memory.keywords {
+                    put.execute(params![keyword_key(keyword, i), stored_id.as_bytes()])?;
+                }
+                tx.prepare_cached(
+                    "INSERT INTO audit (at, agent_id, request_id, operation, source,
+                                        record_type, outcome, stored_id)
+                     VALUES (?1, 'bench', ?2, 'write', ?3, 'EVENT', 'ACCEPTED', ?4)",
+                )?
+                .execute(params![
+                    1_700_000_000_000i64 + i as i64,
+                    format!("req-{i}"),
+                    r#"{"agent_id":"bench","component":"COGNITION","actor":"SYSTEM"}"#,
+                    stored_id,
+                ])?;
             }
             put.execute(params![record_key(i), value(i)])?;
         }
@@ -195,8 +296,8 @@ fn native_run(n: usize, dir: &std::path::Path, same_layout: bool) -> anyhow::Res
     )?;
     for page in 0..n.div_ceil(PAGE as usize) {
         let first = page * PAGE as usize;
-        if same_layout {
-            // Index entries, then each record by id, as the engine does.
+        if indexed {
+            // Index entries, then each record by id, as the layout needs.
             let ids: Vec<Vec<u8>> = scan
                 .query_map(
                     params![time_key(first), time_key(first + PAGE as usize), PAGE],
@@ -227,34 +328,47 @@ fn native_run(n: usize, dir: &std::path::Path, same_layout: bool) -> anyhow::Res
 }
 
 fn main() -> anyhow::Result<()> {
-    let n: usize = std::env::args()
+    let args: Vec<String> = std::env::args()
         .skip(1)
-        .find(|a| !a.starts_with('-'))
-        .map(|a| a.parse())
-        .transpose()?
-        .unwrap_or(2000);
+        .filter(|a| !a.starts_with('-'))
+        .collect();
+    let n: usize = args.first().map(|a| a.parse()).transpose()?.unwrap_or(2000);
+    let sync = match args.get(1).map(String::as_str) {
+        Some("normal") => Synchronous::Normal,
+        _ => Synchronous::Full,
+    };
     let dir = tempfile::tempdir()?;
-    let store = Arc::new(SqliteBackend::open(dir.path().join("engram.db"))?);
+    let options = SqliteOptions {
+        synchronous: sync,
+        ..SqliteOptions::default()
+    };
+    let store = Arc::new(SqliteBackend::open_with(
+        dir.path().join("engram.db"),
+        &options,
+    )?);
     let engram = engram_run(n, store.clone(), store)?;
     let in_memory = engram_run(
         n,
         Arc::new(MemoryBackend::new()),
         Arc::new(MemoryAudit::new()),
     )?;
-    let layout = native_run(n, dir.path(), true)?;
-    let bare = native_run(n, dir.path(), false)?;
+    let layout = native_run(n, dir.path(), Baseline::Layout, sync)?;
+    let minimal = native_run(n, dir.path(), Baseline::Minimal, sync)?;
+    let bare = native_run(n, dir.path(), Baseline::Bare, sync)?;
 
     println!(
-        "engram io benchmark: {n} EVENT records, SQLite WAL, synchronous=FULL, one commit per write"
+        "engram io benchmark: {n} EVENT records, SQLite WAL, synchronous={sync:?}, one commit per write"
     );
     println!(
-        "{:<24} {:>10} {:>10} {:>10} {:>10} {:>9} {:>9}",
+        "{:<24} {:>10} {:>10} {:>10} {:>10} {:>10} {:>9} {:>9} {:>9}",
         "operation (per record)",
         "engram µs",
         "layout µs",
+        "minimal µs",
         "bare µs",
         "in-mem µs",
         "× layout",
+        "× minimal",
         "× bare"
     );
     let rows = [
@@ -264,20 +378,23 @@ fn main() -> anyhow::Result<()> {
     ] as [(&str, &dyn Fn(&Timings) -> Duration); 3];
     let per = |d: Duration| d.as_secs_f64() * 1e6 / n as f64;
     for (name, pick) in rows {
-        let (e, l, b, m) = (pick(&engram), pick(&layout), pick(&bare), pick(&in_memory));
+        let e = pick(&engram);
+        let (l, mi, b) = (pick(&layout), pick(&minimal), pick(&bare));
         println!(
-            "{:<24} {:>10.2} {:>10.2} {:>10.2} {:>10.2} {:>9.2} {:>9.2}",
+            "{:<24} {:>10.2} {:>10.2} {:>10.2} {:>10.2} {:>10.2} {:>9.2} {:>9.2} {:>9.2}",
             name,
             per(e),
             per(l),
+            per(mi),
             per(b),
-            per(m),
+            per(pick(&in_memory)),
             e.as_secs_f64() / l.as_secs_f64(),
+            e.as_secs_f64() / mi.as_secs_f64(),
             e.as_secs_f64() / b.as_secs_f64()
         );
     }
     println!(
-        "engram: the component on SQLite. layout, bare: rusqlite natively (see the doc comment)."
+        "engram: the component on SQLite. layout, minimal, bare: rusqlite natively (see the doc comment)."
     );
     println!("in-mem: the component on the in-memory store and trail: the engine's own cost.");
     Ok(())

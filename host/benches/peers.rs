@@ -7,18 +7,22 @@
 //! 10000`. The bench makes its own Python virtual environment in the target
 //! folder and installs the pinned `langgraph-checkpoint-sqlite` into it.
 //!
-//! - put: one record per call, one commit each (Engram: a FACT write;
-//!   LangGraph: `store.put(namespace, key, value)`).
-//! - get: one record by its key (Engram: `ByKey`; LangGraph: `store.get`).
-//! - list(100): the first 100 of a namespace (Engram: `Limit 100` over FACT
-//!   keys; LangGraph: `store.search(namespace, limit=100)`). Neither side
-//!   pages with an offset here: Engram's reads have no continuation yet.
+//! Both sides use their namespace API, one namespace of N values:
+//! - put: one value per call, one commit each (Engram: `graph.put`, a FACT
+//!   write; LangGraph: `store.put(namespace, key, value)`).
+//! - get: one value by its key, in a scattered order (Engram: `graph.get`;
+//!   LangGraph: `store.get`).
+//! - list(100): every page of 100 of the namespace, in order (LangGraph:
+//!   `store.search(namespace, limit=100, offset=…)`; Engram: `graph.list`
+//!   with the key that ended the previous page as `after`, a continuation,
+//!   not an offset). Reported per page.
 //!
 //! Settings: LangGraph with its defaults (rollback journal, synchronous FULL)
 //! against Engram at FULL (WAL); LangGraph with WAL + NORMAL against Engram at
 //! NORMAL (WAL).
 
-use engram::io::{ByKey, Limit, ReadRequest, ReadSelector, WriteRequest};
+use engram::graph::PutRequest;
+use engram::io::WriteResult;
 use engram::types::*;
 use engram::{Engram, Mode, SqliteBackend, SqliteOptions, Synchronous};
 use std::path::{Path, PathBuf};
@@ -53,8 +57,8 @@ for i in range(n):
 get = (time.perf_counter() - t) / n
 lists = max(1, n // 100)
 t = time.perf_counter()
-for _ in range(lists):
-    assert len(store.search(ns, limit=100)) == 100
+for page in range(lists):
+    assert len(store.search(ns, limit=100, offset=page * 100)) == 100
 listed = (time.perf_counter() - t) / lists
 print(json.dumps({"put": put * 1e6, "get": get * 1e6, "list": listed * 1e6}))
 "#;
@@ -135,58 +139,49 @@ fn engram_run(engram: &Engram, dir: &Path, sync: Synchronous, n: usize) -> anyho
         component: SourceComponent::Cognition,
         actor: SourceActor::User,
     };
+    let namespace = vec!["bench".to_string(), "facts".to_string()];
     let started = Instant::now();
     for i in 0..n {
-        let request = WriteRequest {
-            record: MemoryRecord::Fact(Fact {
-                key: format!("bench.facts.k{i:08}"),
-                payload: FactPayload::Semantic(SemanticMemory {
-                    content: format!("The user prefers option {i} for dinner"),
-                    context: "dining".into(),
-                    valid_at: 0,
-                    invalid_at: None,
-                    strength: 1.0,
-                    last_accessed: 0,
-                    access_count: 0,
-                    sources: vec![],
-                    confidence: 0.9,
-                    contradictions: vec![],
-                    privacy_tier: PrivacyTier::Public,
-                }),
+        let request = PutRequest {
+            namespace: namespace.clone(),
+            id: format!("k{i:08}"),
+            value: FactPayload::Semantic(SemanticMemory {
+                content: format!("The user prefers option {i} for dinner"),
+                context: "dining".into(),
+                valid_at: 0,
+                invalid_at: None,
+                strength: 1.0,
+                last_accessed: 0,
+                access_count: 0,
+                sources: vec![],
+                confidence: 0.9,
+                contradictions: vec![],
+                privacy_tier: PrivacyTier::Public,
             }),
             source: source.clone(),
             request_id: format!("p{i}"),
         };
-        domain.write(&request)?;
+        anyhow::ensure!(matches!(domain.put(&request)?, WriteResult::Accepted(_)));
     }
     let put = started.elapsed().as_secs_f64() / n as f64;
     let started = Instant::now();
     for i in 0..n {
-        let request = ReadRequest {
-            record_type: RecordType::Fact,
-            selector: ReadSelector::ByKey(ByKey {
-                key: format!("bench.facts.k{:08}", (i * 7919) % n),
-            }),
-            request_id: "g".into(),
-        };
+        let id = format!("k{:08}", (i * 7919) % n);
         let found = domain
-            .read(&request)?
+            .get("g", &namespace, &id)?
             .map_err(|e| anyhow::anyhow!("{e:?}"))?;
-        anyhow::ensure!(found.records.len() == 1);
+        anyhow::ensure!(found.is_some());
     }
     let get = started.elapsed().as_secs_f64() / n as f64;
     let lists = (n / 100).max(1);
     let started = Instant::now();
+    let mut after: Option<String> = None;
     for _ in 0..lists {
-        let request = ReadRequest {
-            record_type: RecordType::Fact,
-            selector: ReadSelector::Limit(Limit { limit: 100 }),
-            request_id: "l".into(),
-        };
-        let found = domain
-            .read(&request)?
+        let page = domain
+            .list_after("l", &namespace, 100, after.as_deref())?
             .map_err(|e| anyhow::anyhow!("{e:?}"))?;
-        anyhow::ensure!(found.records.len() == 100);
+        anyhow::ensure!(page.len() == 100);
+        after = page.last().map(|fact| fact.fact.key.clone());
     }
     let list = started.elapsed().as_secs_f64() / lists as f64;
     Ok(Phases {

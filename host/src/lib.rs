@@ -333,7 +333,12 @@ impl Engram {
         let engine = wasmtime::Engine::new(&settings)
             .map_err(anyhow::Error::from)
             .context("setting up the wasmtime engine")?;
-        let loaded = cache::load_or_compile(&engine, COMPONENT, config.cache_dir.as_deref())?;
+        let loaded = cache::load_or_compile(
+            &engine,
+            COMPONENT,
+            cache::COMPONENT_HASH,
+            config.cache_dir.as_deref(),
+        )?;
         let mut linker = Linker::new(&engine);
         bindings::Engine::add_to_linker::<DomainState, HasSelf<DomainState>>(
             &mut linker,
@@ -756,17 +761,36 @@ impl Domain {
         })
     }
 
-    /// The current versions in a namespace, in key order (MT-7).
+    /// The current versions in a namespace, in key order, at most `limit`
+    /// (MT-7).
     pub fn list(
         &mut self,
         request_id: &str,
         namespace: &graph::Namespace,
         limit: u32,
     ) -> Result<Result<Vec<types::StoredFact>, io::ReadError>> {
+        self.list_after(request_id, namespace, limit, None)
+    }
+
+    /// The current versions in a namespace whose keys follow `after`, in
+    /// key order, at most `limit`: the next page of a namespace after the
+    /// page that ended with the FACT keyed `after` (MT-7).
+    pub fn list_after(
+        &mut self,
+        request_id: &str,
+        namespace: &graph::Namespace,
+        limit: u32,
+        after: Option<&str>,
+    ) -> Result<Result<Vec<types::StoredFact>, io::ReadError>> {
+        let after = after.map(str::to_owned);
         self.call(None, |engine, store| {
-            engine
-                .engram_memory_graph()
-                .call_list(store, &request_id.to_owned(), namespace, limit)
+            engine.engram_memory_graph().call_list(
+                store,
+                &request_id.to_owned(),
+                namespace,
+                limit,
+                after.as_ref(),
+            )
         })
     }
 

@@ -156,6 +156,10 @@ enum Command {
         /// How many at most.
         #[arg(long, default_value_t = 100)]
         limit: u32,
+        /// Only the keys after this one: the key of the last FACT of the
+        /// previous page.
+        #[arg(long)]
+        after: Option<String>,
     },
     /// Print the current entities of one type (MT-8).
     Entities {
@@ -452,12 +456,13 @@ fn run(cli: Cli) -> Result<u8, Exit> {
             namespace,
             agent,
             limit,
+            after,
         } => {
             let mut domain = open_domain(&cli.store, cli.tier_ceiling, &agent, false)?;
             let request_id = format!("list-{}", engram::system_time_ms());
             print_facts(
                 domain
-                    .list(&request_id, &namespace, limit)
+                    .list_after(&request_id, &namespace, limit, after.as_deref())
                     .map_err(failure)?,
             )
         }
@@ -981,12 +986,19 @@ fn open_domain(
 }
 
 /// The engine, loaded from the cache folder when it holds a compiled copy.
-fn new_engram() -> Result<Engram, Exit> {
+/// A command opens one domain: its instance is allocated on demand rather
+/// than from a pool reserved for 1,000 (the memory, table and time limits
+/// are the same). The engine lives as long as the process: freeing the
+/// compiled code and stopping the epoch thread at exit would only cost
+/// time (the domain, and with it the store, is still closed).
+fn new_engram() -> Result<&'static Engram, Exit> {
     let config = engram::Config {
         cache_dir: CACHE_DIR.get().cloned().flatten(),
+        max_live_domains: None,
         ..engram::Config::default()
     };
-    Engram::with_config(config).map_err(|e| Exit(FAILURE, shown(&e)))
+    let engram = Engram::with_config(config).map_err(|e| Exit(FAILURE, shown(&e)))?;
+    Ok(Box::leak(Box::new(engram)))
 }
 
 /// Checks an agent id before anything is opened: 1 to 256 bytes (IO-W6).

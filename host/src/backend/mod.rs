@@ -4,6 +4,7 @@
 //! one agent's domain in front of it ([`crate::Engram::open`]) by prefixing
 //! every key, so the engine can neither see nor reach another domain.
 
+mod group;
 mod memory;
 mod postgres;
 mod sqlite;

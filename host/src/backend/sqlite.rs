@@ -1,13 +1,14 @@
 //! The embedded default: one SQLite file holding the key-value pairs of
 //! every domain and the audit trail.
 
+use super::group::{Commit, GroupQueue};
 use super::trail::TrailFile;
 use super::{Backend, Op, Order, Pair, Precondition, StoreError};
 use crate::audit::{AuditEntry, AuditQuery, AuditSink};
 use anyhow::{Context, Result, bail};
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Mutex, MutexGuard, RwLock};
 use std::time::Duration;
 
 /// Marks a SQLite file as an Engram store (`PRAGMA application_id`).
@@ -55,6 +56,18 @@ pub struct SqliteOptions {
     /// How long a call waits for another process holding the file's write
     /// lock; 5 seconds by default.
     pub busy_timeout: Duration,
+    /// Group commit, on by default: commits that arrive while another is
+    /// being written (from other threads of this process) wait, and are
+    /// then written together in one transaction, each in a savepoint of its
+    /// own, with one flush to the disk. Each is still all or nothing, with
+    /// its own answer: a precondition that fails fails that commit alone;
+    /// if the transaction cannot be committed, every commit of the group
+    /// fails and none is stored. A group holds at most 64 commits, and
+    /// more than one only while it stays within 10,000 preconditions, ops
+    /// and audit entries and 16 MiB of keys and values. A commit that finds
+    /// nobody writing is written at once, alone. `false`: every commit is
+    /// its own transaction.
+    pub group_commit: bool,
 }
 
 impl Default for SqliteOptions {
@@ -62,6 +75,7 @@ impl Default for SqliteOptions {
         SqliteOptions {
             synchronous: Synchronous::Full,
             busy_timeout: Duration::from_secs(5),
+            group_commit: true,
         }
     }
 }
@@ -74,10 +88,19 @@ impl Default for SqliteOptions {
 /// beside the store and moved into the table by the next commit (see
 /// [`trail`](super::trail)): they survive a crash of the process, and a
 /// read costs no transaction of its own.
+///
+/// Commits from many threads are written in groups, one transaction each
+/// (see [`SqliteOptions::group_commit`]).
 pub struct SqliteBackend {
     path: PathBuf,
     conn: Mutex<Connection>,
     trail: TrailFile,
+    /// Appenders to the trail file share it; moving the file's entries
+    /// takes it alone. The file's own lock keeps other processes out, but
+    /// not other threads: they share its one open file.
+    trail_gate: RwLock<()>,
+    /// `None` when group commit is off.
+    group: Option<GroupQueue>,
 }
 
 impl SqliteBackend {
@@ -202,12 +225,20 @@ impl SqliteBackend {
             path,
             conn: Mutex::new(conn),
             trail,
+            trail_gate: RwLock::new(()),
+            group: options.group_commit.then(GroupQueue::default),
         })
     }
 
     /// The file this store lives in.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// How many commits wait at this moment for the one being written, to
+    /// be written together after it (none when group commit is off).
+    pub fn waiting_commits(&self) -> usize {
+        self.group.as_ref().map_or(0, GroupQueue::waiting)
     }
 
     fn lock(&self) -> Result<MutexGuard<'_, Connection>, StoreError> {
@@ -426,71 +457,154 @@ impl Backend for SqliteBackend {
 }
 
 impl SqliteBackend {
-    /// One transaction: the preconditions, the ops and the audit entries of
-    /// what it stores.
+    /// Commits the preconditions, the ops and the audit entries of what
+    /// they store atomically: in a transaction of their own, or in a group
+    /// with the commits of other threads.
     fn commit_with(
         &self,
         preconditions: &[Precondition],
         ops: &[Op],
         trail: &[AuditEntry],
     ) -> Result<(), StoreError> {
-        let mut conn = self.lock()?;
-        let pending = self
-            .trail
-            .take()
-            .map_err(|e| StoreError::Unavailable(format!("{e:#}")))?;
-        if pending.is_none() && preconditions.is_empty() && ops.is_empty() && trail.is_empty() {
-            return Ok(());
+        let own = Commit {
+            preconditions,
+            ops,
+            trail,
+        };
+        match &self.group {
+            Some(queue) => queue.commit(own, &|group| self.write_group(group)),
+            None => self.write_group(&[own]).pop().unwrap_or_else(|| {
+                Err(StoreError::Unavailable("the commit gave no answer".into()))
+            }),
         }
-        let tx = conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(unavailable)?;
-        {
-            // Entries of earlier calls go first.
-            for entry in pending.iter().flat_map(|(entries, _)| entries) {
-                insert_audit(&tx, entry).map_err(|e| StoreError::Unavailable(format!("{e:#}")))?;
-            }
-            let mut read = tx
-                .prepare_cached("SELECT value FROM engram_kv WHERE key = ?1")
-                .map_err(unavailable)?;
-            for precondition in preconditions {
-                let (key, expected) = match precondition {
-                    Precondition::Absent(key) => (key, None),
-                    Precondition::Holds(key, value) => (key, Some(value)),
-                };
-                let actual: Option<Vec<u8>> = read
-                    .query_row([key], |row| row.get(0))
-                    .optional()
-                    .map_err(unavailable)?;
-                if actual.as_ref() != expected {
-                    return Err(StoreError::Conflict);
-                }
-            }
-            let mut put = tx
-                .prepare_cached("INSERT OR REPLACE INTO engram_kv (key, value) VALUES (?1, ?2)")
-                .map_err(unavailable)?;
-            let mut delete = tx
-                .prepare_cached("DELETE FROM engram_kv WHERE key = ?1")
-                .map_err(unavailable)?;
-            for op in ops {
-                match op {
-                    Op::Put(key, value) => put.execute(params![key, value]),
-                    Op::Delete(key) => delete.execute([key]),
-                }
-                .map_err(unavailable)?;
-            }
-            for entry in trail {
-                insert_audit(&tx, entry).map_err(|e| StoreError::Unavailable(format!("{e:#}")))?;
+    }
+
+    /// One transaction for `group`: the pending entries of the trail file
+    /// first, then each commit (in a savepoint of its own when there are
+    /// several, so a failed precondition undoes that commit alone); one
+    /// answer per commit, in order. Should the transaction fail as a whole,
+    /// every commit is answered `Unavailable` and none is stored.
+    fn write_group(&self, group: &[Commit<'_>]) -> Vec<Result<(), StoreError>> {
+        let every = |why: String| {
+            group
+                .iter()
+                .map(|_| Err(StoreError::Unavailable(why.clone())))
+                .collect()
+        };
+        let mut conn = match self.lock() {
+            Ok(conn) => conn,
+            Err(error) => return every(error.to_string()),
+        };
+        let Ok(gate) = self.trail_gate.write() else {
+            return every("the audit trail's lock was poisoned".into());
+        };
+        let pending = match self.trail.take() {
+            Ok(pending) => pending,
+            Err(error) => return every(format!("{error:#}")),
+        };
+        // Appends wait only while taken entries are being moved.
+        let _gate = pending.as_ref().map(|_| gate);
+        if pending.is_none() && group.iter().all(Commit::is_empty) {
+            return group.iter().map(|_| Ok(())).collect();
+        }
+        let tx = match conn.transaction_with_behavior(TransactionBehavior::Immediate) {
+            Ok(tx) => tx,
+            Err(error) => return every(describe(&error)),
+        };
+        // Entries of earlier calls go first.
+        for entry in pending.iter().flat_map(|(entries, _)| entries) {
+            if let Err(error) = insert_audit(&tx, entry) {
+                return every(format!("{error:#}"));
             }
         }
-        tx.commit().map_err(unavailable)?;
+        let answers = match group {
+            // Alone, a commit that fails ends the transaction: no savepoint
+            // is needed.
+            [one] => match apply(&tx, one) {
+                Ok(()) => vec![Ok(())],
+                Err(error) => return vec![Err(error)],
+            },
+            _ => {
+                let mut answers = Vec::with_capacity(group.len());
+                for commit in group {
+                    if commit.is_empty() {
+                        answers.push(Ok(()));
+                        continue;
+                    }
+                    if let Err(error) = tx.execute_batch("SAVEPOINT engram_commit") {
+                        return every(describe(&error));
+                    }
+                    let applied = apply(&tx, commit);
+                    // An error SQLite answers by rolling the transaction
+                    // back fails the whole group.
+                    if tx.is_autocommit() {
+                        return every(match applied {
+                            Err(StoreError::Unavailable(why)) => why,
+                            _ => "the transaction ended early".into(),
+                        });
+                    }
+                    let ended = match applied {
+                        Ok(()) => tx.execute_batch("RELEASE engram_commit"),
+                        Err(_) => {
+                            tx.execute_batch("ROLLBACK TO engram_commit; RELEASE engram_commit")
+                        }
+                    };
+                    if let Err(error) = ended {
+                        return every(describe(&error));
+                    }
+                    answers.push(applied);
+                }
+                answers
+            }
+        };
+        if let Err(error) = tx.commit() {
+            return every(describe(&error));
+        }
         if let Some((_, taken)) = pending {
             // Should emptying fail, the entries are moved again later: the
             // trail may then hold one twice, never lose it.
             let _ = taken.moved();
         }
-        Ok(())
+        answers
     }
+}
+
+/// Checks the preconditions of `commit`, then applies its ops and appends
+/// its audit entries, in the transaction `tx` is in.
+fn apply(tx: &Connection, commit: &Commit<'_>) -> Result<(), StoreError> {
+    let mut read = tx
+        .prepare_cached("SELECT value FROM engram_kv WHERE key = ?1")
+        .map_err(unavailable)?;
+    for precondition in commit.preconditions {
+        let (key, expected) = match precondition {
+            Precondition::Absent(key) => (key, None),
+            Precondition::Holds(key, value) => (key, Some(value)),
+        };
+        let actual: Option<Vec<u8>> = read
+            .query_row([key], |row| row.get(0))
+            .optional()
+            .map_err(unavailable)?;
+        if actual.as_ref() != expected {
+            return Err(StoreError::Conflict);
+        }
+    }
+    let mut put = tx
+        .prepare_cached("INSERT OR REPLACE INTO engram_kv (key, value) VALUES (?1, ?2)")
+        .map_err(unavailable)?;
+    let mut delete = tx
+        .prepare_cached("DELETE FROM engram_kv WHERE key = ?1")
+        .map_err(unavailable)?;
+    for op in commit.ops {
+        match op {
+            Op::Put(key, value) => put.execute(params![key, value]),
+            Op::Delete(key) => delete.execute([key]),
+        }
+        .map_err(unavailable)?;
+    }
+    for entry in commit.trail {
+        insert_audit(tx, entry).map_err(|e| StoreError::Unavailable(format!("{e:#}")))?;
+    }
+    Ok(())
 }
 
 /// Appends one entry to the trail through `conn`.
@@ -527,6 +641,10 @@ fn insert_audit(conn: &Connection, entry: &AuditEntry) -> Result<()> {
 
 impl AuditSink for SqliteBackend {
     fn append(&self, entry: &AuditEntry) -> Result<()> {
+        let _gate = self
+            .trail_gate
+            .read()
+            .map_err(|_| anyhow::anyhow!("the audit trail's lock was poisoned"))?;
         self.trail.append(entry)
     }
 
