@@ -10,6 +10,9 @@
 //! count alternate between the two settings, three rounds, and the median
 //! is printed.
 
+mod common;
+
+use common::record;
 use engram::io::{WriteRequest, WriteResult};
 use engram::types::*;
 use engram::{Engram, Mode, SqliteBackend, SqliteOptions, Synchronous};
@@ -18,21 +21,6 @@ use std::time::{Duration, Instant};
 
 const COUNTS: [usize; 3] = [1, 8, 64];
 const ROUNDS: usize = 3;
-
-fn record(i: usize) -> MemoryRecord {
-    MemoryRecord::Event(Event {
-        timestamp: 1_700_000_000_000 + i as i64,
-        payload: EventPayload::Ingested(IngestedMemory {
-            session_ref: format!("session-{}", i / 20),
-            summary: format!(
-                "The user asked about trip {i} to Lisbon and preferred a direct morning flight."
-            ),
-            keywords: ["trip", "lisbon", "flight", "morning", "direct"]
-                .map(String::from)
-                .to_vec(),
-        }),
-    })
-}
 
 /// `n` writes shared by `domains` threads, one domain each; the wall time
 /// from the moment they all start to the last answer.

@@ -20,6 +20,9 @@
 //! - *bare* stores each record as one key-value pair (the least any store
 //!   must do).
 
+mod common;
+
+use common::record;
 use engram::io::{ById, ByTimeRange, ReadRequest, ReadSelector, WriteRequest, WriteResult};
 use engram::types::*;
 use engram::{
@@ -31,21 +34,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 const PAGE: u32 = 100;
-
-fn record(i: usize) -> MemoryRecord {
-    MemoryRecord::Event(Event {
-        timestamp: 1_700_000_000_000 + i as i64,
-        payload: EventPayload::Ingested(IngestedMemory {
-            session_ref: format!("session-{}", i / 20),
-            summary: format!(
-                "The user asked about trip {i} to Lisbon and preferred a direct morning flight."
-            ),
-            keywords: ["trip", "lisbon", "flight", "morning", "direct"]
-                .map(String::from)
-                .to_vec(),
-        }),
-    })
-}
 
 struct Timings {
     write: Duration,
