@@ -389,7 +389,7 @@ fn the_default_store_is_engram_db_in_the_working_folder() {
     assert!(Path::new(&cli.dir.path().join("engram.db")).exists());
 }
 
-const PLAN: &str = include_str!("../host/samples/plan.json");
+const PLAN: &str = include_str!("../samples/plan.json");
 
 #[test]
 fn a_cycle_prints_each_stage_and_commits_its_summary_only() {
@@ -592,7 +592,7 @@ fn history_and_as_of_print_the_versions_of_a_key() {
 fn list_entities_and_relationships_answer_from_the_indexes() {
     // proves MT-7, MT-8 through the CLI
     let cli = Cli::new();
-    let samples = include_str!("../host/samples/memories.jsonl");
+    let samples = include_str!("../samples/memories.jsonl");
     let out = cli.run(&["write", "--agent", "alice", "--batch"], samples);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let keys = |args: &[&str]| -> Vec<String> {

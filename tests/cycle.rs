@@ -965,7 +965,7 @@ fn b5_f5_two_cycles_in_flight_never_see_each_others_outputs() {
 
 #[test]
 fn the_sample_plan_is_the_library_turn_plan() {
-    let text = include_str!("../host/samples/plan.json");
+    let text = include_str!("../samples/plan.json");
     let plan: engram::json::Plan = serde_json::from_str(text).expect("the sample plan parses");
     assert_eq!(ExecutionPlan::from(plan), engram::plans::turn(3));
 }

@@ -13,7 +13,7 @@
 //! group being written and the groups ahead of it, each one transaction.
 
 use super::{Op, Precondition, StoreError};
-use crate::audit::AuditEntry;
+use engram_model::audit::AuditEntry;
 use std::collections::VecDeque;
 use std::sync::mpsc::{SyncSender, sync_channel};
 use std::sync::{Mutex, MutexGuard, PoisonError};

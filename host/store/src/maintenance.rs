@@ -7,10 +7,10 @@
 //! every online commit is conditioned on its absence, and every maintenance
 //! commit on its still holding the taker's token.
 
-use crate::audit::{self, AuditEntry, AuditSink};
-use crate::backend::{Backend, Op, Order, Precondition, StoreError};
-use crate::json::{Actor, Component, Source};
+use crate::{Backend, Op, Order, Precondition, StoreError};
 use anyhow::{Context, Result, bail};
+use engram_model::audit::{self, AuditEntry, AuditSink};
+use engram_model::json::{Actor, Component, Source};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
@@ -35,7 +35,7 @@ pub struct LockHolder {
 }
 
 /// A held lock; released when dropped.
-pub(crate) struct LockGuard {
+pub struct LockGuard {
     backend: Arc<dyn Backend>,
     key: Vec<u8>,
     value: Vec<u8>,
@@ -43,7 +43,7 @@ pub(crate) struct LockGuard {
 
 impl LockGuard {
     /// Takes the lock of `agent_id`, or says who holds it.
-    pub(crate) fn acquire(backend: Arc<dyn Backend>, agent_id: &str, now: i64) -> Result<Self> {
+    pub fn acquire(backend: Arc<dyn Backend>, agent_id: &str, now: i64) -> Result<Self> {
         let key = lock_key(agent_id);
         let token = format!(
             "{:016x}{:016x}",
@@ -82,12 +82,12 @@ impl LockGuard {
     }
 
     /// The value the lock holds while this guard has it.
-    pub(crate) fn value(&self) -> &[u8] {
+    pub fn value(&self) -> &[u8] {
         &self.value
     }
 
     /// The condition every commit made under this lock carries.
-    pub(crate) fn held(&self) -> Precondition {
+    pub fn held(&self) -> Precondition {
         Precondition::Holds(self.key.clone(), self.value.clone())
     }
 }
@@ -104,11 +104,7 @@ impl Drop for LockGuard {
 
 /// Why an online commit or a maintenance commit could not go through, when
 /// the lock is the reason.
-pub(crate) fn lock_refusal(
-    backend: &dyn Backend,
-    key: &[u8],
-    ours: Option<&[u8]>,
-) -> Option<StoreError> {
+pub fn lock_refusal(backend: &dyn Backend, key: &[u8], ours: Option<&[u8]>) -> Option<StoreError> {
     let held = backend.get(key).ok()?;
     match (ours, held) {
         (None, Some(_)) => Some(StoreError::Unavailable(

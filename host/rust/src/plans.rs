@@ -1,5 +1,5 @@
 //! Ready-made execution plans for the usual turn (B-005), to use as they are
-//! or to start from. `host/samples/plan.json` is [`turn`]`(3)` as JSON.
+//! or to start from. `samples/plan.json` is [`turn`]`(3)` as JSON.
 
 use crate::cycle::{ExecutionPlan, PlanMetadata, PlanStep, Stage, StepKind, SummarizeInput};
 

@@ -4,8 +4,8 @@
 use super::group::{Commit, GroupQueue};
 use super::trail::TrailFile;
 use super::{Backend, Op, Order, Pair, Precondition, StoreError};
-use crate::audit::{AuditEntry, AuditQuery, AuditSink};
 use anyhow::{Context, Result, bail};
+use engram_model::audit::{AuditEntry, AuditQuery, AuditSink};
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard, RwLock};

@@ -8,8 +8,8 @@
 //! this backend answers as [`StoreError::Conflict`] and the engine retries.
 
 use super::{Backend, Op, Order, Pair, Precondition, StoreError};
-use crate::audit::{AuditEntry, AuditQuery, AuditSink};
 use anyhow::{Context, Result, anyhow, bail};
+use engram_model::audit::{AuditEntry, AuditQuery, AuditSink};
 use postgres::error::SqlState;
 use postgres::{Client, Config, NoTls, Statement};
 use std::collections::{BTreeMap, HashMap};

@@ -16,8 +16,9 @@ fn main() -> Result<()> {
     let manifest_dir =
         PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").context("CARGO_MANIFEST_DIR is not set")?);
     let workspace = manifest_dir
-        .parent()
-        .context("the host crate has no parent folder")?;
+        .ancestors()
+        .nth(2)
+        .context("the host crate is not two folders below the workspace")?;
     for watched in [
         "guest/src",
         "guest/Cargo.toml",

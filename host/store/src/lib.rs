@@ -1,25 +1,33 @@
-//! Persistence backends: ordered, transactional key-value stores over bytes.
+//! Persistence backends: ordered, transactional key-value stores over bytes,
+//! with the audit trail kept beside them, shared by every host that keeps a
+//! store (the wasmtime host and the WASI build alike).
 //!
-//! A backend knows nothing of records, agents or the contract. The host puts
-//! one agent's domain in front of it ([`crate::Engram::open`]) by prefixing
-//! every key, so the engine can neither see nor reach another domain.
+//! A backend knows nothing of records, agents or the contract. A host puts
+//! one agent's domain in front of it by prefixing every key
+//! ([`domain_prefix`]), so the engine can neither see nor reach another
+//! domain.
+
+#![warn(missing_docs)]
 
 mod group;
+pub mod maintenance;
 mod memory;
+#[cfg(feature = "postgres")]
 mod postgres;
 mod sqlite;
 mod trail;
 
 pub use memory::MemoryBackend;
+#[cfg(feature = "postgres")]
 pub use postgres::{PostgresBackend, PostgresOptions, SCHEMA_VERSION as POSTGRES_SCHEMA_VERSION};
 pub use sqlite::{SqliteBackend, SqliteOptions, Synchronous};
 
-use crate::audit::{AuditEntry, AuditSink, MemoryAudit};
+use engram_model::audit::{AuditEntry, AuditSink, MemoryAudit};
 use std::path::Path;
 use std::sync::Arc;
 
 /// A persistence backend together with the audit trail kept beside it: what
-/// a host needs to open domains ([`crate::Engram::open`]).
+/// a host needs to open domains.
 #[derive(Clone)]
 pub struct Storage {
     /// Where the key-value pairs of every domain live.
@@ -48,6 +56,7 @@ impl Storage {
 
     /// A PostgreSQL database holding both, its tables created if absent
     /// (`postgres://user@host:port/database?…`).
+    #[cfg(feature = "postgres")]
     pub fn postgres(url: &str) -> anyhow::Result<Self> {
         let store = Arc::new(PostgresBackend::open(url)?);
         Ok(Storage {
@@ -65,7 +74,10 @@ impl Storage {
                 if scheme.eq_ignore_ascii_case("postgres")
                     || scheme.eq_ignore_ascii_case("postgresql") =>
             {
-                Self::postgres(spec)
+                #[cfg(feature = "postgres")]
+                return Self::postgres(spec);
+                #[cfg(not(feature = "postgres"))]
+                anyhow::bail!("{spec}: this build of Engram opens no PostgreSQL store")
             }
             Some((scheme, _)) => anyhow::bail!(
                 "{scheme}://: not a kind of store Engram opens (give a SQLite file path or a postgres:// URL)"
@@ -190,4 +202,13 @@ pub trait Backend: Send + Sync {
 /// own trail, which can then take a commit's entries in its transaction.
 pub(crate) fn same_object<T>(backend: &T, sink: &dyn AuditSink) -> bool {
     std::ptr::addr_eq(backend as *const T, sink as *const dyn AuditSink)
+}
+
+/// The key prefix of an agent's domain: the id's length, then the id. No
+/// domain's prefix is a prefix of another's, whatever bytes the ids hold.
+pub fn domain_prefix(agent_id: &str) -> Vec<u8> {
+    let mut prefix = Vec::with_capacity(4 + agent_id.len());
+    prefix.extend_from_slice(&(agent_id.len() as u32).to_be_bytes());
+    prefix.extend_from_slice(agent_id.as_bytes());
+    prefix
 }

@@ -343,7 +343,7 @@ fn run(cli: Cli) -> Result<u8, Exit> {
             let requests: Vec<ReadRequest> = parse_input(&io, "read request")?;
             let mut domain = open_domain(&cli.store, cli.tier_ceiling, &io.agent, false)?;
             answer_each(requests, |request| {
-                let answer = ReadAnswer::from(domain.read(&request.into())?);
+                let answer = json::read_answer(domain.read(&request.into())?);
                 let refused = matches!(answer, ReadAnswer::Error { .. });
                 Ok((serde_json::to_string(&answer)?, refused))
             })
@@ -580,7 +580,7 @@ fn run(cli: Cli) -> Result<u8, Exit> {
 fn print_facts(
     answer: Result<Vec<engram::types::StoredFact>, engram::io::ReadError>,
 ) -> Result<u8, Exit> {
-    let answer = ReadAnswer::from(answer.map(|facts| {
+    let answer = json::read_answer(answer.map(|facts| {
         engram::io::ReadResult {
             records: facts
                 .into_iter()
@@ -803,7 +803,7 @@ fn debug_name(error: &impl std::fmt::Debug) -> String {
     }
 }
 
-const CONVERSATION: &str = include_str!("../samples/conversation.jsonl");
+const CONVERSATION: &str = include_str!("../../../samples/conversation.jsonl");
 const DEMO_AGENT: &str = "demo";
 
 #[derive(serde::Deserialize)]

@@ -42,14 +42,26 @@
 
 #![warn(missing_docs)]
 
-pub mod algorithms;
-pub mod audit;
-pub mod backend;
 mod cache;
-pub mod json;
 pub mod limits;
-pub mod maintenance;
 pub mod plans;
+
+/// The default algorithms and the traits a plugin host implements
+/// (the `engram-algorithms` crate).
+pub use engram_algorithms as algorithms;
+/// The audit trail (the `engram-model` crate).
+pub use engram_model::audit;
+/// The persistence backends (the `engram-store` crate).
+pub use engram_store as backend;
+/// Offline maintenance: the lock, forgetting a domain, listing domains.
+pub use engram_store::maintenance;
+
+/// The JSON form of the contract, in the seeds' own names and spellings
+/// (the `engram-model` crate), with its conversions to this host's types.
+pub mod json {
+    pub use engram_model::json::*;
+    engram_model::wit_conversions!();
+}
 
 pub use algorithms::{Bm25Ranker, Candidate, ExtractiveSummarizer, Ranker, Summarizer, Summary};
 pub use audit::{AuditEntry, AuditQuery, AuditSink, MemoryAudit};
@@ -70,7 +82,7 @@ use wasmtime::{InstanceAllocationStrategy, PoolingAllocationConfig, Store, Store
 #[allow(missing_docs)]
 mod bindings {
     wasmtime::component::bindgen!({
-        path: "../wit",
+        path: "../../wit",
         world: "engine",
         imports: {
             "engram:memory/audit.append": trappable,
@@ -480,14 +492,7 @@ impl Drop for Slot {
     }
 }
 
-/// The key prefix of an agent's domain: the id's length, then the id. No
-/// domain's prefix is a prefix of another's, whatever bytes the ids hold.
-pub(crate) fn domain_prefix(agent_id: &str) -> Vec<u8> {
-    let mut prefix = Vec::with_capacity(4 + agent_id.len());
-    prefix.extend_from_slice(&(agent_id.len() as u32).to_be_bytes());
-    prefix.extend_from_slice(agent_id.as_bytes());
-    prefix
-}
+pub use engram_store::domain_prefix;
 
 /// One agent's memory domain: an instance of the engine over that agent's
 /// part of the store. Every IO call goes through it.

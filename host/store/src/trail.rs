@@ -14,8 +14,8 @@
 //! into the table (synced at `synchronous=FULL`), a power loss can take it.
 //! A line torn by a power loss is skipped when the file is moved.
 
-use crate::audit::AuditEntry;
 use anyhow::{Context, Result, bail};
+use engram_model::audit::AuditEntry;
 use std::fs::{File, OpenOptions, TryLockError};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};

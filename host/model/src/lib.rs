@@ -1,0 +1,10 @@
+//! What every Engram host shares of the contract, with no runtime of its
+//! own: the JSON model in the seeds' names ([`json`]), the audit trail's
+//! entries and sinks ([`audit`]), and the conversions between the JSON model
+//! and a binding of the WIT ([`wit_conversions!`]).
+
+#![warn(missing_docs)]
+
+pub mod audit;
+pub mod json;
+mod wit;

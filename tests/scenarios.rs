@@ -1,0 +1,367 @@
+//! The shared scenarios of `tests/scenarios/` (see its README) on the hosts
+//! that run the `engram` command line: the native binary, each call a new
+//! process on the same SQLite file. Every file starts from an empty store.
+
+use serde_json::{Value, json};
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+/// The compiled engine, kept for every run of the tests in the build's own
+/// temporary folder.
+const CACHE_DIR: &str = concat!(env!("CARGO_TARGET_TMPDIR"), "/engram-cache");
+
+/// A host that runs the `engram` command line.
+struct Host {
+    name: &'static str,
+    /// A command that runs `engram` in `dir`, the store `engram.db` there.
+    command: Box<dyn Fn(&Path) -> Command>,
+}
+
+fn native() -> Host {
+    Host {
+        name: "native",
+        command: Box::new(|dir| {
+            let mut command = Command::new(env!("CARGO_BIN_EXE_engram"));
+            command
+                .current_dir(dir)
+                .env("ENGRAM_CACHE_DIR", CACHE_DIR)
+                .env_remove("ENGRAM_STORE")
+                .env_remove("ENGRAM_AGENT")
+                .env_remove("ENGRAM_TIER_CEILING");
+            command
+        }),
+    }
+}
+
+/// Every scenario file, in name order.
+fn scenarios() -> Vec<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/scenarios");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
+        .collect();
+    files.sort();
+    assert!(!files.is_empty(), "no scenarios in {}", dir.display());
+    files
+}
+
+/// What the values named in a scenario (`"$name"`) were bound to.
+#[derive(Default)]
+struct Bindings(HashMap<String, Value>);
+
+impl Bindings {
+    /// Whether `actual` is what `template` expects, binding names met for
+    /// the first time.
+    fn matches(&mut self, template: &Value, actual: &Value) -> bool {
+        match (template, actual) {
+            (Value::String(t), _) if t == "$_" => true,
+            (Value::String(t), _) if t.starts_with('$') => match self.0.get(t) {
+                Some(bound) => bound == actual,
+                None => {
+                    self.0.insert(t.clone(), actual.clone());
+                    true
+                }
+            },
+            (Value::Object(t), Value::Object(a)) => {
+                t.len() == a.len()
+                    && t.iter()
+                        .all(|(k, v)| a.get(k).is_some_and(|av| self.matches(v, av)))
+            }
+            (Value::Array(t), Value::Array(a)) => {
+                t.len() == a.len() && t.iter().zip(a).all(|(tv, av)| self.matches(tv, av))
+            }
+            (Value::Number(t), Value::Number(a)) => t.as_f64() == a.as_f64(),
+            _ => template == actual,
+        }
+    }
+
+    /// `value` with every bound name replaced by its value.
+    fn substitute(&self, value: &Value) -> Value {
+        match value {
+            Value::String(s) if s.starts_with('$') => match self.0.get(s) {
+                Some(bound) => bound.clone(),
+                None => panic!("{s} is used before an answer named it"),
+            },
+            Value::Array(items) => Value::Array(items.iter().map(|v| self.substitute(v)).collect()),
+            Value::Object(map) => Value::Object(
+                map.iter()
+                    .map(|(k, v)| (k.clone(), self.substitute(v)))
+                    .collect(),
+            ),
+            other => other.clone(),
+        }
+    }
+}
+
+/// One line of a scenario, as the command line runs it.
+struct Call {
+    args: Vec<String>,
+    stdin: String,
+}
+
+fn text(step: &Value, field: &str) -> String {
+    match &step[field] {
+        Value::String(s) => s.clone(),
+        Value::Null => panic!("the step has no {field:?}: {step}"),
+        other => other.to_string(),
+    }
+}
+
+/// The arguments and input of the CLI call that makes `step`.
+fn call(step: &Value, dir: &Path) -> Call {
+    let op = step["op"].as_str().expect("a step names its op");
+    let agent = || vec!["--agent".to_string(), text(step, "agent")];
+    let mut args: Vec<String> = vec!["--store".into(), "engram.db".into()];
+    if let Some(tier) = step["tier_ceiling"].as_str() {
+        args.extend(["--tier-ceiling".into(), tier.into()]);
+    }
+    let optional = |args: &mut Vec<String>, field: &str, flag: &str| {
+        if !step[field].is_null() {
+            args.extend([flag.to_string(), text(step, field)]);
+        }
+    };
+    let lines = |value: &Value| -> (bool, String) {
+        match value {
+            Value::Array(items) => (
+                true,
+                items.iter().map(|v| format!("{v}\n")).collect::<String>(),
+            ),
+            one => (false, one.to_string()),
+        }
+    };
+    let mut stdin = String::new();
+    match op {
+        "write" | "read" | "maintenance_write" => {
+            if op == "maintenance_write" {
+                args.extend(["maintenance".into(), "write".into()]);
+            } else {
+                args.push(op.into());
+            }
+            args.extend(agent());
+            let (batch, input) = lines(&step["request"]);
+            if batch {
+                args.push("--batch".into());
+            }
+            stdin = input;
+        }
+        "bad_input" => {
+            args.push(text(step, "command"));
+            args.extend(agent());
+            if step["batch"].as_bool() == Some(true) {
+                args.push("--batch".into());
+            }
+            stdin = text(step, "text");
+        }
+        "usage" => {
+            args = step["args"]
+                .as_array()
+                .expect("usage names its args")
+                .iter()
+                .map(|a| a.as_str().unwrap().to_owned())
+                .collect();
+        }
+        "history" => {
+            args.extend(["history".into(), text(step, "key")]);
+            args.extend(agent());
+            optional(&mut args, "limit", "--limit");
+        }
+        "as_of" => {
+            args.extend(["as-of".into(), text(step, "key")]);
+            args.extend(agent());
+            optional(&mut args, "valid", "--valid");
+            optional(&mut args, "known", "--known");
+            optional(&mut args, "limit", "--limit");
+        }
+        "list" => {
+            args.push("list".into());
+            for segment in step["namespace"].as_array().unwrap() {
+                args.push(segment.as_str().unwrap().into());
+            }
+            args.extend(agent());
+            optional(&mut args, "limit", "--limit");
+            optional(&mut args, "after", "--after");
+        }
+        "entities" => {
+            args.extend(["entities".into(), text(step, "entity_type")]);
+            args.extend(agent());
+            optional(&mut args, "limit", "--limit");
+        }
+        "relationships" | "traverse" => {
+            let first = if op == "traverse" { "start" } else { "entity" };
+            args.extend([op.to_string(), text(step, first)]);
+            args.extend(agent());
+            for flag in ["incoming", "depth_first"] {
+                if step[flag].as_bool() == Some(true) {
+                    args.push(format!("--{}", flag.replace('_', "-")));
+                }
+            }
+            for kind in step["types"].as_array().into_iter().flatten() {
+                args.extend(["--type".into(), kind.as_str().unwrap().into()]);
+            }
+            for field in ["valid_at", "limit", "max_depth", "max_nodes", "max_edges"] {
+                optional(&mut args, field, &format!("--{}", field.replace('_', "-")));
+            }
+        }
+        "cycle" => {
+            let plan = dir.join("plan.json");
+            std::fs::write(&plan, step["plan"].to_string()).unwrap();
+            args.extend(["cycle".into(), "plan.json".into()]);
+            args.extend(agent());
+            for field in ["message", "response", "session", "request_id"] {
+                optional(&mut args, field, &format!("--{}", field.replace('_', "-")));
+            }
+        }
+        "audit" => {
+            args.push("audit".into());
+            optional(&mut args, "audit_agent", "--agent");
+            optional(&mut args, "operation", "--operation");
+            optional(&mut args, "outcome", "--outcome");
+            optional(&mut args, "limit", "--limit");
+        }
+        "export" => {
+            args.extend(["maintenance".into(), "export".into()]);
+            for agent in step["agents"].as_array().into_iter().flatten() {
+                args.extend(["--agent".into(), agent.as_str().unwrap().into()]);
+            }
+        }
+        "import" => {
+            args.extend(["maintenance".into(), "import".into(), "-".into()]);
+            stdin = lines(&step["lines"]).1;
+        }
+        "forget" => {
+            args.extend(["maintenance".into(), "forget".into()]);
+            args.extend(agent());
+        }
+        other => panic!("unknown op {other:?}"),
+    }
+    Call { args, stdin }
+}
+
+/// The exit code an answer implies (see the README's exit codes).
+fn implied_exit(step: &Value, answers: &[Value]) -> i32 {
+    let refused = answers.iter().any(|a| {
+        a == "REJECTED"
+            || a.get("error").is_some()
+            || a.get("plan_error").is_some()
+            || a.get("cycle_error").is_some()
+    });
+    match step["op"].as_str() {
+        Some("bad_input") => 3,
+        Some("usage") => 2,
+        _ => i32::from(refused),
+    }
+}
+
+fn run(host: &Host, dir: &Path, call: &Call) -> Output {
+    let mut child = (host.command)(dir)
+        .args(&call.args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{}: cannot start: {e}", host.name));
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(call.stdin.as_bytes()).unwrap();
+    drop(stdin);
+    child.wait_with_output().unwrap()
+}
+
+/// Runs one scenario file on `host` from an empty store; the number of
+/// calls it made.
+fn run_scenario(host: &Host, path: &Path) -> usize {
+    let dir = tempfile::tempdir().unwrap();
+    let mut bindings = Bindings::default();
+    let name = path.file_name().unwrap().to_string_lossy().into_owned();
+    let text = std::fs::read_to_string(path).unwrap();
+    let mut calls = 0;
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let at = format!("{}: {name} line {}", host.name, i + 1);
+        let step: Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("{at}: {e}"));
+        let step = bindings.substitute(&step_without_expect(&step));
+        let full: Value = serde_json::from_str(line).unwrap();
+        let expect = &full["expect"];
+        let call = call(&step, dir.path());
+        let output = run(host, dir.path(), &call);
+        calls += 1;
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        let shown = format!(
+            "{at}\n  args: {:?}\n  stdout: {stdout}\n  stderr: {stderr}",
+            call.args
+        );
+        let code = output.status.code().unwrap_or(-1);
+        match step["op"].as_str() {
+            Some("bad_input") => {
+                let message = expect["message"]
+                    .as_str()
+                    .expect("bad_input names a message");
+                assert_eq!(code, 3, "{shown}");
+                assert!(stdout.is_empty(), "{shown}");
+                assert_eq!(stderr.trim_end().lines().count(), 1, "one line: {shown}");
+                assert!(stderr.contains(message), "{message:?}: {shown}");
+                continue;
+            }
+            Some("usage") => {
+                assert_eq!(code, 2, "{shown}");
+                continue;
+            }
+            _ => {}
+        }
+        let answers: Vec<Value> = stdout
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{shown}\n{e}")))
+            .collect();
+        let expected: Vec<Value> = match expect {
+            Value::Array(items) => items.clone(),
+            one => vec![one.clone()],
+        };
+        assert!(
+            bindings.matches(
+                &Value::Array(expected.clone()),
+                &Value::Array(answers.clone())
+            ),
+            "{shown}\n  expected: {}",
+            json!(expected)
+        );
+        if let Some(name) = full["as"].as_str() {
+            bindings
+                .0
+                .insert(name.to_owned(), Value::Array(answers.clone()));
+        }
+        let exit = full["exit"]
+            .as_i64()
+            .map_or_else(|| implied_exit(&step, &answers), |e| e as i32);
+        assert_eq!(code, exit, "exit code: {shown}");
+    }
+    calls
+}
+
+fn step_without_expect(step: &Value) -> Value {
+    let mut step = step.clone();
+    if let Some(map) = step.as_object_mut() {
+        for field in ["expect", "as", "note"] {
+            map.remove(field);
+        }
+    }
+    step
+}
+
+#[test]
+fn every_scenario_passes_on_the_native_cli() {
+    let host = native();
+    let mut total = 0;
+    for path in scenarios() {
+        total += run_scenario(&host, &path);
+    }
+    eprintln!(
+        "{}: {total} calls in {} scenarios",
+        host.name,
+        scenarios().len()
+    );
+}
