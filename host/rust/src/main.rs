@@ -1,1060 +1,144 @@
 //! The `engram` command: the memory IO contract and execution cycles on an
-//! embedded SQLite file or a shared PostgreSQL database.
+//! embedded SQLite file or a shared PostgreSQL database, the engine run by
+//! wasmtime in this process.
 
-#[path = "cli/maintenance.rs"]
-mod maintenance;
+#[path = "../../cli/cli.rs"]
+mod cli;
 
-use anyhow::Context;
-use clap::{Parser, Subcommand};
-use engram::cycle::{CycleError, ExecutionPlan, Stage, StepOutput, TurnInput};
-use engram::json::{self, Plan, ReadAnswer, ReadRequest, WriteAnswer, WriteRequest};
-use engram::types::PrivacyTier;
-use engram::{AuditQuery, Engram, Mode, Storage};
-use serde::de::DeserializeOwned;
-use std::io::{BufWriter, Read, Write};
-use std::path::{Path, PathBuf};
-use std::process::ExitCode;
-
-/// Every write was accepted and every read answered with records.
-const OK: u8 = 0;
-/// A write was REJECTED or a read refused; the answers were printed.
-const REFUSED: u8 = 1;
-/// The input could not be read or is not valid JSON for the command;
-/// nothing was run and nothing written.
-const BAD_INPUT: u8 = 3;
-/// The store could not be opened or the engine failed.
-const FAILURE: u8 = 4;
-
-/// Engram: a memory engine for AI agents.
-///
-/// Exit codes: 0 done; 1 a write was REJECTED or a read refused (the answers
-/// are printed); 2 bad usage; 3 unreadable or malformed input (nothing was
-/// run); 4 the store or the engine failed.
-#[derive(Parser)]
-#[command(name = "engram", version)]
-struct Cli {
-    /// The store: a SQLite file (the default kind), or a PostgreSQL database
-    /// shared by many hosts (`postgres://user@host:port/database`).
-    #[arg(long, global = true, env = "ENGRAM_STORE", default_value = "engram.db")]
-    store: String,
-
-    /// The highest privacy tier reads may return: public, sensitive or
-    /// private (MT-1). Records above it are answered as if absent.
-    #[arg(long, global = true, env = "ENGRAM_TIER_CEILING", default_value = "private", value_parser = parse_tier)]
-    tier_ceiling: PrivacyTier,
-
-    /// Compile the engine afresh and keep no compiled copy. Otherwise the
-    /// compiled engine is kept in ENGRAM_CACHE_DIR, else
-    /// $XDG_CACHE_HOME/engram, else ~/.cache/engram.
-    #[arg(long, global = true)]
-    no_cache: bool,
-
-    /// On failure, print every cause with the engine's backtrace, not one
-    /// line.
-    #[arg(long, global = true)]
-    verbose: bool,
-
-    #[command(subcommand)]
-    command: Command,
+/// What the command line is written against: this crate's binding of the
+/// WIT and its `Domain`.
+mod binding {
+    pub use engram::*;
 }
 
-#[derive(Subcommand)]
-enum Command {
-    /// Write records: one request as JSON, or JSON Lines with --batch.
-    Write(Io),
-    /// Read records: one request as JSON, or JSON Lines with --batch.
-    Read(Io),
-    /// Run one execution cycle of PLAN: each stage's output as a JSON line,
-    /// then the committed ids.
-    Cycle {
-        /// The execution plan (JSON).
-        plan: PathBuf,
-        /// The agent whose memory domain the cycle runs in.
-        #[arg(long, env = "ENGRAM_AGENT", value_parser = parse_agent)]
-        agent: String,
-        /// The session the turn belongs to.
-        #[arg(long, default_value = "cli")]
-        session: String,
-        /// Run the plan once for each turn of a JSON Lines file (standard
-        /// input when `-`): `{"message", "response", "session",
-        /// "request_id", "timestamp"}` (`response` when the plan summarizes
-        /// the turn; `session` defaults to --session; `timestamp`, the
-        /// turn's own time in ms since the epoch, is the cycle's time).
-        /// Answers a line per turn: `{"request_id", "committed": […]}` or
-        /// `{"request_id", "cycle_error": …}`.
-        #[arg(long, value_name = "FILE", conflicts_with_all = ["message", "message_file", "response", "response_file", "request_id"])]
-        batch: Option<PathBuf>,
-        /// The cycle's request id (audit, idempotency); made from the clock when absent.
-        #[arg(long)]
-        request_id: Option<String>,
-        /// The user's message.
-        #[arg(long, conflicts_with = "message_file")]
-        message: Option<String>,
-        /// A file holding the user's message.
-        #[arg(long)]
-        message_file: Option<PathBuf>,
-        /// The model's response; needed when the plan summarizes the turn
-        /// (a recall-only plan runs without it).
-        #[arg(long, conflicts_with = "response_file")]
-        response: Option<String>,
-        /// A file holding the model's response.
-        #[arg(long)]
-        response_file: Option<PathBuf>,
-    },
-    /// Ingest a sample conversation through cycles, then answer a question's
-    /// ContextSelect and PromptAssemble from it.
-    Demo {
-        /// The question to select context for.
-        #[arg(
-            long,
-            default_value = "Where should I take Sarah for dinner in Lisbon?"
-        )]
-        question: String,
-    },
-    /// Print the versions of a FACT key, newest first (MT-2).
-    History {
-        /// The normalized fact key.
-        key: String,
-        /// The agent whose memory domain to read.
-        #[arg(long, env = "ENGRAM_AGENT", value_parser = parse_agent)]
-        agent: String,
-        /// How many versions at most.
-        #[arg(long, default_value_t = 10)]
-        limit: u32,
-    },
-    /// Print the version of a FACT key as of a time (MT-2): true in the world
-    /// at --valid, or known to the engine at --known.
-    AsOf {
-        /// The normalized fact key.
-        key: String,
-        /// The agent whose memory domain to read.
-        #[arg(long, env = "ENGRAM_AGENT", value_parser = parse_agent)]
-        agent: String,
-        /// A valid time (milliseconds since the Unix epoch).
-        #[arg(
-            long,
-            allow_hyphen_values = true,
-            conflicts_with = "known",
-            required_unless_present = "known"
-        )]
-        valid: Option<i64>,
-        /// A transaction time (milliseconds since the Unix epoch).
-        #[arg(long, allow_hyphen_values = true)]
-        known: Option<i64>,
-        /// How many of the newest versions to look at.
-        #[arg(long, default_value_t = 100)]
-        limit: u32,
-    },
-    /// Print the current FACTs of a namespace, in key order (MT-7).
-    List {
-        /// The namespace's segments, e.g. `entities u1`.
-        #[arg(required = true)]
-        namespace: Vec<String>,
-        /// The agent whose memory domain to read.
-        #[arg(long, env = "ENGRAM_AGENT", value_parser = parse_agent)]
-        agent: String,
-        /// How many at most.
-        #[arg(long, default_value_t = 100)]
-        limit: u32,
-        /// Only the keys after this one: the key of the last FACT of the
-        /// previous page.
-        #[arg(long)]
-        after: Option<String>,
-    },
-    /// Print the current entities of one type (MT-8).
-    Entities {
-        /// person, organization, place, product or event.
-        #[arg(value_parser = ["person", "organization", "place", "product", "event"])]
-        entity_type: String,
-        /// The agent whose memory domain to read.
-        #[arg(long, env = "ENGRAM_AGENT", value_parser = parse_agent)]
-        agent: String,
-        /// How many at most.
-        #[arg(long, default_value_t = 100)]
-        limit: u32,
-    },
-    /// Print the current relationships of an entity (MT-8).
-    Relationships {
-        /// The entity's key (or a pseudo-entity such as USER).
-        entity: String,
-        /// The agent whose memory domain to read.
-        #[arg(long, env = "ENGRAM_AGENT", value_parser = parse_agent)]
-        agent: String,
-        /// Those it is the target of, instead of the source.
-        #[arg(long)]
-        incoming: bool,
-        /// Only relationships of this type; repeat for more.
-        #[arg(long = "type")]
-        types: Vec<String>,
-        /// Only those valid at this time.
-        #[arg(long, allow_hyphen_values = true)]
-        valid_at: Option<i64>,
-        /// How many index entries to examine at most.
-        #[arg(long, default_value_t = 100)]
-        limit: u32,
-    },
-    /// Walk the graph from an entity, bounded (MT-9): prints
-    /// `{"nodes":[…],"edges":[…]}`.
-    Traverse {
-        /// The key of the entity to start from.
-        start: String,
-        /// The agent whose memory domain to read.
-        #[arg(long, env = "ENGRAM_AGENT", value_parser = parse_agent)]
-        agent: String,
-        /// Depth-first instead of breadth-first.
-        #[arg(long)]
-        depth_first: bool,
-        /// Follow relationships from target to source.
-        #[arg(long)]
-        incoming: bool,
-        /// Only relationships of this type; repeat for more.
-        #[arg(long = "type")]
-        types: Vec<String>,
-        /// Only relationships valid at this time.
-        #[arg(long, allow_hyphen_values = true)]
-        valid_at: Option<i64>,
-        /// How many edges away at most.
-        #[arg(long, default_value_t = 2)]
-        max_depth: u32,
-        /// How many nodes at most.
-        #[arg(long, default_value_t = 100)]
-        max_nodes: u32,
-        /// How many edge-index entries to examine at most.
-        #[arg(long, default_value_t = 1000)]
-        max_edges: u32,
-    },
-    /// Offline maintenance under the domain's maintenance lock: export,
-    /// import, forget, unlock (IO-W7).
-    #[command(subcommand)]
-    Maintenance(maintenance::Maintenance),
-    /// Print the audit trail as JSON Lines, oldest first: the newest
-    /// entries that pass every filter given.
-    Audit {
-        /// Only this agent's domain.
-        #[arg(long)]
-        agent: Option<String>,
-        /// Only entries recorded at or after this time (ms since the epoch).
-        #[arg(long)]
-        since: Option<i64>,
-        /// Only entries recorded before this time (ms since the epoch).
-        #[arg(long)]
-        until: Option<i64>,
-        /// Only this operation: WRITE, READ, …
-        #[arg(long, value_parser = parse_upper::<engram::audit::Operation>)]
-        operation: Option<engram::audit::Operation>,
-        /// Only this outcome: ACCEPTED, REPLAYED, REJECTED, RETURNED, FAILED.
-        #[arg(long, value_parser = parse_upper::<engram::audit::Outcome>)]
-        outcome: Option<engram::audit::Outcome>,
-        /// How many of the newest matching entries to print.
-        #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=100_000))]
-        limit: u32,
-    },
-}
+/// How this build opens stores and domains.
+mod platform {
+    use anyhow::Result;
+    use engram::types::PrivacyTier;
+    use engram::{AuditEntry, AuditQuery, Domain, Engram, Mode, Storage};
+    use indicatif::{ProgressBar, ProgressStyle};
+    use std::path::PathBuf;
+    use std::sync::OnceLock;
 
-#[derive(clap::Args)]
-pub struct Io {
-    /// The agent whose memory domain the requests go to.
-    #[arg(long, env = "ENGRAM_AGENT", value_parser = parse_agent)]
-    agent: String,
-    /// Read JSON Lines, one request a line, and answer a line each.
-    #[arg(long)]
-    batch: bool,
-    /// The request file; standard input when absent or `-`.
-    file: Option<PathBuf>,
-}
+    /// An open store: the backend and the audit trail beside it.
+    pub type Store = Storage;
 
-/// A failure that ends the command: its one-line message and exit code.
-struct Exit(u8, String);
+    /// Where the compiled engine is kept; set once, from the command line.
+    static CACHE_DIR: OnceLock<Option<PathBuf>> = OnceLock::new();
 
-/// Where the compiled engine is kept; set once, from the command line.
-static CACHE_DIR: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
-
-/// The cache folder: `ENGRAM_CACHE_DIR`, else `$XDG_CACHE_HOME/engram`,
-/// else `$HOME/.cache/engram`; none with `--no-cache` or without a home.
-fn cache_dir(no_cache: bool) -> Option<PathBuf> {
-    let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
-    if no_cache {
-        return None;
+    /// Takes the command line's settings of this build: `--no-cache`.
+    pub fn configure(no_cache: bool) {
+        let _ = CACHE_DIR.set(cache_dir(no_cache));
     }
-    var("ENGRAM_CACHE_DIR")
-        .map(PathBuf::from)
-        .or_else(|| var("XDG_CACHE_HOME").map(|d| PathBuf::from(d).join("engram")))
-        .or_else(|| var("HOME").map(|d| PathBuf::from(d).join(".cache").join("engram")))
-}
 
-/// Whether failures are printed in full (`--verbose`).
-static VERBOSE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-
-fn main() -> ExitCode {
-    let cli = Cli::parse();
-    let _ = CACHE_DIR.set(cache_dir(cli.no_cache));
-    VERBOSE.store(cli.verbose, std::sync::atomic::Ordering::Relaxed);
-    match run(cli) {
-        Ok(code) => ExitCode::from(code),
-        Err(Exit(code, message)) => {
-            eprintln!("engram: {}", one_line(&message));
-            ExitCode::from(code)
+    /// The cache folder: `ENGRAM_CACHE_DIR`, else `$XDG_CACHE_HOME/engram`,
+    /// else `$HOME/.cache/engram`; none with `--no-cache` or without a home.
+    fn cache_dir(no_cache: bool) -> Option<PathBuf> {
+        let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
+        if no_cache {
+            return None;
         }
+        var("ENGRAM_CACHE_DIR")
+            .map(PathBuf::from)
+            .or_else(|| var("XDG_CACHE_HOME").map(|d| PathBuf::from(d).join("engram")))
+            .or_else(|| var("HOME").map(|d| PathBuf::from(d).join(".cache").join("engram")))
     }
-}
 
-/// A message on one line: control characters (a newline, `\r`, ESC from
-/// the input) are shown escaped, never acted on by the terminal.
-fn one_line(message: &str) -> String {
-    message
-        .chars()
-        .flat_map(|c| {
-            let escaped: Vec<char> = if c.is_control() {
-                c.escape_default().collect()
-            } else {
-                vec![c]
-            };
-            escaped
-        })
-        .collect()
-}
-
-/// An error as the user sees it: each cause's first line, the engine's
-/// wasm backtrace left out; everything with `--verbose`.
-pub(crate) fn shown(error: &anyhow::Error) -> String {
-    if VERBOSE.load(std::sync::atomic::Ordering::Relaxed) {
-        return format!("{error:?}");
+    /// Opens the store `spec` names: a SQLite file or a `postgres://` URL.
+    pub fn open_store(spec: &str) -> Result<Store> {
+        Storage::open(spec)
     }
-    let mut parts: Vec<String> = Vec::new();
-    for cause in error.chain() {
-        let text = cause.to_string();
-        let first = text.lines().next().unwrap_or("").trim().to_owned();
-        if first.is_empty() || first.starts_with("error while executing at wasm backtrace") {
-            continue;
-        }
-        // anyhow repeats a source's text in a context that formats it in.
-        if parts.last().is_some_and(|p| p.ends_with(&first)) {
-            continue;
-        }
-        parts.push(first);
+
+    /// Opens an agent's domain in `mode`, its reads restricted to `ceiling`.
+    pub fn open_domain(
+        store: &Store,
+        agent: &str,
+        mode: Mode,
+        ceiling: PrivacyTier,
+    ) -> Result<Domain> {
+        let domain = engine()?.open(agent, mode, store.backend.clone(), store.audit.clone())?;
+        Ok(domain.restrict_to(ceiling))
     }
-    parts.join(": ")
-}
 
-fn run(cli: Cli) -> Result<u8, Exit> {
-    match cli.command {
-        Command::Write(io) => write(&cli.store, &io, Mode::Online),
-        Command::Read(io) => {
-            let requests: Vec<ReadRequest> = parse_input(&io, "read request")?;
-            let mut domain = open_domain(&cli.store, cli.tier_ceiling, &io.agent, false)?;
-            answer_each(requests, |request| {
-                let answer = json::read_answer(domain.read(&request.into())?);
-                let refused = matches!(answer, ReadAnswer::Error { .. });
-                Ok((serde_json::to_string(&answer)?, refused))
-            })
-        }
-        Command::Cycle {
-            plan,
-            agent,
-            session,
-            request_id,
-            message,
-            message_file,
-            response,
-            response_file,
-            batch,
-        } => {
-            let plan = parse_plan(&plan)?;
-            if let Some(batch) = batch {
-                return cycle_batch(
-                    &cli.store,
-                    cli.tier_ceiling,
-                    &agent,
-                    &session,
-                    &plan,
-                    &batch,
-                );
-            }
-            let input = TurnInput {
-                user_message: text_input(message, message_file)?,
-                model_response: text_input(response, response_file)?,
-            };
-            // What the plan's steps will need, checked before anything opens.
-            use engram::cycle::{StepKind, SummarizeInput};
-            let needs_message = !plan.steps.is_empty();
-            let needs_response = plan
-                .steps
-                .iter()
-                .any(|s| s.kind == StepKind::SummarizeMemory(SummarizeInput::Turn));
-            if needs_message && input.user_message.is_none() {
-                return Err(Exit(
-                    2,
-                    "the plan needs the user's message: give --message or --message-file".into(),
-                ));
-            }
-            if needs_response && input.model_response.is_none() {
-                return Err(Exit(2, "the plan summarizes the turn: give --response or --response-file (the model's answer)".into()));
-            }
-            let request_id =
-                request_id.unwrap_or_else(|| format!("cycle-{}", engram::system_time_ms()));
-            let mut domain = open_domain(&cli.store, cli.tier_ceiling, &agent, true)?;
-            let mut out = Lines::default();
-            let code = run_cycle(&mut domain, &plan, &session, &request_id, &input, &mut out)?;
-            print_lines(out.0)?;
-            Ok(code)
-        }
-        Command::Demo { question } => demo(&cli.store, &question),
-        Command::Traverse {
-            start,
-            agent,
-            depth_first,
-            incoming,
-            types,
-            valid_at,
-            max_depth,
-            max_nodes,
-            max_edges,
-        } => {
-            use engram::graph::{EdgeDirection, TraversalOrder, TraverseRequest};
-            let mut domain = open_domain(&cli.store, cli.tier_ceiling, &agent, false)?;
-            let request = TraverseRequest {
-                request_id: format!("traverse-{}", engram::system_time_ms()),
-                start,
-                order: if depth_first {
-                    TraversalOrder::DepthFirst
-                } else {
-                    TraversalOrder::BreadthFirst
-                },
-                direction: if incoming {
-                    EdgeDirection::Incoming
-                } else {
-                    EdgeDirection::Outgoing
-                },
-                relationship_types: types,
-                valid_at,
-                max_depth,
-                max_nodes,
-                max_edges,
-            };
-            let line = match domain.traverse(&request).map_err(failure)? {
-                Ok(traversal) => {
-                    let fact = |f: engram::types::StoredFact| {
-                        json::StoredRecord::from(engram::types::StoredRecord::Fact(f))
-                    };
-                    let nodes: Vec<_> = traversal
-                        .nodes
-                        .into_iter()
-                        .map(|n| serde_json::json!({"key": n.key, "depth": n.depth, "entity": n.entity.map(fact)}))
-                        .collect();
-                    let edges: Vec<_> = traversal.edges.into_iter().map(fact).collect();
-                    (serde_json::json!({"nodes": nodes, "edges": edges}), OK)
-                }
-                Err(error) => (
-                    serde_json::json!({"error": json::ReadFailure::from(error)}),
-                    REFUSED,
-                ),
-            };
-            print_lines(vec![line.0.to_string()])?;
-            Ok(line.1)
-        }
-        Command::List {
-            namespace,
-            agent,
-            limit,
-            after,
-        } => {
-            let mut domain = open_domain(&cli.store, cli.tier_ceiling, &agent, false)?;
-            let request_id = format!("list-{}", engram::system_time_ms());
-            print_facts(
-                domain
-                    .list_after(&request_id, &namespace, limit, after.as_deref())
-                    .map_err(failure)?,
-            )
-        }
-        Command::Entities {
-            entity_type,
-            agent,
-            limit,
-        } => {
-            use engram::types::EntityType;
-            let entity_type = match entity_type.as_str() {
-                "person" => EntityType::Person,
-                "organization" => EntityType::Organization,
-                "place" => EntityType::Place,
-                "product" => EntityType::Product,
-                _ => EntityType::Event,
-            };
-            let mut domain = open_domain(&cli.store, cli.tier_ceiling, &agent, false)?;
-            let request_id = format!("entities-{}", engram::system_time_ms());
-            print_facts(
-                domain
-                    .entities_of_type(&request_id, entity_type, limit)
-                    .map_err(failure)?,
-            )
-        }
-        Command::Relationships {
-            entity,
-            agent,
-            incoming,
-            types,
-            valid_at,
-            limit,
-        } => {
-            let mut domain = open_domain(&cli.store, cli.tier_ceiling, &agent, false)?;
-            let request = engram::graph::RelationshipsRequest {
-                request_id: format!("relationships-{}", engram::system_time_ms()),
-                entity,
-                direction: if incoming {
-                    engram::graph::EdgeDirection::Incoming
-                } else {
-                    engram::graph::EdgeDirection::Outgoing
-                },
-                relationship_types: types,
-                valid_at,
-                limit,
-            };
-            print_facts(domain.relationships_of(&request).map_err(failure)?)
-        }
-        Command::History { key, agent, limit } => {
-            let mut domain = open_domain(&cli.store, cli.tier_ceiling, &agent, false)?;
-            let request = engram::history::VersionsRequest {
-                request_id: format!("history-{}", engram::system_time_ms()),
-                key,
-                limit,
-            };
-            let answer = domain.versions(&request).map_err(failure)?;
-            print_facts(answer)
-        }
-        Command::AsOf {
-            key,
-            agent,
-            valid,
-            known,
-            limit,
-        } => {
-            let (axis, at) = match (valid, known) {
-                (Some(at), _) => (engram::history::TimeAxis::Valid, at),
-                (None, Some(at)) => (engram::history::TimeAxis::Transaction, at),
-                (None, None) => return Err(Exit(2, "give --valid or --known".into())),
-            };
-            let mut domain = open_domain(&cli.store, cli.tier_ceiling, &agent, false)?;
-            let request = engram::history::AsOfRequest {
-                request_id: format!("as-of-{}", engram::system_time_ms()),
-                key,
-                axis,
-                at,
-                limit,
-            };
-            let answer = domain.as_of(&request).map_err(failure)?;
-            print_facts(answer.map(|found| found.into_iter().collect()))
-        }
-        Command::Maintenance(command) => maintenance::run(&cli.store, command),
-        Command::Audit {
-            agent,
-            since,
-            until,
-            operation,
-            outcome,
-            limit,
-        } => {
-            let store = open_store(&cli.store, false)?;
-            let query = AuditQuery {
-                agent,
-                since,
-                until,
-                operation,
-                outcome,
-                limit,
-            };
-            let entries = store
-                .audit
-                .trail(&query)
-                .map_err(|e| Exit(FAILURE, shown(&e)))?;
-            let lines = entries
-                .iter()
-                .map(serde_json::to_string)
-                .collect::<Result<Vec<_>, _>>()
-                .map_err(|e| Exit(FAILURE, e.to_string()))?;
-            print_lines(lines)?;
-            Ok(OK)
-        }
+    /// The newest audit entries that match `query`, oldest first.
+    pub fn audit_trail(store: &Store, query: &AuditQuery) -> Result<Vec<AuditEntry>> {
+        store.audit.trail(query)
     }
-}
 
-/// Prints FACT versions as a read answer: `{"records":[…]}` or `{"error":…}`.
-fn print_facts(
-    answer: Result<Vec<engram::types::StoredFact>, engram::io::ReadError>,
-) -> Result<u8, Exit> {
-    let answer = json::read_answer(answer.map(|facts| {
-        engram::io::ReadResult {
-            records: facts
-                .into_iter()
-                .map(engram::types::StoredRecord::Fact)
-                .collect(),
-        }
-    }));
-    let code = match answer {
-        ReadAnswer::Error { .. } => REFUSED,
-        ReadAnswer::Records { .. } => OK,
-    };
-    print_lines(vec![serde_json::to_string(&answer).map_err(failure)?])?;
-    Ok(code)
-}
-
-#[derive(Default)]
-struct Lines(Vec<String>);
-
-impl Lines {
-    fn push(&mut self, value: serde_json::Value) {
-        self.0.push(value.to_string());
+    /// Every domain the store holds.
+    pub fn domains(store: &Store) -> Result<Vec<String>> {
+        engram::maintenance::domains(store.backend.as_ref())
     }
-}
 
-/// A failure of the store or the engine, shown on one line (`--verbose`:
-/// in full).
-fn failure(e: impl Into<anyhow::Error>) -> Exit {
-    Exit(FAILURE, shown(&e.into()))
-}
-
-fn parse_plan(path: &Path) -> Result<ExecutionPlan, Exit> {
-    let name = path.display();
-    let text =
-        std::fs::read_to_string(path).map_err(|e| Exit(BAD_INPUT, format!("{name}: {e}")))?;
-    let plan: Plan = serde_json::from_str(&text).map_err(|e| {
-        Exit(
-            BAD_INPUT,
-            format!("{name}: not a valid execution plan: {e}"),
+    /// Forgets an agent's domain; the number of keys removed.
+    pub fn forget(store: &Store, agent: &str, progress: &Progress) -> Result<u64> {
+        engram::maintenance::forget(
+            store.backend.clone(),
+            store.audit.as_ref(),
+            agent,
+            engram::system_time_ms(),
+            &mut |n| progress.0.set_position(n),
         )
-    })?;
-    Ok(plan.into())
-}
-
-fn text_input(text: Option<String>, file: Option<PathBuf>) -> Result<Option<String>, Exit> {
-    match (text, file) {
-        (Some(text), _) => Ok(Some(text)),
-        (None, Some(path)) => std::fs::read_to_string(&path)
-            .map(Some)
-            .map_err(|e| Exit(BAD_INPUT, format!("{}: {e}", path.display()))),
-        (None, None) => Ok(None),
     }
-}
 
-/// Runs a cycle stage by stage, a line per stage, then commits. A refused
-/// plan or a failed cycle is answered on a line of its own with exit 1.
-fn run_cycle(
-    domain: &mut engram::Domain,
-    plan: &ExecutionPlan,
-    session: &str,
-    request_id: &str,
-    input: &TurnInput,
-    out: &mut Lines,
-) -> Result<u8, Exit> {
-    let cycle = match domain
-        .begin_cycle(plan, session, request_id)
-        .map_err(failure)?
-    {
-        Ok(cycle) => cycle,
-        Err(error) => {
-            out.push(serde_json::json!({"plan_error": {
-                "step": error.step, "rule": error.rule, "kind": debug_name(&error.kind)}}));
-            return Ok(REFUSED);
-        }
-    };
-    let mut code = OK;
-    let failed = |out: &mut Lines, error: CycleError| {
-        out.push(serde_json::json!({"cycle_error": debug_name(&error)}));
-        REFUSED
-    };
-    'stages: {
-        for stage in [
-            Stage::ContextSelect,
-            Stage::PromptAssemble,
-            Stage::SummarizeMemory,
-            Stage::PersistMemory,
-        ] {
-            if !plan.steps.iter().any(|s| s.stage == stage) {
-                continue;
-            }
-            match domain.run_stage(&cycle, stage, input).map_err(failure)? {
-                Ok(results) => {
-                    let steps: Vec<_> = results
-                        .into_iter()
-                        .map(|r| serde_json::json!({"step": r.step, "output": json::StepOutput::from(r.output)}))
-                        .collect();
-                    out.push(serde_json::json!({"stage": stage_name(stage), "steps": steps}));
-                }
-                Err(error) => {
-                    code = failed(out, error);
-                    break 'stages;
-                }
-            }
-        }
-        match domain.commit_cycle(&cycle).map_err(failure)? {
-            Ok(ids) => out.push(serde_json::json!({"committed": ids})),
-            Err(error) => code = failed(out, error),
-        }
+    /// Breaks an agent's maintenance lock; whether there was one.
+    pub fn break_lock(store: &Store, agent: &str) -> Result<bool> {
+        engram::maintenance::break_lock(store.backend.as_ref(), agent)
     }
-    domain.drop_cycle(cycle).map_err(failure)?;
-    Ok(code)
-}
 
-/// One turn of `engram cycle --batch`.
-#[derive(serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-struct BatchTurn {
-    message: String,
-    #[serde(default)]
-    response: Option<String>,
-    #[serde(default)]
-    session: Option<String>,
-    request_id: String,
-    #[serde(default)]
-    timestamp: Option<i64>,
-}
-
-/// Runs the plan once per turn, each at its own time, in one process; a
-/// line per turn. Every line is read and checked before any turn runs.
-fn cycle_batch(
-    store: &str,
-    ceiling: PrivacyTier,
-    agent: &str,
-    session: &str,
-    plan: &ExecutionPlan,
-    path: &Path,
-) -> Result<u8, Exit> {
-    let io = Io {
-        agent: agent.to_owned(),
-        batch: true,
-        file: Some(path.to_path_buf()),
-    };
-    let turns: Vec<BatchTurn> = parse_input(&io, "turn")?;
-    use engram::cycle::{StepKind, SummarizeInput};
-    let needs_response = plan
-        .steps
-        .iter()
-        .any(|s| s.kind == StepKind::SummarizeMemory(SummarizeInput::Turn));
-    if let Some(i) = turns
-        .iter()
-        .position(|t| needs_response && t.response.is_none())
-    {
-        return Err(Exit(
-            BAD_INPUT,
-            format!(
-                "{}: turn {}: the plan summarizes the turn: give its \"response\"",
-                path.display(),
-                i + 1
-            ),
-        ));
-    }
-    let mut domain = open_domain(store, ceiling, agent, true)?;
-    let stdout = std::io::stdout();
-    let mut out = BufWriter::new(stdout.lock());
-    let mut code = OK;
-    for turn in turns {
-        domain.set_time(turn.timestamp);
-        let input = TurnInput {
-            user_message: Some(turn.message),
-            model_response: turn.response,
+    /// The engine, loaded from the cache folder when it holds a compiled
+    /// copy. A command opens one domain at a time: its instance is
+    /// allocated on demand rather than from a pool reserved for 1,000 (the
+    /// memory, table and time limits are the same). The engine lives as
+    /// long as the process: freeing the compiled code and stopping the
+    /// epoch thread at exit would only cost time.
+    fn engine() -> Result<&'static Engram> {
+        static ENGINE: OnceLock<Engram> = OnceLock::new();
+        if let Some(engine) = ENGINE.get() {
+            return Ok(engine);
+        }
+        let config = engram::Config {
+            cache_dir: CACHE_DIR.get().cloned().flatten(),
+            max_live_domains: None,
+            ..engram::Config::default()
         };
-        let session = turn.session.as_deref().unwrap_or(session);
-        let mut lines = Lines::default();
-        let turn_code = run_cycle(
-            &mut domain,
-            plan,
-            session,
-            &turn.request_id,
-            &input,
-            &mut lines,
-        )?;
-        // The turn's last line is its outcome: committed ids or the error.
-        let last: serde_json::Value = lines
-            .0
-            .last()
-            .and_then(|l| serde_json::from_str(l).ok())
-            .unwrap_or_default();
-        let mut answer = serde_json::json!({"request_id": turn.request_id});
-        if let (Some(answer), Some(outcome)) = (answer.as_object_mut(), last.as_object()) {
-            answer.extend(outcome.clone());
-        }
-        writeln!(out, "{answer}")
-            .and_then(|()| out.flush())
-            .map_err(|e| Exit(FAILURE, format!("writing the answer: {e}")))?;
-        if turn_code != OK {
-            code = turn_code;
-        }
-        if turn_code == REFUSED && last.get("plan_error").is_some() {
-            break; // the plan itself is refused: every turn would be
-        }
+        let engine = Engram::with_config(config)?;
+        Ok(ENGINE.get_or_init(|| engine))
     }
-    domain.set_time(None);
-    Ok(code)
-}
 
-fn stage_name(stage: Stage) -> &'static str {
-    match stage {
-        Stage::ContextSelect => "ContextSelect",
-        Stage::PromptAssemble => "PromptAssemble",
-        Stage::SummarizeMemory => "SummarizeMemory",
-        Stage::PersistMemory => "PersistMemory",
-    }
-}
+    /// A progress bar on standard error, drawn only when it is a terminal.
+    pub struct Progress(ProgressBar);
 
-/// A typed error's name and payload, without its type's path.
-fn debug_name(error: &impl std::fmt::Debug) -> String {
-    let text = format!("{error:?}");
-    match text.split_once("::") {
-        Some((_, rest)) => rest.to_owned(),
-        None => text,
-    }
-}
-
-const CONVERSATION: &str = include_str!("../../../samples/conversation.jsonl");
-const DEMO_AGENT: &str = "demo";
-
-#[derive(serde::Deserialize)]
-struct Turn {
-    session_ref: String,
-    user: String,
-    assistant: String,
-}
-
-/// Ingests the sample conversation (once per store), then selects context
-/// for the question and assembles the prompt.
-fn demo(store: &str, question: &str) -> Result<u8, Exit> {
-    let mut domain = open_domain(store, PrivacyTier::Private, DEMO_AGENT, true)?;
-    let latest = engram::io::ReadRequest {
-        record_type: engram::types::RecordType::Event,
-        selector: engram::io::ReadSelector::Latest(engram::io::Latest { limit: 1 }),
-        request_id: "demo-check".into(),
-    };
-    let ingested = domain
-        .read(&latest)
-        .map_err(failure)?
-        .map(|r| !r.records.is_empty())
-        .unwrap_or(false);
-    let ingest = engram::plans::ingest();
-    if ingested {
-        println!("# the sample conversation is already in {}", store);
-    } else {
-        println!(
-            "# ingesting the sample conversation into {} (agent \"{DEMO_AGENT}\")",
-            store
-        );
-        for (i, line) in CONVERSATION.lines().enumerate() {
-            let turn: Turn = serde_json::from_str(line).map_err(failure)?;
-            let input = TurnInput {
-                user_message: Some(turn.user),
-                model_response: Some(turn.assistant),
+    impl Progress {
+        /// A bar for `total` steps, or a spinner when the total is unknown.
+        pub fn new(total: Option<u64>, what: &'static str) -> Self {
+            let bar = match total {
+                Some(total) => ProgressBar::new(total),
+                None => ProgressBar::new_spinner(),
             };
-            let mut out = Lines::default();
-            let code = run_cycle(
-                &mut domain,
-                &ingest,
-                &turn.session_ref,
-                &format!("demo-turn-{i}"),
-                &input,
-                &mut out,
-            )?;
-            print_lines(out.0)?;
-            if code != OK {
-                return Ok(code);
+            let template = match total {
+                Some(_) => "{msg} {bar:40} {pos}/{len} ({eta})",
+                None => "{msg} {spinner} {pos}",
+            };
+            if let Ok(style) = ProgressStyle::with_template(template) {
+                bar.set_style(style);
             }
+            bar.set_message(what);
+            Progress(bar)
+        }
+
+        /// `n` more steps done.
+        pub fn inc(&self, n: u64) {
+            self.0.inc(n);
+        }
+
+        /// Done: the bar goes.
+        pub fn finish_and_clear(&self) {
+            self.0.finish_and_clear();
         }
     }
-    let recall = engram::plans::recall(3);
-    println!("# question: {question}");
-    let cycle = match domain
-        .begin_cycle(&recall, "demo", "demo-question")
-        .map_err(failure)?
-    {
-        Ok(cycle) => cycle,
-        Err(error) => {
-            return Err(failure(anyhow::anyhow!(
-                "the demo plan was refused: {error:?}"
-            )));
-        }
-    };
-    let input = TurnInput {
-        user_message: Some(question.into()),
-        model_response: None,
-    };
-    for stage in [Stage::ContextSelect, Stage::PromptAssemble] {
-        if let Err(error) = domain.run_stage(&cycle, stage, &input).map_err(failure)? {
-            println!("{}", serde_json::json!({"cycle_error": debug_name(&error)}));
-            return Ok(REFUSED);
-        }
-    }
-    let output =
-        |domain: &mut engram::Domain, name: &str| domain.step_output(&cycle, name).map_err(failure);
-    if let Some(selected) = output(&mut domain, "select")? {
-        println!("# ContextSelect");
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&json::StepOutput::from(selected)).map_err(failure)?
-        );
-    }
-    if let Some(StepOutput::Prompt(prompt)) = output(&mut domain, "prompt")? {
-        println!("# PromptAssemble\n{}", prompt.text);
-    }
-    domain.drop_cycle(cycle).map_err(failure)?;
-    Ok(OK)
 }
 
-/// Reads and parses every request before any is run, so malformed input
-/// changes nothing.
-fn parse_input<T: DeserializeOwned>(io: &Io, what: &str) -> Result<Vec<T>, Exit> {
-    let (name, bytes) = match io.file.as_deref() {
-        None => ("standard input".to_string(), read_stdin()?),
-        Some(path) if path == Path::new("-") => ("standard input".to_string(), read_stdin()?),
-        Some(path) => {
-            let name = path.display().to_string();
-            let bytes = std::fs::read(path).map_err(|e| Exit(BAD_INPUT, format!("{name}: {e}")))?;
-            (name, bytes)
-        }
-    };
-    let at = |line: Option<usize>| line.map(|n| format!(" line {n}:")).unwrap_or_default();
-    let parse = |line: Option<usize>, bytes: &[u8]| -> Result<T, Exit> {
-        let text = std::str::from_utf8(bytes).map_err(|e| {
-            Exit(
-                BAD_INPUT,
-                format!(
-                    "{name}:{} not UTF-8 text (at byte {})",
-                    at(line),
-                    e.valid_up_to()
-                ),
-            )
-        })?;
-        serde_json::from_str(text).map_err(|e| {
-            Exit(
-                BAD_INPUT,
-                format!("{name}:{} not a valid {what}: {e}", at(line)),
-            )
-        })
-    };
-    if !io.batch {
-        return parse(None, &bytes).map(|r| vec![r]);
-    }
-    bytes
-        .split(|b| *b == b'\n')
-        .enumerate()
-        .filter(|(_, line)| !line.trim_ascii().is_empty())
-        .map(|(i, line)| parse(Some(i + 1), line))
-        .collect()
-}
-
-fn read_stdin() -> Result<Vec<u8>, Exit> {
-    let mut bytes = Vec::new();
-    std::io::stdin()
-        .read_to_end(&mut bytes)
-        .map_err(|e| Exit(BAD_INPUT, format!("standard input: {e}")))?;
-    Ok(bytes)
-}
-
-/// Writes each request in a domain opened in `mode` (IO-W7).
-fn write(store: &str, io: &Io, mode: Mode) -> Result<u8, Exit> {
-    let requests: Vec<WriteRequest> = parse_input(io, "write request")?;
-    let storage = open_store(store, true)?;
-    let mut domain = new_engram()?
-        .open(&io.agent, mode, storage.backend, storage.audit)
-        .map_err(|e| Exit(FAILURE, shown(&e)))?;
-    answer_each(requests, |request| {
-        let answer = WriteAnswer::from(domain.write(&request.into())?);
-        let refused = answer == WriteAnswer::Rejected;
-        Ok((serde_json::to_string(&answer)?, refused))
-    })
-}
-
-/// Opens the store `spec` names. A SQLite file that does not exist yet is
-/// created only by commands that write; a URL (`postgres://…`) is opened by
-/// every command, and its tables created if absent.
-fn open_store(spec: &str, create: bool) -> Result<Storage, Exit> {
-    if !create && !spec.contains("://") && !Path::new(spec).exists() {
-        return Err(Exit(
-            FAILURE,
-            format!("{spec}: no store here (write to it first, or pass --store)"),
-        ));
-    }
-    Storage::open(spec).map_err(|e| Exit(FAILURE, shown(&e)))
-}
-
-fn open_domain(
-    spec: &str,
-    ceiling: PrivacyTier,
-    agent: &str,
-    create: bool,
-) -> Result<engram::Domain, Exit> {
-    let store = open_store(spec, create)?;
-    new_engram()?
-        .open(agent, Mode::Online, store.backend, store.audit)
-        .map(|domain| domain.restrict_to(ceiling))
-        .map_err(|e| Exit(FAILURE, shown(&e)))
-}
-
-/// The engine, loaded from the cache folder when it holds a compiled copy.
-/// A command opens one domain: its instance is allocated on demand rather
-/// than from a pool reserved for 1,000 (the memory, table and time limits
-/// are the same). The engine lives as long as the process: freeing the
-/// compiled code and stopping the epoch thread at exit would only cost
-/// time (the domain, and with it the store, is still closed).
-fn new_engram() -> Result<&'static Engram, Exit> {
-    let config = engram::Config {
-        cache_dir: CACHE_DIR.get().cloned().flatten(),
-        max_live_domains: None,
-        ..engram::Config::default()
-    };
-    let engram = Engram::with_config(config).map_err(|e| Exit(FAILURE, shown(&e)))?;
-    Ok(Box::leak(Box::new(engram)))
-}
-
-/// Checks an agent id before anything is opened: 1 to 256 bytes (IO-W6).
-pub(crate) fn parse_agent(text: &str) -> Result<String, String> {
-    if text.is_empty() || text.len() > engram::MAX_AGENT_ID_LEN {
-        return Err(format!(
-            "an agent id must be 1 to {} bytes long (this one is {})",
-            engram::MAX_AGENT_ID_LEN,
-            text.len()
-        ));
-    }
-    Ok(text.to_owned())
-}
-
-/// Parses a privacy tier by its seed name.
-fn parse_tier(text: &str) -> Result<PrivacyTier, String> {
-    match text {
-        "public" => Ok(PrivacyTier::Public),
-        "sensitive" => Ok(PrivacyTier::Sensitive),
-        "private" => Ok(PrivacyTier::Private),
-        _ => Err(format!("{text:?} is not public, sensitive or private")),
-    }
-}
-
-/// Parses a value named by its upper-case JSON name (`WRITE`, `ACCEPTED`).
-fn parse_upper<T: DeserializeOwned>(text: &str) -> Result<T, String> {
-    serde_json::from_value(serde_json::Value::String(text.to_ascii_uppercase()))
-        .map_err(|_| format!("unknown value {text:?}"))
-}
-
-/// Runs each request in order and prints its answer on a line of its own.
-fn answer_each<T>(
-    requests: Vec<T>,
-    mut answer: impl FnMut(T) -> anyhow::Result<(String, bool)>,
-) -> Result<u8, Exit> {
-    let stdout = std::io::stdout();
-    let mut out = BufWriter::new(stdout.lock());
-    let mut code = OK;
-    for request in requests {
-        let (line, refused) = answer(request).map_err(|e| Exit(FAILURE, shown(&e)))?;
-        writeln!(out, "{line}")
-            .and_then(|()| out.flush())
-            .context("writing the answer")
-            .map_err(|e| Exit(FAILURE, shown(&e)))?;
-        if refused {
-            code = REFUSED;
-        }
-    }
-    Ok(code)
-}
-
-fn print_lines(lines: Vec<String>) -> Result<(), Exit> {
-    let stdout = std::io::stdout();
-    let mut out = BufWriter::new(stdout.lock());
-    for line in lines {
-        writeln!(out, "{line}").map_err(|e| Exit(FAILURE, e.to_string()))?;
-    }
-    out.flush().map_err(|e| Exit(FAILURE, e.to_string()))
+fn main() -> std::process::ExitCode {
+    cli::main()
 }

@@ -2,10 +2,11 @@
 //! maintenance lock (IO-W7).
 
 use super::{BAD_INPUT, Exit, FAILURE, OK, REFUSED, open_store};
+use crate::binding as engram;
+use crate::platform::{self, Progress, Store};
+use engram::Mode;
 use engram::export::{ExportedItem, MaintenanceError};
 use engram::json::ExportLine as Line;
-use engram::{Mode, Storage};
-use indicatif::{ProgressBar, ProgressStyle};
 use std::io::{BufRead, BufWriter, Write};
 use std::path::PathBuf;
 
@@ -36,14 +37,14 @@ pub enum Maintenance {
     /// its domain is removed; the audit trail keeps only that it happened.
     Forget {
         /// The agent whose domain goes.
-        #[arg(long, value_parser = crate::parse_agent)]
+        #[arg(long, value_parser = super::parse_agent)]
         agent: String,
     },
     /// Break the maintenance lock of an agent's domain, left behind by a
     /// process that died while holding it.
     Unlock {
         /// The agent whose lock goes.
-        #[arg(long, value_parser = crate::parse_agent)]
+        #[arg(long, value_parser = super::parse_agent)]
         agent: String,
     },
 }
@@ -100,7 +101,7 @@ pub fn run(store: &str, command: Maintenance) -> Result<u8, Exit> {
         Maintenance::Export { agent, out } => {
             let storage = open_store(store, false)?;
             let agents = if agent.is_empty() {
-                engram::maintenance::domains(storage.backend.as_ref()).map_err(failure)?
+                platform::domains(&storage).map_err(failure)?
             } else {
                 agent
             };
@@ -113,15 +114,8 @@ pub fn run(store: &str, command: Maintenance) -> Result<u8, Exit> {
         }
         Maintenance::Forget { agent } => {
             let storage = open_store(store, false)?;
-            let bar = progress(None, "forgetting");
-            let removed = engram::maintenance::forget(
-                storage.backend.clone(),
-                storage.audit.as_ref(),
-                &agent,
-                engram::system_time_ms(),
-                &mut |n| bar.set_position(n),
-            )
-            .map_err(failure)?;
+            let bar = Progress::new(None, "forgetting");
+            let removed = platform::forget(&storage, &agent, &bar).map_err(failure)?;
             bar.finish_and_clear();
             println!(
                 "{}",
@@ -131,8 +125,7 @@ pub fn run(store: &str, command: Maintenance) -> Result<u8, Exit> {
         }
         Maintenance::Unlock { agent } => {
             let storage = open_store(store, false)?;
-            let broken = engram::maintenance::break_lock(storage.backend.as_ref(), &agent)
-                .map_err(failure)?;
+            let broken = platform::break_lock(&storage, &agent).map_err(failure)?;
             println!(
                 "{}",
                 serde_json::json!({"agent_id": agent, "unlocked": broken})
@@ -143,7 +136,7 @@ pub fn run(store: &str, command: Maintenance) -> Result<u8, Exit> {
 }
 
 fn failure(e: impl Into<anyhow::Error>) -> Exit {
-    Exit(FAILURE, crate::shown(&e.into()))
+    Exit(FAILURE, super::shown(&e.into()))
 }
 
 fn refused(agent: &str, e: MaintenanceError) -> Exit {
@@ -157,25 +150,7 @@ fn refused(agent: &str, e: MaintenanceError) -> Exit {
     )
 }
 
-/// A progress bar on standard error, drawn only when it is a terminal.
-fn progress(total: Option<u64>, what: &'static str) -> ProgressBar {
-    let bar = match total {
-        Some(total) => ProgressBar::new(total),
-        None => ProgressBar::new_spinner(),
-    };
-    let template = match total {
-        Some(_) => "{msg} {bar:40} {pos}/{len} ({eta})",
-        None => "{msg} {spinner} {pos}",
-    };
-    if let Ok(style) = ProgressStyle::with_template(template) {
-        bar.set_style(style);
-    }
-    bar.set_message(what);
-    bar
-}
-
-fn export(storage: &Storage, agents: &[String], out: Option<PathBuf>) -> Result<u8, Exit> {
-    let engram = super::new_engram()?;
+fn export(storage: &Store, agents: &[String], out: Option<PathBuf>) -> Result<u8, Exit> {
     let sink: Box<dyn Write> = match &out {
         Some(path) => Box::new(
             std::fs::File::create(path)
@@ -184,16 +159,15 @@ fn export(storage: &Storage, agents: &[String], out: Option<PathBuf>) -> Result<
         None => Box::new(std::io::stdout().lock()),
     };
     let mut sink = BufWriter::new(sink);
-    let bar = progress(None, "exporting");
+    let bar = Progress::new(None, "exporting");
     for agent in agents {
-        let mut domain = engram
-            .open(
-                agent,
-                Mode::Maintenance,
-                storage.backend.clone(),
-                storage.audit.clone(),
-            )
-            .map_err(failure)?;
+        let mut domain = platform::open_domain(
+            storage,
+            agent,
+            Mode::Maintenance,
+            engram::types::PrivacyTier::Private,
+        )
+        .map_err(failure)?;
         let mut start: Option<Vec<u8>> = None;
         loop {
             let page = domain
@@ -246,9 +220,8 @@ fn read_lines(file: Option<PathBuf>) -> Result<Vec<Line>, Exit> {
     Ok(lines)
 }
 
-fn import(storage: &Storage, lines: Vec<Line>) -> Result<u8, Exit> {
-    let engram = super::new_engram()?;
-    let bar = progress(Some(lines.len() as u64), "importing");
+fn import(storage: &Store, lines: Vec<Line>) -> Result<u8, Exit> {
+    let bar = Progress::new(Some(lines.len() as u64), "importing");
     let mut groups: Vec<(String, Vec<ExportedItem>)> = Vec::new();
     for line in lines {
         match groups.last_mut() {
@@ -258,14 +231,13 @@ fn import(storage: &Storage, lines: Vec<Line>) -> Result<u8, Exit> {
     }
     let mut answers = Vec::new();
     for (agent, items) in groups {
-        let mut domain = engram
-            .open(
-                &agent,
-                Mode::Maintenance,
-                storage.backend.clone(),
-                storage.audit.clone(),
-            )
-            .map_err(failure)?;
+        let mut domain = platform::open_domain(
+            storage,
+            &agent,
+            Mode::Maintenance,
+            engram::types::PrivacyTier::Private,
+        )
+        .map_err(failure)?;
         let mut new = 0;
         for batch in batches(&items) {
             new += domain
