@@ -70,7 +70,8 @@ pub struct AuditEntry {
 }
 
 /// Which entries of the trail to read. Every filter that is set must hold.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct AuditQuery {
     /// Only entries of this agent's domain.
     pub agent: Option<String>,

@@ -9,14 +9,17 @@
 /// (the `cycle` interface's types) and `export` (the `maintenance`
 /// interface's types) of a binding of the `engram:memory` WIT package.
 ///
-/// Besides the `From` conversions it defines `read_answer`, the JSON answer
-/// of a read, in a private module `conversions`, and re-exports it.
+/// Besides the `From` conversions it defines, in a private module
+/// `conversions`, and re-exports: `read_answer`, the JSON answer of a read,
+/// and the size measures a host limits records by (`record_size`,
+/// `fact_payload_size`, `summary_size`: the bytes of a record's strings plus
+/// 8 per list item).
 // The macro names the invoking crate's modules on purpose (`crate::types` …).
 #[allow(clippy::crate_in_macro_def)]
 #[macro_export]
 macro_rules! wit_conversions {
     () => {
-        pub use self::conversions::read_answer;
+        pub use self::conversions::{fact_payload_size, read_answer, record_size, summary_size};
         mod conversions {
             use crate::cycle as wc;
             use crate::export as wx;
@@ -598,6 +601,71 @@ macro_rules! wit_conversions {
                         }
                     }
                 }
+            }
+
+            /// What a list item costs beyond its own bytes.
+            const ITEM: usize = 8;
+
+            fn text(items: &[String]) -> usize {
+                items.iter().map(|s| s.len() + ITEM).sum()
+            }
+
+            /// The size of a record as the host limits it: the bytes of all its
+            /// strings, plus 8 for every list item. Numbers, enums and options are
+            /// not counted: a record holds a fixed number of them.
+            pub fn record_size(record: &wit::MemoryRecord) -> usize {
+                match record {
+                    wit::MemoryRecord::Fact(fact) => {
+                        fact.key.len() + fact_payload_size(&fact.payload)
+                    }
+                    wit::MemoryRecord::Event(event) => match &event.payload {
+                        wit::EventPayload::Ingested(m) => {
+                            m.session_ref.len() + m.summary.len() + text(&m.keywords)
+                        }
+                        wit::EventPayload::Episode(e) => {
+                            e.situation.len()
+                                + e.reasoning.len()
+                                + e.action.len()
+                                + e.user_feedback.as_ref().map_or(0, String::len)
+                                + e.agent_type.len()
+                                + e.mission_id.len()
+                                + text(&e.tags)
+                        }
+                    },
+                    wit::MemoryRecord::State(state) => {
+                        state.payload.subject.len() + state.payload.properties.len()
+                    }
+                }
+            }
+
+            /// The size of a FACT's payload, measured as `record_size` does.
+            pub fn fact_payload_size(payload: &wit::FactPayload) -> usize {
+                match payload {
+                    wit::FactPayload::Semantic(m) => {
+                        m.content.len()
+                            + m.context.len()
+                            + text(&m.sources)
+                            + text(&m.contradictions)
+                    }
+                    wit::FactPayload::Procedural(r) => {
+                        r.agent_type.len() + r.rule.len() + text(&r.derived_from)
+                    }
+                    wit::FactPayload::Entity(e) => {
+                        e.name.len() + e.properties.len() + text(&e.source_memories)
+                    }
+                    wit::FactPayload::Relationship(r) => {
+                        r.from_entity.len()
+                            + r.to_entity.len()
+                            + r.relationship_type.len()
+                            + r.properties.len()
+                            + text(&r.source_memories)
+                    }
+                }
+            }
+
+            /// The size of a summarizer's answer, measured as `record_size` does.
+            pub fn summary_size(summary: &str, keywords: &[String]) -> usize {
+                summary.len() + text(keywords)
             }
         }
     };

@@ -1,0 +1,374 @@
+//! `engram-cli.wasm`: the `engram` command line as a WASI 0.2 command. It
+//! is the same source as the native binary (`host/cli`), compiled against
+//! this component's binding of the WIT: its calls go to the engine's exports
+//! (`io`, `history`, `graph`, `cycle`, `maintenance`), which the composition
+//! wires to the unchanged engine component, and its stores are opened
+//! through the provider's `engram:host/store` interface.
+
+#[path = "../../../cli/cli.rs"]
+mod cli;
+
+wit_bindgen::generate!({
+    path: ["../../../wit", "../wit"],
+    world: "engram:host/command",
+    additional_derives: [PartialEq],
+    generate_all,
+});
+
+use anyhow::{Result, anyhow};
+use engram::host::store as host_store;
+use engram::memory as wit;
+
+/// The record model of the contract (`engram:memory/types`).
+pub mod types {
+    pub use crate::wit::types::*;
+}
+
+/// The IO contract (`engram:memory/io`).
+pub mod io {
+    pub use crate::wit::io::*;
+}
+
+/// Versions of a FACT in time (`engram:memory/history`).
+pub mod history {
+    pub use crate::wit::history::*;
+}
+
+/// Entities, relationships and their lookups (`engram:memory/graph`).
+pub mod graph {
+    pub use crate::wit::graph::*;
+}
+
+/// Execution cycles (`engram:memory/cycle`).
+pub mod cycle {
+    pub use crate::wit::cycle::{
+        AssembledPrompt, CycleError, Damage, ExecutionPlan, PlanError, PlanErrorKind,
+        PlanMetadata, PlanStep, RetrievedMemory, Stage, StepKind, StepOutput, StepResult,
+        SummarizeInput, Summarized, TurnInput,
+    };
+}
+
+/// Export and import of a domain (`engram:memory/maintenance`).
+pub mod export {
+    pub use crate::wit::maintenance::*;
+}
+
+/// The JSON model of the contract, with its conversions to this binding.
+pub mod json {
+    pub use engram_model::json::*;
+    engram_model::wit_conversions!();
+}
+
+/// Ready-made execution plans: the native host's, over this binding.
+#[path = "../../../rust/src/plans.rs"]
+pub mod plans;
+
+/// The size measures the host limits records by.
+pub mod limits {
+    pub use crate::json::{fact_payload_size, record_size, summary_size};
+}
+
+/// What the command line is written against: the names the native host's
+/// library gives it, over this component's binding.
+mod binding {
+    pub use crate::{cycle, export, graph, history, io, json, limits, plans, types};
+    pub use engram_model::audit;
+    pub use engram_model::audit::{AuditEntry, AuditQuery};
+
+    use super::{host_store, wit};
+    use anyhow::{Result, anyhow};
+
+    /// The longest agent id a domain may be opened for, in bytes.
+    pub const MAX_AGENT_ID_LEN: usize = 256;
+
+    /// Milliseconds since the Unix epoch by the system clock (`wasi:clocks`).
+    pub fn system_time_ms() -> i64 {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+            .unwrap_or(0)
+    }
+
+    /// How a domain is opened (IO-W7).
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub enum Mode {
+        /// Normal operation: only COGNITION writes are accepted.
+        Online,
+        /// Offline maintenance: only MAINTENANCE writes are accepted.
+        Maintenance,
+    }
+
+    /// A cycle in flight.
+    pub struct Cycle(wit::cycle::Cycle);
+
+    /// The domain the provider was told to serve; every call goes to the
+    /// engine composed with this component.
+    pub struct Domain {
+        pub(crate) agent: String,
+    }
+
+    /// The call's answer, or the failure the provider held back for it (a
+    /// commit whose audit entries could not be kept).
+    fn checked<T>(answer: T) -> Result<T> {
+        match host_store::take_failure() {
+            Some(why) => Err(anyhow!(why)),
+            None => Ok(answer),
+        }
+    }
+
+    impl Domain {
+        /// Writes one record; a record above the host's size limit is
+        /// REJECTED before it reaches the engine, the reason audited.
+        pub fn write(&mut self, request: &io::WriteRequest) -> Result<io::WriteResult> {
+            let size = limits::record_size(&request.record) as u64;
+            let max = host_store::max_record_bytes();
+            if size > max {
+                let entry = AuditEntry {
+                    at: system_time_ms(),
+                    agent_id: self.agent.clone(),
+                    request_id: request.request_id.clone(),
+                    operation: audit::Operation::Write,
+                    source: Some(request.source.clone().into()),
+                    record_type: Some(record_type(&request.record).into()),
+                    outcome: audit::Outcome::Rejected,
+                    stored_id: None,
+                    count: None,
+                    reason: Some(format!(
+                        "the record is {size} bytes, above the host's limit of {max} (max_record_bytes)"
+                    )),
+                };
+                host_store::append_audit(&serde_json::to_string(&entry)?).map_err(|e| anyhow!(e))?;
+                return Ok(io::WriteResult::Rejected);
+            }
+            checked(wit::io::write(request))
+        }
+
+        /// Reads records.
+        pub fn read(
+            &mut self,
+            request: &io::ReadRequest,
+        ) -> Result<Result<io::ReadResult, io::ReadError>> {
+            checked(wit::io::read(request))
+        }
+
+        /// The versions of a FACT key, newest first.
+        pub fn versions(
+            &mut self,
+            request: &history::VersionsRequest,
+        ) -> Result<Result<Vec<types::StoredFact>, io::ReadError>> {
+            checked(wit::history::versions(request))
+        }
+
+        /// The version of a FACT key as of a time.
+        pub fn as_of(
+            &mut self,
+            request: &history::AsOfRequest,
+        ) -> Result<Result<Option<types::StoredFact>, io::ReadError>> {
+            checked(wit::history::as_of(request))
+        }
+
+        /// The current FACTs of a namespace after a key, in key order.
+        pub fn list_after(
+            &mut self,
+            request_id: &str,
+            namespace: &[String],
+            limit: u32,
+            after: Option<&str>,
+        ) -> Result<Result<Vec<types::StoredFact>, io::ReadError>> {
+            checked(wit::graph::list(request_id, namespace, limit, after))
+        }
+
+        /// The current entities of one type.
+        pub fn entities_of_type(
+            &mut self,
+            request_id: &str,
+            entity_type: types::EntityType,
+            limit: u32,
+        ) -> Result<Result<Vec<types::StoredFact>, io::ReadError>> {
+            checked(wit::graph::entities_of_type(
+                request_id,
+                entity_type,
+                limit,
+            ))
+        }
+
+        /// The current relationships of an entity.
+        pub fn relationships_of(
+            &mut self,
+            request: &graph::RelationshipsRequest,
+        ) -> Result<Result<Vec<types::StoredFact>, io::ReadError>> {
+            checked(wit::graph::relationships_of(request))
+        }
+
+        /// A bounded walk of the graph.
+        pub fn traverse(
+            &mut self,
+            request: &graph::TraverseRequest,
+        ) -> Result<Result<graph::Traversal, io::ReadError>> {
+            checked(wit::graph::traverse(request))
+        }
+
+        /// The time the engine is told instead of the clock's, while set.
+        pub fn set_time(&mut self, time: Option<i64>) {
+            host_store::set_time(time);
+        }
+
+        /// Starts a cycle of `plan`.
+        pub fn begin_cycle(
+            &mut self,
+            plan: &cycle::ExecutionPlan,
+            session_ref: &str,
+            request_id: &str,
+        ) -> Result<Result<Cycle, cycle::PlanError>> {
+            checked(wit::cycle::Cycle::begin(plan, session_ref, request_id).map(Cycle))
+        }
+
+        /// Runs every step of one stage.
+        pub fn run_stage(
+            &mut self,
+            cycle: &Cycle,
+            stage: cycle::Stage,
+            input: &cycle::TurnInput,
+        ) -> Result<Result<Vec<cycle::StepResult>, cycle::CycleError>> {
+            checked(cycle.0.run_stage(stage, input))
+        }
+
+        /// The output of a step that has run.
+        pub fn step_output(
+            &mut self,
+            cycle: &Cycle,
+            step: &str,
+        ) -> Result<Option<cycle::StepOutput>> {
+            checked(cycle.0.output(step))
+        }
+
+        /// Commits what the cycle staged.
+        pub fn commit_cycle(
+            &mut self,
+            cycle: &Cycle,
+        ) -> Result<Result<Vec<String>, cycle::CycleError>> {
+            checked(cycle.0.commit())
+        }
+
+        /// Drops a cycle; what it staged and did not commit is gone.
+        pub fn drop_cycle(&mut self, cycle: Cycle) -> Result<()> {
+            drop(cycle);
+            Ok(())
+        }
+
+        /// One page of a maintenance export of the domain.
+        pub fn export_page(
+            &mut self,
+            start: Option<&[u8]>,
+            limit: u32,
+        ) -> Result<Result<export::ExportPage, export::MaintenanceError>> {
+            checked(wit::maintenance::export(start, limit))
+        }
+
+        /// Imports exported items in one commit: how many were new.
+        pub fn import(
+            &mut self,
+            items: &[export::ExportedItem],
+        ) -> Result<Result<u32, export::MaintenanceError>> {
+            checked(wit::maintenance::import(items))
+        }
+    }
+
+    fn record_type(record: &types::MemoryRecord) -> types::RecordType {
+        match record {
+            types::MemoryRecord::Fact(_) => types::RecordType::Fact,
+            types::MemoryRecord::Event(_) => types::RecordType::Event,
+            types::MemoryRecord::State(_) => types::RecordType::State,
+        }
+    }
+}
+
+/// How this build opens stores and domains: through the provider.
+mod platform {
+    use super::{Result, anyhow, host_store};
+    use crate::binding::{AuditEntry, AuditQuery, Domain, Mode};
+    use crate::types::PrivacyTier;
+    use crate::wit::domain::AccessMode;
+
+    /// An open store: the provider holds it; there is one per process.
+    pub struct Store(());
+
+    /// Nothing of this build is set from the command line: the compiled
+    /// engine is the runtime's business (`wasmtime run` caches it).
+    pub fn configure(_no_cache: bool) {}
+
+    /// Opens the SQLite file `spec` names, in a folder the runtime
+    /// preopened. PostgreSQL needs sockets this build does not have.
+    pub fn open_store(spec: &str) -> Result<Store> {
+        if spec.contains("://") {
+            anyhow::bail!("{spec}: this build opens SQLite files only (no network)");
+        }
+        host_store::open(spec).map_err(|e| anyhow!(e))?;
+        Ok(Store(()))
+    }
+
+    /// Scopes the engine to an agent's domain in `mode`, its reads
+    /// restricted to `ceiling`.
+    pub fn open_domain(
+        _store: &Store,
+        agent: &str,
+        mode: Mode,
+        ceiling: PrivacyTier,
+    ) -> Result<Domain> {
+        let mode = match mode {
+            Mode::Online => AccessMode::Online,
+            Mode::Maintenance => AccessMode::Maintenance,
+        };
+        host_store::enter(agent, mode, ceiling).map_err(|e| anyhow!(e))?;
+        Ok(Domain {
+            agent: agent.to_owned(),
+        })
+    }
+
+    /// The newest audit entries that match `query`, oldest first.
+    pub fn audit_trail(_store: &Store, query: &AuditQuery) -> Result<Vec<AuditEntry>> {
+        let lines = host_store::audit_trail(&serde_json::to_string(query)?).map_err(|e| anyhow!(e))?;
+        lines
+            .iter()
+            .map(|line| Ok(serde_json::from_str(line)?))
+            .collect()
+    }
+
+    /// Every domain the store holds.
+    pub fn domains(_store: &Store) -> Result<Vec<String>> {
+        host_store::domains().map_err(|e| anyhow!(e))
+    }
+
+    /// Forgets an agent's domain; the number of keys removed.
+    pub fn forget(_store: &Store, agent: &str, _progress: &Progress) -> Result<u64> {
+        host_store::forget(agent).map_err(|e| anyhow!(e))
+    }
+
+    /// Breaks an agent's maintenance lock; whether there was one.
+    pub fn break_lock(_store: &Store, agent: &str) -> Result<bool> {
+        host_store::unlock(agent).map_err(|e| anyhow!(e))
+    }
+
+    /// Progress is not drawn: a component has no terminal of its own to
+    /// ask about.
+    pub struct Progress;
+
+    impl Progress {
+        /// A progress report that shows nothing.
+        pub fn new(_total: Option<u64>, _what: &'static str) -> Self {
+            Progress
+        }
+
+        /// `n` more steps done.
+        pub fn inc(&self, _n: u64) {}
+
+        /// Done.
+        pub fn finish_and_clear(&self) {}
+    }
+}
+
+fn main() -> std::process::ExitCode {
+    let code = cli::main();
+    host_store::close();
+    code
+}
