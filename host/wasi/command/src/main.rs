@@ -42,9 +42,9 @@ pub mod graph {
 /// Execution cycles (`engram:memory/cycle`).
 pub mod cycle {
     pub use crate::wit::cycle::{
-        AssembledPrompt, CycleError, Damage, ExecutionPlan, PlanError, PlanErrorKind,
-        PlanMetadata, PlanStep, RetrievedMemory, Stage, StepKind, StepOutput, StepResult,
-        SummarizeInput, Summarized, TurnInput,
+        AssembledPrompt, CycleError, Damage, ExecutionPlan, PlanError, PlanErrorKind, PlanMetadata,
+        PlanStep, RetrievedMemory, Stage, StepKind, StepOutput, StepResult, SummarizeInput,
+        Summarized, TurnInput,
     };
 }
 
@@ -137,7 +137,8 @@ mod binding {
                         "the record is {size} bytes, above the host's limit of {max} (max_record_bytes)"
                     )),
                 };
-                host_store::append_audit(&serde_json::to_string(&entry)?).map_err(|e| anyhow!(e))?;
+                host_store::append_audit(&serde_json::to_string(&entry)?)
+                    .map_err(|e| anyhow!(e))?;
                 return Ok(io::WriteResult::Rejected);
             }
             checked(wit::io::write(request))
@@ -185,11 +186,7 @@ mod binding {
             entity_type: types::EntityType,
             limit: u32,
         ) -> Result<Result<Vec<types::StoredFact>, io::ReadError>> {
-            checked(wit::graph::entities_of_type(
-                request_id,
-                entity_type,
-                limit,
-            ))
+            checked(wit::graph::entities_of_type(request_id, entity_type, limit))
         }
 
         /// The current relationships of an entity.
@@ -327,7 +324,8 @@ mod platform {
 
     /// The newest audit entries that match `query`, oldest first.
     pub fn audit_trail(_store: &Store, query: &AuditQuery) -> Result<Vec<AuditEntry>> {
-        let lines = host_store::audit_trail(&serde_json::to_string(query)?).map_err(|e| anyhow!(e))?;
+        let lines =
+            host_store::audit_trail(&serde_json::to_string(query)?).map_err(|e| anyhow!(e))?;
         lines
             .iter()
             .map(|line| Ok(serde_json::from_str(line)?))
