@@ -19,7 +19,6 @@ use engram::{AuditQuery, Mode};
 use serde::de::DeserializeOwned;
 use std::io::{BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 
 /// Every write was accepted and every read answered with records.
 const OK: u8 = 0;
@@ -275,16 +274,23 @@ struct Exit(u8, String);
 /// Whether failures are printed in full (`--verbose`).
 static VERBOSE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
-/// Runs the command line of the process.
-pub fn main() -> ExitCode {
-    let cli = Cli::parse();
+/// Runs the command line of the process: its exit code. A usage error is
+/// printed by clap and answered 2, help and the version 0.
+pub fn main() -> u8 {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(error) => {
+            let _ = error.print();
+            return u8::try_from(error.exit_code()).unwrap_or(2);
+        }
+    };
     platform::configure(cli.no_cache);
     VERBOSE.store(cli.verbose, std::sync::atomic::Ordering::Relaxed);
     match run(cli) {
-        Ok(code) => ExitCode::from(code),
+        Ok(code) => code,
         Err(Exit(code, message)) => {
             eprintln!("engram: {}", one_line(&message));
-            ExitCode::from(code)
+            code
         }
     }
 }

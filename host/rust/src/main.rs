@@ -140,5 +140,5 @@ mod platform {
 }
 
 fn main() -> std::process::ExitCode {
-    cli::main()
+    std::process::ExitCode::from(cli::main())
 }

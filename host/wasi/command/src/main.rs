@@ -365,8 +365,33 @@ mod platform {
     }
 }
 
-fn main() -> std::process::ExitCode {
+/// `wasi:cli/exit`'s `exit-with-code`, so the command's exit codes are the
+/// native binary's (the standard library's exit can only tell success from
+/// failure under WASI 0.2). The wasmtime CLI provides it.
+mod exit {
+    wit_bindgen::generate!({
+        inline: "
+            package wasi:cli@0.2.6;
+            interface exit {
+                @since(version = 0.2.0)
+                exit: func(status: result);
+                @unstable(feature = cli-exit-with-code)
+                exit-with-code: func(status-code: u8);
+            }
+            world exit-code { import exit; }
+        ",
+        world: "wasi:cli/exit-code",
+        features: ["cli-exit-with-code"],
+    });
+}
+
+fn main() {
     let code = cli::main();
     host_store::close();
-    code
+    if code != 0 {
+        use std::io::Write;
+        let _ = std::io::stdout().flush();
+        let _ = std::io::stderr().flush();
+        exit::wasi::cli::exit::exit_with_code(code);
+    }
 }
