@@ -1,6 +1,7 @@
 //! The shared scenarios of `tests/scenarios/` (see its README) on the hosts
-//! that run the `engram` command line: the native binary, each call a new
-//! process on the same SQLite file. Every file starts from an empty store.
+//! that run the `engram` command line: the native binary, and
+//! `engram-cli.wasm` under the wasmtime CLI; each call a new process on the
+//! same SQLite file. Every file starts from an empty store.
 
 use serde_json::{Value, json};
 use std::collections::HashMap;
@@ -30,6 +31,37 @@ fn native() -> Host {
                 .env_remove("ENGRAM_STORE")
                 .env_remove("ENGRAM_AGENT")
                 .env_remove("ENGRAM_TIER_CEILING");
+            command
+        }),
+    }
+}
+
+/// `engram-cli.wasm` under the pinned wasmtime CLI, compiled ahead once
+/// (`wasmtime compile`), its store folder preopened as `/`.
+fn wasmtime() -> Host {
+    let wasmtime = engram_wasi::wasmtime_cli().expect("the wasmtime CLI");
+    let compiled = Path::new(env!("CARGO_TARGET_TMPDIR")).join("engram-cli.cwasm");
+    let fresh = |path: &Path| std::fs::metadata(path).and_then(|m| m.modified()).ok();
+    if fresh(&compiled) < fresh(Path::new(engram_wasi::CLI)) {
+        let status = Command::new(&wasmtime)
+            .arg("compile")
+            .arg(engram_wasi::CLI)
+            .arg("-o")
+            .arg(&compiled)
+            .status()
+            .unwrap();
+        assert!(status.success(), "wasmtime compile: {status}");
+    }
+    Host {
+        name: "wasmtime",
+        command: Box::new(move |dir| {
+            let mut command = Command::new(&wasmtime);
+            command
+                .arg("run")
+                .arg("--allow-precompiled")
+                .arg("--dir")
+                .arg(format!("{}::/", dir.display()))
+                .arg(&compiled);
             command
         }),
     }
@@ -352,9 +384,8 @@ fn step_without_expect(step: &Value) -> Value {
     step
 }
 
-#[test]
-fn every_scenario_passes_on_the_native_cli() {
-    let host = native();
+/// Runs every scenario on `host`.
+fn every_scenario_passes_on(host: Host) {
     let mut total = 0;
     for path in scenarios() {
         total += run_scenario(&host, &path);
@@ -364,4 +395,90 @@ fn every_scenario_passes_on_the_native_cli() {
         host.name,
         scenarios().len()
     );
+}
+
+#[test]
+fn every_scenario_passes_on_the_native_cli() {
+    every_scenario_passes_on(native());
+}
+
+#[test]
+fn every_scenario_passes_on_the_command_component_under_wasmtime() {
+    every_scenario_passes_on(wasmtime());
+}
+
+/// Runs `args` on `host` in `dir` with `input`: its standard output, after
+/// checking that it exited 0.
+fn output_of(host: &Host, dir: &Path, args: &[&str], input: &str) -> String {
+    let call = Call {
+        args: ["--store", "engram.db"]
+            .iter()
+            .chain(args)
+            .map(|a| a.to_string())
+            .collect(),
+        stdin: input.to_owned(),
+    };
+    let output = run(host, dir, &call);
+    assert!(
+        output.status.success(),
+        "{}: {args:?}: {}",
+        host.name,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout).unwrap()
+}
+
+#[test]
+fn a_store_written_by_either_command_line_is_read_by_the_other() {
+    let (native, component) = (native(), wasmtime());
+    let dir = tempfile::tempdir().unwrap();
+    let samples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../samples");
+    let memories = std::fs::read_to_string(samples.join("memories.jsonl")).unwrap();
+    let reads = std::fs::read_to_string(samples.join("reads.jsonl")).unwrap();
+    // Written natively, read under wasmtime: the same answers, line by line.
+    let written = output_of(
+        &native,
+        dir.path(),
+        &["write", "--agent", "alice", "--batch"],
+        &memories,
+    );
+    assert_eq!(written.lines().count(), memories.lines().count());
+    let read = |host: &Host| {
+        output_of(
+            host,
+            dir.path(),
+            &["read", "--agent", "alice", "--batch"],
+            &reads,
+        )
+    };
+    let (by_native, by_component) = (read(&native), read(&component));
+    assert_eq!(by_native, by_component);
+    assert!(by_native.contains("Alice is vegetarian"), "{by_native}");
+    // Written under wasmtime, read natively by the id it was answered.
+    let state = r#"{"request_id":"wasi-1","source":{"agent_id":"alice","component":"COGNITION","actor":"USER"},"record":{"record_type":"STATE","timestamp":1767300000000,"payload":{"subject":"mission.current","properties":{"step":"written under wasmtime"}}}}"#;
+    let answer: Value = serde_json::from_str(&output_of(
+        &component,
+        dir.path(),
+        &["write", "--agent", "alice"],
+        state,
+    ))
+    .unwrap();
+    let id = answer["ACCEPTED"]["stored_id"]
+        .as_str()
+        .expect("ACCEPTED")
+        .to_owned();
+    let by_id = format!(
+        r#"{{"record_type":"STATE","selector":{{"ById":{{"id":"{id}"}}}},"request_id":"q"}}"#
+    );
+    let found = output_of(&native, dir.path(), &["read", "--agent", "alice"], &by_id);
+    assert!(found.contains("written under wasmtime"), "{found}");
+    // One audit trail, whoever wrote its entries.
+    let trail = output_of(
+        &native,
+        dir.path(),
+        &["audit", "--agent", "alice", "--limit", "1000"],
+        "",
+    );
+    assert!(trail.contains(r#""request_id":"wasi-1""#), "{trail}");
+    assert!(trail.contains(r#""request_id":"alice-0001""#), "{trail}");
 }

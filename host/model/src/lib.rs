@@ -7,4 +7,5 @@
 
 pub mod audit;
 pub mod json;
+pub mod size;
 mod wit;

@@ -604,11 +604,7 @@ macro_rules! wit_conversions {
             }
 
             /// What a list item costs beyond its own bytes.
-            const ITEM: usize = 8;
-
-            fn text(items: &[String]) -> usize {
-                items.iter().map(|s| s.len() + ITEM).sum()
-            }
+            use $crate::size::list_size as text;
 
             /// The size of a record as the host limits it: the bytes of all its
             /// strings, plus 8 for every list item. Numbers, enums and options are
@@ -663,10 +659,7 @@ macro_rules! wit_conversions {
                 }
             }
 
-            /// The size of a summarizer's answer, measured as `record_size` does.
-            pub fn summary_size(summary: &str, keywords: &[String]) -> usize {
-                summary.len() + text(keywords)
-            }
+            pub use $crate::size::summary_size;
         }
     };
 }

@@ -72,6 +72,7 @@ pub use backend::{
 pub use cache::Origin;
 
 use anyhow::{Context, Result, anyhow, bail};
+use engram_store::Scope;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -132,8 +133,9 @@ pub mod cycle {
     };
 }
 
-/// The engine component, as built from `guest/` by the build script.
-pub const COMPONENT: &[u8] = include_bytes!(env!("ENGRAM_COMPONENT_PATH"));
+/// The engine component, as built from `guest/` by the build script of
+/// `engram-component`.
+pub const COMPONENT: &[u8] = engram_component::COMPONENT;
 
 /// How a domain is opened (IO-W7).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -249,6 +251,21 @@ impl Default for Config {
     }
 }
 
+impl Config {
+    /// The limits a domain's [`Scope`] holds the engine's store calls to.
+    fn scope_limits(&self) -> engram_store::Limits {
+        engram_store::Limits {
+            read_limit_ceiling: self.read_limit_ceiling,
+            candidate_limit: self.candidate_limit,
+            max_answer_bytes: self.max_answer_bytes,
+            max_memory_bytes: self.max_memory_bytes as u64,
+            max_record_bytes: self.max_record_bytes,
+            max_batch_ops: self.max_batch_ops,
+            max_batch_bytes: self.max_batch_bytes,
+        }
+    }
+}
+
 /// Milliseconds since the Unix epoch by the system clock.
 pub fn system_time_ms() -> i64 {
     SystemTime::now()
@@ -258,7 +275,7 @@ pub fn system_time_ms() -> i64 {
 }
 
 /// The longest agent id a domain may be opened for, in bytes.
-pub const MAX_AGENT_ID_LEN: usize = 256;
+pub const MAX_AGENT_ID_LEN: usize = engram_store::scope::MAX_AGENT_ID_LEN;
 
 /// What one domain's instance may hold at most, for sizing the pool: the
 /// component instantiates a few core modules (the engine and the adapter
@@ -432,19 +449,18 @@ impl Engram {
             )?),
         };
         let state = DomainState {
-            agent_id: agent_id.to_owned(),
-            prefix: domain_prefix(agent_id),
+            scope: Scope::new(
+                agent_id,
+                backend,
+                audit,
+                lock.as_ref().map(|l| l.value().to_vec()),
+                config.scope_limits(),
+                config.clock.clone(),
+            ),
             mode,
-            backend,
-            audit,
             summarizer: config.summarizer.clone(),
             ranker: config.ranker.clone(),
             tier_ceiling: types::PrivacyTier::Private,
-            lock_key: maintenance::lock_key(agent_id),
-            lock_held: lock.as_ref().map(|l| l.value().to_vec()),
-            unaudited: None,
-            time: None,
-            config: config.clone(),
             limits: wasmtime::StoreLimitsBuilder::new()
                 .memory_size(self.shared.memory_bytes)
                 .table_elements(config.max_table_elements as usize)
@@ -532,7 +548,7 @@ struct Audited<'a> {
 impl Domain {
     /// The agent this domain belongs to.
     pub fn agent_id(&self) -> &str {
-        &self.state.agent_id
+        self.state.scope.agent_id()
     }
 
     /// How many times this domain's instance was stopped and replaced.
@@ -580,7 +596,7 @@ impl Domain {
             live.store.set_epoch_deadline(ticks);
         }
         match f(&live.instance, &mut live.store) {
-            Ok(answer) => match live.store.data_mut().unaudited.take() {
+            Ok(answer) => match live.store.data_mut().scope.take_unaudited() {
                 Some(why) => Err(anyhow!(why)),
                 None => Ok(answer),
             },
@@ -590,9 +606,10 @@ impl Domain {
                 let error = self.stopped(anyhow::Error::from(error));
                 if let Some(audited) = audited {
                     // Best effort: the trail itself may be what failed.
-                    let _ = self.state.audit.append(&AuditEntry {
-                        at: (self.state.config.clock)(),
-                        agent_id: self.state.agent_id.clone(),
+                    let scope = &self.state.scope;
+                    let _ = scope.audit().append(&AuditEntry {
+                        at: scope.clock_time(),
+                        agent_id: scope.agent_id().to_owned(),
                         request_id: audited.request_id.to_owned(),
                         operation: audited.operation,
                         source: audited.source.cloned().map(Into::into),
@@ -616,13 +633,13 @@ impl Domain {
         audited: Option<Audited<'_>>,
         f: impl FnOnce(&bindings::Engine, &mut Store<DomainState>) -> wasmtime::Result<R>,
     ) -> Result<R> {
-        let backend = self.state.backend.clone();
+        let backend = self.state.scope.backend().clone();
         let locked = backend
-            .lock_domain(&self.state.prefix)
+            .lock_domain(self.state.scope.prefix())
             .map_err(|e| anyhow!("waiting for the other writers of the domain: {e}"))?;
         let answer = self.call(audited, f);
         if locked {
-            backend.unlock_domain(&self.state.prefix);
+            backend.unlock_domain(self.state.scope.prefix());
         }
         answer
     }
@@ -653,12 +670,7 @@ impl Domain {
 
     /// The reason a record is too large to write, if it is.
     fn oversized(&self, size: usize) -> Option<String> {
-        let max = self.state.config.max_record_bytes;
-        (size > max).then(|| {
-            format!(
-                "the record is {size} bytes, above the host's limit of {max} (max_record_bytes)"
-            )
-        })
+        engram_model::size::record_refusal(size, self.state.scope.limits().max_record_bytes)
     }
 
     /// Answers a write REJECTED without running it, and audits why (IO-W8).
@@ -669,9 +681,10 @@ impl Domain {
         record_type: types::RecordType,
         reason: String,
     ) -> Result<io::WriteResult> {
-        self.state.audit.append(&AuditEntry {
-            at: (self.state.config.clock)(),
-            agent_id: self.state.agent_id.clone(),
+        let scope = &self.state.scope;
+        scope.audit().append(&AuditEntry {
+            at: scope.clock_time(),
+            agent_id: scope.agent_id().to_owned(),
             request_id: request_id.to_owned(),
             operation: audit::Operation::Write,
             source: Some(source.clone().into()),
@@ -844,9 +857,9 @@ impl Domain {
     /// conversation turn by turn at the turns' own times. The audit trail
     /// keeps the clock's time.
     pub fn set_time(&mut self, time: Option<i64>) {
-        self.state.time = time;
+        self.state.scope.set_time(time);
         if let Some(live) = self.live.as_mut() {
-            live.store.data_mut().time = time;
+            live.store.data_mut().scope.set_time(time);
         }
     }
 
@@ -1029,36 +1042,19 @@ pub struct Cycle {
     instance: u64,
 }
 
-/// What one engine instance may reach: its agent's part of the store.
+/// What one engine instance may reach: its agent's part of the store (the
+/// [`Scope`] every host shares), its algorithms, and how it was opened.
 #[derive(Clone)]
 struct DomainState {
-    agent_id: String,
-    prefix: Vec<u8>,
+    scope: Scope,
     mode: Mode,
-    backend: Arc<dyn Backend>,
-    audit: Arc<dyn AuditSink>,
     summarizer: Arc<dyn Summarizer>,
     ranker: Arc<dyn Ranker>,
     tier_ceiling: types::PrivacyTier,
-    /// The key of the domain's maintenance lock, and the value it holds
-    /// while this domain holds it (maintenance mode).
-    lock_key: Vec<u8>,
-    lock_held: Option<Vec<u8>>,
-    /// The time the engine is told instead of the clock's (a past turn
-    /// being ingested), while set.
-    time: Option<i64>,
-    /// Set when a commit stored something but its audit entries, kept in
-    /// a trail apart from the store, could not be appended.
-    unaudited: Option<String>,
-    config: Config,
     limits: StoreLimits,
 }
 
-impl DomainState {
-    fn scoped(&self, key: &[u8]) -> Vec<u8> {
-        [self.prefix.as_slice(), key].concat()
-    }
-}
+engram_store::engine_entry_from_wit!(wit_audit, types);
 
 fn storage_error(error: backend::StoreError) -> persistence::StorageError {
     match error {
@@ -1069,39 +1065,14 @@ fn storage_error(error: backend::StoreError) -> persistence::StorageError {
 
 impl persistence::Host for DomainState {
     fn get(&mut self, key: Vec<u8>) -> Result<Option<Vec<u8>>, persistence::StorageError> {
-        self.backend.get(&self.scoped(&key)).map_err(storage_error)
+        self.scope.get(&key).map_err(storage_error)
     }
 
     fn get_many(
         &mut self,
         keys: Vec<Vec<u8>>,
     ) -> Result<Vec<Option<Vec<u8>>>, persistence::StorageError> {
-        let ceiling = self
-            .config
-            .read_limit_ceiling
-            .max(self.config.candidate_limit);
-        if keys.len() > ceiling as usize {
-            return Err(persistence::StorageError::Unavailable(format!(
-                "a read of {} keys is above the ceiling of {ceiling}",
-                keys.len()
-            )));
-        }
-        // Values up to a quarter of the answer bound cross at once, so the
-        // engine never holds much more than one answer.
-        let budget = wit_domain::Host::answer_byte_limit(self) / 4;
-        let mut values = Vec::with_capacity(keys.len());
-        let mut bytes = 0u64;
-        for chunk in keys.chunks(16) {
-            let chunk: Vec<Vec<u8>> = chunk.iter().map(|key| self.scoped(key)).collect();
-            for value in self.backend.get_many(&chunk).map_err(storage_error)? {
-                bytes += value.as_ref().map_or(0, |v| v.len() as u64);
-                values.push(value);
-                if bytes >= budget {
-                    return Ok(values);
-                }
-            }
-        }
-        Ok(values)
+        self.scope.get_many(&keys).map_err(storage_error)
     }
 
     fn scan(
@@ -1111,32 +1082,17 @@ impl persistence::Host for DomainState {
         limit: u32,
         order: persistence::Direction,
     ) -> Result<Vec<persistence::Entry>, persistence::StorageError> {
-        // The engine never needs more than one read's or one retrieval's
-        // worth of entries.
-        let ceiling = self
-            .config
-            .read_limit_ceiling
-            .max(self.config.candidate_limit);
-        if limit > ceiling {
-            return Err(persistence::StorageError::Unavailable(format!(
-                "a scan of {limit} entries is above the ceiling of {ceiling}"
-            )));
-        }
         let order = match order {
             persistence::Direction::Ascending => backend::Order::Ascending,
             persistence::Direction::Descending => backend::Order::Descending,
         };
         let pairs = self
-            .backend
-            .scan(&self.scoped(&start), &self.scoped(&end), limit, order)
+            .scope
+            .scan(&start, &end, limit, order)
             .map_err(storage_error)?;
-        let prefix = self.prefix.len();
         Ok(pairs
             .into_iter()
-            .map(|(key, value)| persistence::Entry {
-                key: key[prefix..].to_vec(),
-                value,
-            })
+            .map(|(key, value)| persistence::Entry { key, value })
             .collect())
     }
 
@@ -1146,142 +1102,38 @@ impl persistence::Host for DomainState {
         ops: Vec<persistence::Op>,
         trail: Vec<wit_audit::Entry>,
     ) -> Result<(), persistence::StorageError> {
-        // The largest batch the host takes in one commit.
-        let max_ops = self.config.max_batch_ops;
-        if ops.len() > max_ops as usize {
-            return Err(persistence::StorageError::Unavailable(format!(
-                "a batch of {} puts and deletes is above the host's limit of {max_ops} (max_batch_ops)",
-                ops.len()
-            )));
-        }
-        let bytes: usize = ops
-            .iter()
-            .map(|op| match op {
-                persistence::Op::Put(e) => e.key.len() + e.value.len(),
-                persistence::Op::Delete(key) => key.len(),
-            })
-            .sum();
-        let max_bytes = self.config.max_batch_bytes;
-        if bytes > max_bytes {
-            return Err(persistence::StorageError::Unavailable(format!(
-                "a batch of {bytes} bytes is above the host's limit of {max_bytes} (max_batch_bytes)"
-            )));
-        }
-        let preconditions: Vec<_> = preconditions
+        let preconditions = preconditions
             .into_iter()
             .map(|p| match p {
-                persistence::Precondition::Absent(key) => {
-                    backend::Precondition::Absent(self.scoped(&key))
-                }
-                persistence::Precondition::Holds(e) => {
-                    backend::Precondition::Holds(self.scoped(&e.key), e.value)
-                }
+                persistence::Precondition::Absent(key) => backend::Precondition::Absent(key),
+                persistence::Precondition::Holds(e) => backend::Precondition::Holds(e.key, e.value),
             })
             .collect();
-        let ops: Vec<_> = ops
+        let ops = ops
             .into_iter()
             .map(|op| match op {
-                persistence::Op::Put(e) => backend::Op::Put(self.scoped(&e.key), e.value),
-                persistence::Op::Delete(key) => backend::Op::Delete(self.scoped(&key)),
+                persistence::Op::Put(e) => backend::Op::Put(e.key, e.value),
+                persistence::Op::Delete(key) => backend::Op::Delete(key),
             })
             .collect();
-        let mut preconditions = preconditions;
-        // Online writers keep out of a domain under maintenance; a
-        // maintenance domain writes only while it still holds the lock.
-        preconditions.push(match &self.lock_held {
-            None => backend::Precondition::Absent(self.lock_key.clone()),
-            Some(value) => backend::Precondition::Holds(self.lock_key.clone(), value.clone()),
-        });
-        let trail: Vec<AuditEntry> = trail.into_iter().map(|e| self.audit_entry(e)).collect();
-        match self
-            .backend
-            .commit_audited(&preconditions, &ops, &trail, self.audit.as_ref())
-        {
-            Err(backend::StoreError::Conflict) => Err(storage_error(
-                maintenance::lock_refusal(
-                    self.backend.as_ref(),
-                    &self.lock_key,
-                    self.lock_held.as_deref(),
-                )
-                .unwrap_or(backend::StoreError::Conflict),
-            )),
-            Err(error) => Err(storage_error(error)),
-            Ok(true) => Ok(()),
-            Ok(false) => {
-                // A trail kept apart from the store: appended after the
-                // commit. Should that fail, the call errs once it returns.
-                for entry in &trail {
-                    if let Err(error) = self.audit.append(entry) {
-                        self.unaudited = Some(format!(
-                            "committed, but the audit trail could not be written: {error:#}"
-                        ));
-                    }
-                }
-                Ok(())
-            }
-        }
-    }
-}
-
-impl DomainState {
-    /// The host's form of an entry the engine made.
-    fn audit_entry(&self, entry: wit_audit::Entry) -> AuditEntry {
-        let (outcome, stored_id, count, reason) = match entry.outcome {
-            wit_audit::Outcome::Accepted(id) => (audit::Outcome::Accepted, Some(id), None, None),
-            wit_audit::Outcome::Replayed(id) => (audit::Outcome::Replayed, Some(id), None, None),
-            wit_audit::Outcome::Rejected(why) => (audit::Outcome::Rejected, None, None, Some(why)),
-            wit_audit::Outcome::Returned(n) => (audit::Outcome::Returned, None, Some(n), None),
-            wit_audit::Outcome::Failed(why) => (audit::Outcome::Failed, None, None, Some(why)),
-            wit_audit::Outcome::Applied(n) => (audit::Outcome::Applied, None, Some(n), None),
-            // A retrieval is a read; what it read is told in words.
-            wit_audit::Outcome::Retrieved(r) => (
-                audit::Outcome::Returned,
-                None,
-                Some(r.returned),
-                Some(format!(
-                    "{} keyword-index entries read, {} candidates, {}",
-                    r.entries_read,
-                    r.candidates,
-                    if r.bound_reached {
-                        "the candidate limit was reached"
-                    } else {
-                        "every entry of the query's keywords read"
-                    }
-                )),
-            ),
-        };
-        AuditEntry {
-            at: (self.config.clock)(),
-            agent_id: self.agent_id.clone(),
-            request_id: entry.request_id,
-            operation: match entry.operation {
-                wit_audit::Operation::Write => audit::Operation::Write,
-                wit_audit::Operation::Read => audit::Operation::Read,
-                wit_audit::Operation::Export => audit::Operation::Export,
-                wit_audit::Operation::Import => audit::Operation::Import,
-            },
-            source: entry.source.map(Into::into),
-            record_type: entry.record_type.map(Into::into),
-            outcome,
-            stored_id,
-            count,
-            reason,
-        }
+        let trail = trail.into_iter().map(engine_entry).collect();
+        self.scope
+            .commit(preconditions, ops, trail)
+            .map_err(storage_error)
     }
 }
 
 impl wit_audit::Host for DomainState {
     fn append(&mut self, entry: wit_audit::Entry) -> wasmtime::Result<()> {
-        let entry = self.audit_entry(entry);
-        self.audit
-            .append(&entry)
+        self.scope
+            .append(engine_entry(entry))
             .map_err(wasmtime::Error::from_anyhow)
     }
 }
 
 impl wit_domain::Host for DomainState {
     fn agent(&mut self) -> String {
-        self.agent_id.clone()
+        self.scope.agent_id().to_owned()
     }
 
     fn mode(&mut self) -> wit_domain::AccessMode {
@@ -1292,20 +1144,19 @@ impl wit_domain::Host for DomainState {
     }
 
     fn now(&mut self) -> i64 {
-        self.time.unwrap_or_else(|| (self.config.clock)())
+        self.scope.now()
     }
 
     fn answer_byte_limit(&mut self) -> u64 {
-        let memory = self.config.max_memory_bytes as u64 / 4;
-        self.config.max_answer_bytes.min(memory).max(1)
+        self.scope.limits().answer_byte_limit()
     }
 
     fn read_limit_ceiling(&mut self) -> u32 {
-        self.config.read_limit_ceiling
+        self.scope.limits().read_limit_ceiling
     }
 
     fn candidate_limit(&mut self) -> u32 {
-        self.config.candidate_limit
+        self.scope.limits().candidate_limit
     }
 
     fn tier_ceiling(&mut self) -> types::PrivacyTier {
@@ -1343,12 +1194,12 @@ impl wit_summarizer::Host for DomainState {
             summarizer.summarize(&user_message, model_response.as_deref())
         }))
         .map_err(|_| "the summarizer panicked".to_string())??;
-        let size = limits::summary_size(&summary.summary, &summary.keywords);
-        let max = self.config.max_record_bytes;
-        if size > max {
-            return Err(format!(
-                "the summary is {size} bytes, above the host's limit of {max} (max_record_bytes)"
-            ));
+        if let Some(why) = self
+            .scope
+            .limits()
+            .summary_refusal(&summary.summary, &summary.keywords)
+        {
+            return Err(why);
         }
         Ok(wit_summarizer::Summary {
             summary: summary.summary,

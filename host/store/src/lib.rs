@@ -14,12 +14,14 @@ pub mod maintenance;
 mod memory;
 #[cfg(feature = "postgres")]
 mod postgres;
+pub mod scope;
 mod sqlite;
 mod trail;
 
 pub use memory::MemoryBackend;
 #[cfg(feature = "postgres")]
 pub use postgres::{PostgresBackend, PostgresOptions, SCHEMA_VERSION as POSTGRES_SCHEMA_VERSION};
+pub use scope::{Limits, Scope};
 pub use sqlite::{SqliteBackend, SqliteOptions, Synchronous};
 
 use engram_model::audit::{AuditEntry, AuditSink, MemoryAudit};

@@ -26,7 +26,8 @@ pub fn lock_key(agent_id: &str) -> Vec<u8> {
 /// Who holds a lock, as stored under its key.
 #[derive(Debug, Serialize, Deserialize)]
 pub struct LockHolder {
-    /// The holding process.
+    /// The holding process; 0 for a process under WASI, which has no
+    /// process id.
     pub pid: u32,
     /// When it was taken (ms since the epoch).
     pub since: i64,
@@ -51,7 +52,7 @@ impl LockGuard {
             getrandom::u64().context("no entropy for a lock token")?
         );
         let holder = LockHolder {
-            pid: std::process::id(),
+            pid: process_id(),
             since: now,
             token,
         };
@@ -69,9 +70,12 @@ impl LockGuard {
                 let held = backend.get(&key).ok().flatten().unwrap_or_default();
                 match serde_json::from_slice::<LockHolder>(&held) {
                     Ok(h) => bail!(
-                        "the domain of {agent_id:?} is locked for maintenance by process {} \
+                        "the domain of {agent_id:?} is locked for maintenance by {} \
                          since {} (`engram maintenance unlock` breaks a stale lock)",
-                        h.pid,
+                        match h.pid {
+                            0 => "a process under WASI".to_owned(),
+                            pid => format!("process {pid}"),
+                        },
                         h.since
                     ),
                     Err(_) => bail!("the domain of {agent_id:?} is locked for maintenance"),
@@ -100,6 +104,15 @@ impl Drop for LockGuard {
             .backend
             .commit(&[self.held()], &[Op::Delete(self.key.clone())]);
     }
+}
+
+/// The id of this process, told in a lock it takes. WASI has none
+/// (`std::process::id` is unsupported there): 0.
+fn process_id() -> u32 {
+    #[cfg(not(target_os = "wasi"))]
+    return std::process::id();
+    #[cfg(target_os = "wasi")]
+    0
 }
 
 /// Why an online commit or a maintenance commit could not go through, when

@@ -1,5 +1,29 @@
 //! The embedded default: one SQLite file holding the key-value pairs of
 //! every domain and the audit trail.
+//!
+//! **Under WASI** (`target_os = "wasi"`, SQLite built from its bundled C
+//! source for the target) the file is the same: the same tables,
+//! `application_id`, `user_version` and WAL journal, so a store written by a
+//! WASI process opens natively and the other way round. What differs is
+//! locking, since WASI 0.2 gives a process no file locks and no shared
+//! memory:
+//!
+//! - the store is opened through SQLite's `unix-none` VFS, which takes no
+//!   locks, and at once put in `locking_mode = EXCLUSIVE`, before any
+//!   statement reads the schema and before the switch to WAL: WAL then
+//!   keeps its index in the process's memory instead of the `-shm` file
+//!   (an existing WAL store opened otherwise fails with `SQLITE_CANTOPEN`);
+//! - temporary files stay in memory (`temp_store = MEMORY`): a WASI process
+//!   may reach no temporary folder;
+//! - so under WASI a store is used by **one process at a time**: nothing
+//!   keeps a second process out, WASI or native, and two at once would
+//!   damage the file. A process that ends without closing the store (a
+//!   trap, or a component with no hook at its end) leaves its WAL behind,
+//!   committed and synced as always; the next process to open the store
+//!   recovers it, as after a crash. SQLite's `unix-dotfile` VFS would keep
+//!   other WASI processes out, but its lock (a folder beside the store)
+//!   outlives every process that does not close the store, and then keeps
+//!   every later one out.
 
 use super::group::{Commit, GroupQueue};
 use super::trail::TrailFile;
@@ -90,7 +114,9 @@ impl Default for SqliteOptions {
 /// read costs no transaction of its own.
 ///
 /// Commits from many threads are written in groups, one transaction each
-/// (see [`SqliteOptions::group_commit`]).
+/// (see [`SqliteOptions::group_commit`]); a single caller writes at once,
+/// with no thread of its own. Under WASI a store is used by one process at
+/// a time (see the [module](self)).
 pub struct SqliteBackend {
     path: PathBuf,
     conn: Mutex<Connection>,
@@ -148,7 +174,7 @@ impl SqliteBackend {
                 }
             }
         };
-        let conn = Connection::open(&path).map_err(failed("cannot open the store"))?;
+        let conn = connect(&path).map_err(failed("cannot open the store"))?;
         conn.busy_timeout(options.busy_timeout)
             .map_err(failed("cannot set the busy timeout"))?;
         let identify = |conn: &Connection| -> Result<(i32, i32, i64)> {
@@ -328,6 +354,27 @@ impl SqliteBackend {
         entries.reverse();
         Ok(entries)
     }
+}
+
+/// A connection to the file at `path`, created if absent.
+#[cfg(not(target_os = "wasi"))]
+fn connect(path: &Path) -> rusqlite::Result<Connection> {
+    Connection::open(path)
+}
+
+/// A connection to the file at `path`, created if absent: under WASI, with
+/// no locks, in exclusive locking mode, temporary files in memory (see the
+/// [module](self)). The locking mode comes first, before anything reads the
+/// schema.
+#[cfg(target_os = "wasi")]
+fn connect(path: &Path) -> rusqlite::Result<Connection> {
+    let conn =
+        Connection::open_with_flags_and_vfs(path, rusqlite::OpenFlags::default(), c"unix-none")?;
+    conn.query_row("PRAGMA locking_mode = EXCLUSIVE", [], |row| {
+        row.get::<_, String>(0)
+    })?;
+    conn.execute_batch("PRAGMA temp_store = MEMORY")?;
+    Ok(conn)
 }
 
 /// Opening found the file locked by another process; worth another try.

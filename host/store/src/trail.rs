@@ -13,19 +13,29 @@
 //! returns, so it survives a crash of the process; until a commit moves it
 //! into the table (synced at `synchronous=FULL`), a power loss can take it.
 //! A line torn by a power loss is skipped when the file is moved.
+//!
+//! Under WASI (`target_os = "wasi"`) there are no file locks to take, and
+//! none are needed: there a store is used by one process at a time (see
+//! [`SqliteBackend`](super::SqliteBackend)), and the threads of a process
+//! are kept apart by the store's gate as on any platform. The file, its
+//! lines and what survives are the same, so a store written under WASI and
+//! one written natively take over each other's pending entries.
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use engram_model::audit::AuditEntry;
-use std::fs::{File, OpenOptions, TryLockError};
-use std::io::{Read, Seek, SeekFrom, Write};
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Write};
+#[cfg(not(target_os = "wasi"))]
+use std::io::{Seek, SeekFrom};
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// The trail file of one store, opened once.
 pub(super) struct TrailFile {
     path: PathBuf,
     file: File,
     /// How long to wait for another process's lock on the file.
+    #[cfg_attr(target_os = "wasi", allow(dead_code))]
     wait: Duration,
 }
 
@@ -57,7 +67,7 @@ impl TrailFile {
         line.push(b'\n');
         self.lock(Lock::Shared)?;
         let written = (&self.file).write_all(&line);
-        let _ = self.file.unlock();
+        self.unlock();
         written.with_context(|| format!("{}: cannot append to the audit trail", self.shown()))
     }
 
@@ -70,10 +80,8 @@ impl TrailFile {
         }
         self.lock(Lock::Exclusive)?;
         let taken = Taken { trail: self };
-        let mut text = Vec::new();
-        (&self.file)
-            .seek(SeekFrom::Start(0))
-            .and_then(|_| (&self.file).read_to_end(&mut text))
+        let text = self
+            .read_all()
             .with_context(|| format!("{}: cannot read the audit trail", self.shown()))?;
         if text.is_empty() {
             return Ok(None);
@@ -87,7 +95,30 @@ impl TrailFile {
         Ok(Some((entries, taken)))
     }
 
+    /// The whole file.
+    #[cfg(not(target_os = "wasi"))]
+    fn read_all(&self) -> std::io::Result<Vec<u8>> {
+        let mut text = Vec::new();
+        (&self.file).seek(SeekFrom::Start(0))?;
+        (&self.file).read_to_end(&mut text)?;
+        Ok(text)
+    }
+
+    /// The whole file, read through a handle of its own: under WASI a
+    /// file opened for appending reads as empty.
+    #[cfg(target_os = "wasi")]
+    fn read_all(&self) -> std::io::Result<Vec<u8>> {
+        let mut text = Vec::new();
+        File::open(&self.path)?.read_to_end(&mut text)?;
+        Ok(text)
+    }
+
+    /// Takes the file's lock `how`, waiting for another process's for at
+    /// most `wait`.
+    #[cfg(not(target_os = "wasi"))]
     fn lock(&self, how: Lock) -> Result<()> {
+        use std::fs::TryLockError;
+        use std::time::Instant;
         let deadline = Instant::now() + self.wait;
         loop {
             let tried = match how {
@@ -99,7 +130,7 @@ impl TrailFile {
                 Err(TryLockError::WouldBlock) if Instant::now() < deadline => {
                     std::thread::sleep(Duration::from_micros(200));
                 }
-                Err(TryLockError::WouldBlock) => bail!(
+                Err(TryLockError::WouldBlock) => anyhow::bail!(
                     "{}: the audit trail file stayed locked for {:?}",
                     self.shown(),
                     self.wait
@@ -110,6 +141,19 @@ impl TrailFile {
                 }
             }
         }
+    }
+
+    /// No file locks under WASI: the process is alone on its store.
+    #[cfg(target_os = "wasi")]
+    fn lock(&self, how: Lock) -> Result<()> {
+        let _ = how;
+        Ok(())
+    }
+
+    /// Lets the file's lock go.
+    fn unlock(&self) {
+        #[cfg(not(target_os = "wasi"))]
+        let _ = self.file.unlock();
     }
 
     fn shown(&self) -> std::path::Display<'_> {
@@ -134,6 +178,6 @@ impl Taken<'_> {
 
 impl Drop for Taken<'_> {
     fn drop(&mut self) {
-        let _ = self.trail.file.unlock();
+        self.trail.unlock();
     }
 }

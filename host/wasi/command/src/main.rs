@@ -120,9 +120,9 @@ mod binding {
         /// Writes one record; a record above the host's size limit is
         /// REJECTED before it reaches the engine, the reason audited.
         pub fn write(&mut self, request: &io::WriteRequest) -> Result<io::WriteResult> {
-            let size = limits::record_size(&request.record) as u64;
-            let max = host_store::max_record_bytes();
-            if size > max {
+            let size = limits::record_size(&request.record);
+            let max = usize::try_from(host_store::max_record_bytes()).unwrap_or(usize::MAX);
+            if let Some(reason) = engram_model::size::record_refusal(size, max) {
                 let entry = AuditEntry {
                     at: system_time_ms(),
                     agent_id: self.agent.clone(),
@@ -133,9 +133,7 @@ mod binding {
                     outcome: audit::Outcome::Rejected,
                     stored_id: None,
                     count: None,
-                    reason: Some(format!(
-                        "the record is {size} bytes, above the host's limit of {max} (max_record_bytes)"
-                    )),
+                    reason: Some(reason),
                 };
                 host_store::append_audit(&serde_json::to_string(&entry)?)
                     .map_err(|e| anyhow!(e))?;

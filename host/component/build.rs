@@ -1,6 +1,6 @@
 //! Builds the engine component: compiles `guest/` for `wasm32-unknown-unknown`
 //! in a target directory of its own, then encodes the core module as a
-//! component with `wit-component`. The host embeds the result, so a plain
+//! component with `wit-component`. The crate embeds the result, so a plain
 //! `cargo build`, `cargo run` or `cargo test` needs no other step.
 
 use anyhow::{Context, Result, bail};
@@ -18,7 +18,7 @@ fn main() -> Result<()> {
     let workspace = manifest_dir
         .ancestors()
         .nth(2)
-        .context("the host crate is not two folders below the workspace")?;
+        .context("the component crate is not two folders below the workspace")?;
     for watched in [
         "guest/src",
         "guest/Cargo.toml",
@@ -84,6 +84,9 @@ fn main() -> Result<()> {
         component_path.display()
     );
     println!("cargo:rustc-env=ENGRAM_COMPONENT_XXH3={hash:032x}");
+    // For the build scripts of dependent crates (`links`):
+    // `DEP_ENGRAM_COMPONENT_PATH`.
+    println!("cargo::metadata=path={}", component_path.display());
     Ok(())
 }
 

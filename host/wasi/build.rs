@@ -1,0 +1,491 @@
+//! Builds Engram's WASI 0.2 components and composes them with the engine
+//! component, unchanged (`engram-component`):
+//!
+//! 1. adds the `wasm32-wasip2` target with rustup when the toolchain lacks it;
+//! 2. installs zig from PyPI (`ziglang`, pinned) in the tools folder when it
+//!    is not there yet, with two wrapper scripts beside it: the C compiler
+//!    and the archiver that build SQLite for `wasm32-wasip2`;
+//! 3. builds the provider (`host/wasi/provider`) and the command
+//!    (`host/wasi/command`) for `wasm32-wasip2` with the `guest` profile, in
+//!    a target folder of their own: `wasm/build/` in the workspace's target
+//!    folder, shared by every build of this crate (debug or release, `cargo
+//!    test` or `cargo clippy`), so that none builds them again from scratch;
+//! 4. composes them with `wac-graph`: `engram-cli.wasm` (command, engine,
+//!    provider: a `wasi:cli/run` command) and `engram-standalone.wasm`
+//!    (engine and provider, exporting the engine's interfaces), whose only
+//!    imports are WASI's;
+//! 5. writes both to `OUT_DIR` for the crate (`ENGRAM_WASI_CLI`,
+//!    `ENGRAM_WASI_STANDALONE`) and copies them to `wasm/` in the
+//!    workspace's target folder.
+
+#[path = "src/tools.rs"]
+mod tools;
+
+use anyhow::{Context, Result, bail, ensure};
+use std::env;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use wac_graph::types::Package;
+use wac_graph::{CompositionGraph, EncodeOptions, NodeId, PackageId};
+
+/// The target the WASI components are built for.
+const TARGET: &str = "wasm32-wasip2";
+/// The workspace's profile for components: small (`opt-level = "s"`, LTO,
+/// no debug information).
+const PROFILE: &str = "guest";
+/// The zig release installed from PyPI (the `ziglang` package).
+const ZIG_VERSION: &str = "0.17.0";
+/// The provider's package, and its component as cargo names it.
+const PROVIDER: (&str, &str) = ("engram-wasi-provider", "engram_wasi_provider.wasm");
+/// The command's package, and its component as cargo names it.
+const COMMAND: (&str, &str) = ("engram-wasi-command", "engram-cli.wasm");
+/// The composed command.
+const CLI_FILE: &str = "engram-cli.wasm";
+/// The composed engine and provider.
+const STANDALONE_FILE: &str = "engram-standalone.wasm";
+
+fn main() -> Result<()> {
+    let out_dir = PathBuf::from(env::var_os("OUT_DIR").context("OUT_DIR is not set")?);
+    let manifest_dir =
+        PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").context("CARGO_MANIFEST_DIR is not set")?);
+    let workspace = manifest_dir
+        .ancestors()
+        .nth(2)
+        .context("the WASI crate is not two folders below the workspace")?;
+    for watched in [
+        "host/wasi/provider",
+        "host/wasi/command",
+        "host/wasi/wit",
+        "host/cli",
+        "host/store",
+        "host/model",
+        "host/algorithms",
+        "wit",
+        "Cargo.toml",
+        "Cargo.lock",
+    ] {
+        println!(
+            "cargo:rerun-if-changed={}",
+            workspace.join(watched).display()
+        );
+    }
+    for var in [
+        "ENGRAM_TOOLS_DIR",
+        "XDG_CACHE_HOME",
+        "HOME",
+        "CARGO_TARGET_DIR",
+    ] {
+        println!("cargo:rerun-if-env-changed={var}");
+    }
+    let engine_path = env::var_os("DEP_ENGRAM_COMPONENT_PATH")
+        .context("engram-component gave no component path (DEP_ENGRAM_COMPONENT_PATH)")?;
+    let engine = fs::read(&engine_path)
+        .with_context(|| format!("reading the engine component {}", engine_path.display()))?;
+
+    ensure_target()?;
+    let tools = tools::dir()?;
+    let zig = ensure_zig(&tools)?;
+    let wasm_dir = env::var_os("CARGO_TARGET_DIR")
+        .filter(|dir| !dir.is_empty())
+        .map_or_else(|| workspace.join("target"), |dir| workspace.join(dir))
+        .join("wasm");
+    let built = build_components(workspace, &wasm_dir.join("build"), &zig)?;
+    let provider = read(&built.join(PROVIDER.1))?;
+    let command = read(&built.join(COMMAND.1))?;
+
+    let cli = compose_cli(&engine, &provider, &command).context("composing engram-cli.wasm")?;
+    let standalone =
+        compose_standalone(&engine, &provider).context("composing engram-standalone.wasm")?;
+
+    fs::create_dir_all(&wasm_dir).with_context(|| format!("creating {}", wasm_dir.display()))?;
+    for (name, bytes, var) in [
+        (CLI_FILE, &cli, "ENGRAM_WASI_CLI"),
+        (STANDALONE_FILE, &standalone, "ENGRAM_WASI_STANDALONE"),
+    ] {
+        let path = out_dir.join(name);
+        write_if_changed(&path, bytes)?;
+        write_if_changed(&wasm_dir.join(name), bytes)?;
+        println!("cargo:rustc-env={var}={}", path.display());
+    }
+    Ok(())
+}
+
+/// The Rust standard library for `wasm32-wasip2`. `rust-toolchain.toml`
+/// does not name the target (the engine needs only `wasm32-unknown-unknown`):
+/// add it with rustup when rustup manages the toolchain, otherwise say in one
+/// line what to install.
+fn ensure_target() -> Result<()> {
+    let rustc = env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
+    let sysroot = Command::new(&rustc)
+        .args(["--print", "sysroot"])
+        .output()
+        .context("running rustc --print sysroot")?;
+    let sysroot = PathBuf::from(String::from_utf8_lossy(&sysroot.stdout).trim());
+    let installed = |root: &PathBuf| root.join("lib/rustlib").join(TARGET).join("lib").is_dir();
+    if installed(&sysroot) {
+        return Ok(());
+    }
+    let mut add = Command::new("rustup");
+    add.args(["target", "add", TARGET]);
+    if let Some(toolchain) = env::var_os("RUSTUP_TOOLCHAIN") {
+        add.arg("--toolchain").arg(toolchain);
+    }
+    println!(
+        "cargo:warning=adding the {TARGET} target with rustup (the WASI components are built for it)"
+    );
+    match add.status() {
+        Ok(status) if status.success() && installed(&sysroot) => Ok(()),
+        Ok(status) => bail!(
+            "the {TARGET} target is missing and `rustup target add {TARGET}` failed ({status}); install it, then build again"
+        ),
+        Err(err) => bail!(
+            "the {TARGET} target is missing and rustup could not be run ({err}); install the target's standard library for {}, then build again",
+            sysroot.display()
+        ),
+    }
+}
+
+/// The C toolchain for `wasm32-wasip2`: the wrapper scripts around zig, and
+/// zig's cache folder.
+struct Zig {
+    cc: PathBuf,
+    ar: PathBuf,
+    cache: PathBuf,
+}
+
+/// Finds zig in `<tools>/zig-<version>` (a Python virtual environment with
+/// the `ziglang` package), installing it there first when absent, and
+/// writes the two wrapper scripts in its `wrappers/` folder.
+fn ensure_zig(tools: &Path) -> Result<Zig> {
+    let name = format!("zig-{ZIG_VERSION}");
+    let root = tools.join(&name);
+    let _lock = tools::lock(tools, &name)?;
+    if find_zig(&root).is_none() {
+        install_zig(&root)?;
+    }
+    find_zig(&root).with_context(|| {
+        format!(
+            "zig is not in {} after installing `ziglang=={ZIG_VERSION}`",
+            root.display()
+        )
+    })?;
+    let wrappers = root.join("wrappers");
+    fs::create_dir_all(&wrappers).with_context(|| format!("creating {}", wrappers.display()))?;
+    let cc = wrappers.join(format!("{TARGET}-cc"));
+    let ar = wrappers.join(format!("{TARGET}-ar"));
+    write_script(&cc, CC_WRAPPER)?;
+    write_script(&ar, AR_WRAPPER)?;
+    Ok(Zig {
+        cc,
+        ar,
+        cache: tools.join("zig-cache"),
+    })
+}
+
+/// The zig binary of the `ziglang` package installed under `root`
+/// (`lib/python*/site-packages/ziglang/zig`), if there is one.
+fn find_zig(root: &Path) -> Option<PathBuf> {
+    fs::read_dir(root.join("lib")).ok()?.find_map(|entry| {
+        let entry = entry.ok()?;
+        let python = entry.file_name().to_string_lossy().starts_with("python");
+        let zig = entry.path().join("site-packages/ziglang/zig");
+        (python && zig.is_file()).then_some(zig)
+    })
+}
+
+/// Installs `ziglang==<version>` from PyPI with pip into a virtual
+/// environment at `root`; where Python cannot make one (no `venv` module),
+/// into `root/lib/python/site-packages` with `pip install --target`.
+fn install_zig(root: &Path) -> Result<()> {
+    println!(
+        "cargo:warning=installing zig {ZIG_VERSION} from PyPI (`ziglang`) into {}, once: the C compiler for SQLite on {TARGET}",
+        root.display()
+    );
+    let python = ["python3", "python"]
+        .into_iter()
+        .find(|python| {
+            Command::new(python)
+                .arg("--version")
+                .output()
+                .is_ok_and(|output| output.status.success())
+        })
+        .context(
+            "Python 3 (`python3`) is needed to install zig from PyPI; install it, then build again",
+        )?;
+    let requirement = format!("ziglang=={ZIG_VERSION}");
+    let pip_flags = ["--disable-pip-version-check", "--no-input", "--quiet"];
+    if root.exists() {
+        fs::remove_dir_all(root).with_context(|| format!("removing {}", root.display()))?;
+    }
+    let venv = Command::new(python)
+        .args(["-m", "venv"])
+        .arg(root)
+        .output()
+        .context("running python -m venv")?;
+    let venv_python = root.join("bin/python");
+    if venv.status.success() && venv_python.is_file() {
+        let mut pip = Command::new(&venv_python);
+        pip.args(["-m", "pip", "install"])
+            .args(pip_flags)
+            .arg(&requirement);
+        return checked(pip, "installing zig with pip into a virtual environment");
+    }
+    // No venv module (some distributions package it apart): a plain folder.
+    if root.exists() {
+        fs::remove_dir_all(root).with_context(|| format!("removing {}", root.display()))?;
+    }
+    let mut pip = Command::new(python);
+    pip.args(["-m", "pip", "install"])
+        .args(pip_flags)
+        .arg("--target")
+        .arg(root.join("lib/python/site-packages"))
+        .arg(&requirement);
+    checked(pip, "installing zig with pip")
+}
+
+/// The C compiler for the `cc` crate (`CC_wasm32_wasip2`): `zig cc`, with
+/// the target renamed (zig knows `wasm32-wasi`, not `wasm32-wasip2`). It
+/// only compiles; rustc links with its own WASI libc.
+const CC_WRAPPER: &str = r#"#!/bin/sh
+# C compiler for wasm32-wasip2 (the cc crate's CC_wasm32_wasip2): zig cc from
+# the ziglang package installed one folder up. zig does not know the OS
+# "wasip2": the target is passed to it as "wasm32-wasi".
+set -e
+here=$(cd "$(dirname "$0")" && pwd)
+ZIG=
+for z in "$here"/../lib/python*/site-packages/ziglang/zig; do if [ -x "$z" ]; then ZIG=$z; fi; done
+[ -n "$ZIG" ] || { echo "wasm32-wasip2-cc: no zig under $here/../lib" >&2; exit 127; }
+n=$#
+i=0
+while [ "$i" -lt "$n" ]; do
+  a=$1; shift; i=$((i+1))
+  case "$a" in
+    --target=wasm32-wasi*) set -- "$@" -target wasm32-wasi ;;
+    -target|--target) shift; i=$((i+1)); set -- "$@" -target wasm32-wasi ;;
+    *) set -- "$@" "$a" ;;
+  esac
+done
+exec "$ZIG" cc "$@"
+"#;
+
+/// The archiver for the `cc` crate (`AR_wasm32_wasip2`): `zig ar`.
+const AR_WRAPPER: &str = r#"#!/bin/sh
+# Archiver for wasm32-wasip2 (the cc crate's AR_wasm32_wasip2): zig ar from
+# the ziglang package installed one folder up.
+here=$(cd "$(dirname "$0")" && pwd)
+ZIG=
+for z in "$here"/../lib/python*/site-packages/ziglang/zig; do if [ -x "$z" ]; then ZIG=$z; fi; done
+[ -n "$ZIG" ] || { echo "wasm32-wasip2-ar: no zig under $here/../lib" >&2; exit 127; }
+exec "$ZIG" ar "$@"
+"#;
+
+/// Writes an executable script, unless it already holds `text`.
+fn write_script(path: &Path, text: &str) -> Result<()> {
+    write_if_changed(path, text.as_bytes())?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        fs::set_permissions(path, fs::Permissions::from_mode(0o755))
+            .with_context(|| format!("making {} executable", path.display()))?;
+    }
+    Ok(())
+}
+
+/// Builds the provider and the command for `wasm32-wasip2` in `target_dir`;
+/// the folder their components are in.
+fn build_components(workspace: &Path, target_dir: &Path, zig: &Zig) -> Result<PathBuf> {
+    let cargo = env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut build = Command::new(cargo);
+    build
+        .current_dir(workspace)
+        .args([
+            "build",
+            "--locked",
+            "--target",
+            TARGET,
+            "--profile",
+            PROFILE,
+        ])
+        .args(["--package", PROVIDER.0, "--package", COMMAND.0])
+        .arg("--target-dir")
+        .arg(target_dir);
+    // Flags and wrappers meant for the host build (coverage, clippy) do not
+    // apply to the components.
+    for var in [
+        "CARGO_ENCODED_RUSTFLAGS",
+        "RUSTFLAGS",
+        "CARGO_BUILD_RUSTFLAGS",
+        "RUSTC_WRAPPER",
+        "RUSTC_WORKSPACE_WRAPPER",
+        "CARGO_TARGET_DIR",
+    ] {
+        build.env_remove(var);
+    }
+    let target_var = TARGET.replace('-', "_");
+    build
+        .env(format!("CC_{target_var}"), &zig.cc)
+        .env(format!("AR_{target_var}"), &zig.ar)
+        .env("ZIG_GLOBAL_CACHE_DIR", &zig.cache)
+        .env("ZIG_LOCAL_CACHE_DIR", &zig.cache);
+    let status = build
+        .status()
+        .context("running cargo to build the WASI components")?;
+    if !status.success() {
+        bail!("building the WASI components for {TARGET} failed: {status}");
+    }
+    Ok(target_dir.join(TARGET).join(PROFILE))
+}
+
+/// `engram-cli.wasm`: the command's imports of the engine's interfaces
+/// wired to the engine, its `engram:host/store` and `types` to the
+/// provider, the engine's imports to the provider; exports `wasi:cli/run`.
+fn compose_cli(engine: &[u8], provider: &[u8], command: &[u8]) -> Result<Vec<u8>> {
+    let mut graph = CompositionGraph::new();
+    let engine = Part::register(&mut graph, "engram:engine", engine)?;
+    let provider = Part::register(&mut graph, "engram:provider", provider)?;
+    let command = Part::register(&mut graph, "engram:command", command)?;
+    wire(&mut graph, &provider, &[])?;
+    wire(&mut graph, &engine, &[&provider])?;
+    wire(&mut graph, &command, &[&engine, &provider])?;
+    let run = command
+        .exports(&graph)
+        .into_iter()
+        .find(|name| name.starts_with("wasi:cli/run@"))
+        .context("the command exports no `wasi:cli/run`")?;
+    let node = graph.alias_instance_export(command.node, &run)?;
+    graph.export(node, &run)?;
+    encode(&graph)
+}
+
+/// `engram-standalone.wasm`: the engine's imports wired to the provider;
+/// exports `engram:memory/types` (first: the engine's interfaces refer to
+/// its types) and every interface the engine exports.
+fn compose_standalone(engine: &[u8], provider: &[u8]) -> Result<Vec<u8>> {
+    let mut graph = CompositionGraph::new();
+    let engine = Part::register(&mut graph, "engram:engine", engine)?;
+    let provider = Part::register(&mut graph, "engram:provider", provider)?;
+    wire(&mut graph, &provider, &[])?;
+    wire(&mut graph, &engine, &[&provider])?;
+    let types = provider
+        .exports(&graph)
+        .into_iter()
+        .find(|name| name.starts_with("engram:memory/types@"))
+        .context("the provider does not export `engram:memory/types`")?;
+    let node = graph.alias_instance_export(provider.node, &types)?;
+    graph.export(node, &types)?;
+    for name in engine.exports(&graph) {
+        let node = graph.alias_instance_export(engine.node, &name)?;
+        graph.export(node, &name)?;
+    }
+    encode(&graph)
+}
+
+/// A component of a composition and its one instance.
+struct Part {
+    name: &'static str,
+    package: PackageId,
+    node: NodeId,
+}
+
+impl Part {
+    fn register(graph: &mut CompositionGraph, name: &'static str, bytes: &[u8]) -> Result<Self> {
+        let package = Package::from_bytes(name, None, bytes.to_vec(), graph.types_mut())
+            .with_context(|| format!("reading the component `{name}`"))?;
+        let package = graph.register_package(package)?;
+        let node = graph.instantiate(package);
+        Ok(Self {
+            name,
+            package,
+            node,
+        })
+    }
+
+    fn imports(&self, graph: &CompositionGraph) -> Vec<String> {
+        graph.types()[graph[self.package].ty()]
+            .imports
+            .keys()
+            .cloned()
+            .collect()
+    }
+
+    fn exports(&self, graph: &CompositionGraph) -> Vec<String> {
+        graph.types()[graph[self.package].ty()]
+            .exports
+            .keys()
+            .cloned()
+            .collect()
+    }
+}
+
+/// Satisfies each import of `consumer` with the export of the same name of
+/// the first supplier that has one. What no supplier has must be WASI's: it
+/// stays an import of the composition.
+fn wire(graph: &mut CompositionGraph, consumer: &Part, suppliers: &[&Part]) -> Result<()> {
+    for name in consumer.imports(graph) {
+        let supplier = suppliers
+            .iter()
+            .find(|supplier| supplier.exports(graph).contains(&name));
+        match supplier {
+            Some(supplier) => {
+                let export = graph.alias_instance_export(supplier.node, &name)?;
+                graph
+                    .set_instantiation_argument(consumer.node, &name, export)
+                    .with_context(|| {
+                        format!(
+                            "wiring `{name}` of `{}` to `{}`",
+                            consumer.name, supplier.name
+                        )
+                    })?;
+            }
+            None => ensure!(
+                name.starts_with("wasi:"),
+                "nothing in the composition exports `{name}`, which `{}` imports",
+                consumer.name
+            ),
+        }
+    }
+    Ok(())
+}
+
+/// Encodes (and validates) a composition; the components are embedded
+/// whole, unchanged.
+fn encode(graph: &CompositionGraph) -> Result<Vec<u8>> {
+    Ok(graph.encode(EncodeOptions::default())?)
+}
+
+fn read(path: &Path) -> Result<Vec<u8>> {
+    fs::read(path).with_context(|| format!("reading {}", path.display()))
+}
+
+/// Writes `bytes` to `path` through a file beside it, unless `path` already
+/// holds them (its time stays, and two builds writing at once do not tear
+/// it).
+fn write_if_changed(path: &Path, bytes: &[u8]) -> Result<()> {
+    if fs::read(path).is_ok_and(|old| old == bytes) {
+        return Ok(());
+    }
+    let mut partial = path.as_os_str().to_owned();
+    partial.push(format!(".{}.partial", std::process::id()));
+    let partial = PathBuf::from(partial);
+    fs::write(&partial, bytes).with_context(|| format!("writing {}", partial.display()))?;
+    fs::rename(&partial, path).with_context(|| format!("writing {}", path.display()))
+}
+
+/// Runs `command`; on failure, the error carries its output.
+fn checked(mut command: Command, what: &str) -> Result<()> {
+    let Output {
+        status,
+        stdout,
+        stderr,
+    } = command
+        .output()
+        .with_context(|| format!("{what}: running {command:?}"))?;
+    ensure!(
+        status.success(),
+        "{what} failed ({status}):\n{}{}",
+        String::from_utf8_lossy(&stdout),
+        String::from_utf8_lossy(&stderr)
+    );
+    Ok(())
+}

@@ -1,0 +1,152 @@
+//! Engram as WASI 0.2 components, built by this crate's build script from
+//! the unchanged engine component (`engram-component`), the provider
+//! (`host/wasi/provider`: SQLite store, audit trail, domain, algorithms) and
+//! the command (`host/wasi/command`: the `engram` command line):
+//!
+//! - [`CLI`], `engram-cli.wasm`: a `wasi:cli/run` command, the same command
+//!   line as the native `engram` binary over the same store files:
+//!   `wasmtime run --dir ./data::/data engram-cli.wasm --store
+//!   /data/engram.db write --agent alice req.json`;
+//! - [`STANDALONE`], `engram-standalone.wasm`: the engine and the provider,
+//!   exporting the engine's interfaces (`engram:memory/io`, `history`,
+//!   `graph`, `cycle`, `maintenance`) and `engram:memory/types`, its store
+//!   `engram.db` in the current folder and its agent in `ENGRAM_AGENT`:
+//!   `wasmtime run --dir . --env ENGRAM_AGENT=alice --invoke
+//!   'read({record-type: fact, selector: by-key({key: "user.diet"}),
+//!   request-id: "q"})' engram-standalone.wasm`.
+//!
+//! Their only imports are WASI 0.2's. `cargo build -p engram-wasi` (or
+//! `cargo test`, which builds this crate for the tests) also copies both
+//! files to `target/wasm/` in the workspace (in `$CARGO_TARGET_DIR/wasm/`
+//! when that is set).
+//!
+//! The build needs, besides the Rust toolchain, Python 3 with pip: the
+//! build script adds the `wasm32-wasip2` target with rustup and installs
+//! zig from PyPI (`ziglang`), the C compiler for SQLite, in the tools folder
+//! ([`tools_dir`]) once per machine. [`wasmtime_cli`] installs the pinned
+//! wasmtime CLI there the first time a test asks for it.
+
+mod tools;
+
+use anyhow::{Context, Result, ensure};
+use std::env;
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::Mutex;
+
+/// The path of `engram-cli.wasm`, the composed command, in the build
+/// script's output folder.
+pub const CLI: &str = env!("ENGRAM_WASI_CLI");
+
+/// The path of `engram-standalone.wasm`, the composed engine and provider,
+/// in the build script's output folder.
+pub const STANDALONE: &str = env!("ENGRAM_WASI_STANDALONE");
+
+/// The wasmtime CLI release the components are run with.
+pub const WASMTIME_VERSION: &str = "48.0.8";
+
+/// The features of `wasmtime-cli` installed: `run` with `--dir` and
+/// `--invoke`, `compile`, and nothing that needs more than a Rust
+/// toolchain.
+const WASMTIME_FEATURES: &str = "run,compile,cranelift,component-model,wat,parallel-compilation,logging,clap/default,clap/wrap_help";
+
+/// The folder where the WASI build keeps the tools it installs (zig, the
+/// wasmtime CLI): `ENGRAM_TOOLS_DIR` when set, otherwise `engram-dev` in the
+/// user's cache folder (`$XDG_CACHE_HOME`, else `$HOME/.cache`).
+pub fn tools_dir() -> Result<PathBuf> {
+    tools::dir()
+}
+
+/// The wasmtime CLI, [`WASMTIME_VERSION`]: `wasmtime-cli-<version>/bin/wasmtime`
+/// in the [tools folder](tools_dir), installed there with `cargo install
+/// --locked` the first time it is missing (minutes; a line on stderr says
+/// so). A lock file keeps two processes from installing it at once.
+pub fn wasmtime_cli() -> Result<PathBuf> {
+    /// Threads of one process ask once.
+    static FOUND: Mutex<Option<PathBuf>> = Mutex::new(None);
+    let mut found = FOUND
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    if let Some(path) = found.as_ref() {
+        return Ok(path.clone());
+    }
+    let tools = tools::dir()?;
+    let name = format!("wasmtime-cli-{WASMTIME_VERSION}");
+    let root = tools.join(&name);
+    let exe = root
+        .join("bin")
+        .join(format!("wasmtime{}", env::consts::EXE_SUFFIX));
+    if !runs(&exe) {
+        let _lock = tools::lock(&tools, &name)?;
+        if !runs(&exe) {
+            install_wasmtime(&root)?;
+        }
+        ensure!(
+            runs(&exe),
+            "{} does not report version {WASMTIME_VERSION} after its install",
+            exe.display()
+        );
+    }
+    *found = Some(exe.clone());
+    Ok(exe)
+}
+
+/// Whether `exe` is the wasmtime CLI of [`WASMTIME_VERSION`].
+fn runs(exe: &std::path::Path) -> bool {
+    exe.is_file()
+        && Command::new(exe)
+            .arg("--version")
+            .output()
+            .is_ok_and(|out| {
+                out.status.success()
+                    && String::from_utf8_lossy(&out.stdout)
+                        .split_whitespace()
+                        .any(|word| word == WASMTIME_VERSION)
+            })
+}
+
+/// `cargo install wasmtime-cli` of [`WASMTIME_VERSION`] into `root`.
+fn install_wasmtime(root: &std::path::Path) -> Result<()> {
+    eprintln!(
+        "installing wasmtime-cli {WASMTIME_VERSION} into {} with cargo install, once (minutes)",
+        root.display()
+    );
+    // The cargo running the tests, else the one that built them.
+    let cargo = env::var_os("CARGO")
+        .or_else(|| option_env!("CARGO").map(Into::into))
+        .unwrap_or_else(|| "cargo".into());
+    let mut install = Command::new(cargo);
+    // Away from the project's folder: its settings are not the tool's.
+    install
+        .current_dir(root.parent().unwrap_or(root))
+        .args(["install", "wasmtime-cli", "--version", WASMTIME_VERSION])
+        .args([
+            "--locked",
+            "--no-default-features",
+            "--features",
+            WASMTIME_FEATURES,
+        ])
+        .arg("--root")
+        .arg(root);
+    for var in [
+        "CARGO_ENCODED_RUSTFLAGS",
+        "RUSTFLAGS",
+        "CARGO_BUILD_RUSTFLAGS",
+        "RUSTC_WRAPPER",
+        "RUSTC_WORKSPACE_WRAPPER",
+        "CARGO_TARGET_DIR",
+        "CARGO_BUILD_TARGET",
+    ] {
+        install.env_remove(var);
+    }
+    let output = install
+        .output()
+        .context("running cargo install wasmtime-cli")?;
+    ensure!(
+        output.status.success(),
+        "cargo install wasmtime-cli {WASMTIME_VERSION} failed ({}):\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    Ok(())
+}
