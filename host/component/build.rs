@@ -3,6 +3,9 @@
 //! component with `wit-component`. The crate embeds the result, so a plain
 //! `cargo build`, `cargo run` or `cargo test` needs no other step.
 
+#[path = "rust_target.rs"]
+mod rust_target;
+
 use anyhow::{Context, Result, bail};
 use std::env;
 use std::path::PathBuf;
@@ -32,7 +35,7 @@ fn main() -> Result<()> {
         );
     }
 
-    ensure_target()?;
+    rust_target::ensure(TARGET, "the engine")?;
     let target_dir = out_dir.join("guest-target");
     let cargo = env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut build = Command::new(cargo);
@@ -88,38 +91,4 @@ fn main() -> Result<()> {
     // `DEP_ENGRAM_COMPONENT_PATH`.
     println!("cargo::metadata=path={}", component_path.display());
     Ok(())
-}
-
-/// The engine needs the standard library for `wasm32-unknown-unknown`.
-/// `rust-toolchain.toml` names the target, but a toolchain installed without
-/// it (or with rustup's automatic installs turned off) lacks it: add it with
-/// rustup when rustup manages the toolchain, otherwise say in one line what to
-/// install.
-fn ensure_target() -> Result<()> {
-    let rustc = env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
-    let sysroot = Command::new(&rustc)
-        .args(["--print", "sysroot"])
-        .output()
-        .context("running rustc --print sysroot")?;
-    let sysroot = PathBuf::from(String::from_utf8_lossy(&sysroot.stdout).trim());
-    let installed = |root: &PathBuf| root.join("lib/rustlib").join(TARGET).join("lib").is_dir();
-    if installed(&sysroot) {
-        return Ok(());
-    }
-    let mut add = Command::new("rustup");
-    add.args(["target", "add", TARGET]);
-    if let Some(toolchain) = env::var_os("RUSTUP_TOOLCHAIN") {
-        add.arg("--toolchain").arg(toolchain);
-    }
-    println!("cargo:warning=adding the {TARGET} target with rustup (the engine is built for it)");
-    match add.status() {
-        Ok(status) if status.success() && installed(&sysroot) => Ok(()),
-        Ok(status) => bail!(
-            "the {TARGET} target is missing and `rustup target add {TARGET}` failed ({status}); install it, then build again"
-        ),
-        Err(err) => bail!(
-            "the {TARGET} target is missing and rustup could not be run ({err}); install the target's standard library for {}, then build again",
-            sysroot.display()
-        ),
-    }
 }

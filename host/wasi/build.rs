@@ -18,6 +18,9 @@
 //!    `ENGRAM_WASI_STANDALONE`) and copies them to `wasm/` in the
 //!    workspace's target folder.
 
+#[path = "../component/rust_target.rs"]
+mod rust_target;
+
 #[path = "src/tools.rs"]
 mod tools;
 
@@ -83,7 +86,7 @@ fn main() -> Result<()> {
     let engine = fs::read(&engine_path)
         .with_context(|| format!("reading the engine component {}", engine_path.display()))?;
 
-    ensure_target()?;
+    rust_target::ensure(TARGET, "the WASI components")?;
     let tools = tools::dir()?;
     let zig = ensure_zig(&tools)?;
     let wasm_dir = env::var_os("CARGO_TARGET_DIR")
@@ -109,41 +112,6 @@ fn main() -> Result<()> {
         println!("cargo:rustc-env={var}={}", path.display());
     }
     Ok(())
-}
-
-/// The Rust standard library for `wasm32-wasip2`. `rust-toolchain.toml`
-/// does not name the target (the engine needs only `wasm32-unknown-unknown`):
-/// add it with rustup when rustup manages the toolchain, otherwise say in one
-/// line what to install.
-fn ensure_target() -> Result<()> {
-    let rustc = env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
-    let sysroot = Command::new(&rustc)
-        .args(["--print", "sysroot"])
-        .output()
-        .context("running rustc --print sysroot")?;
-    let sysroot = PathBuf::from(String::from_utf8_lossy(&sysroot.stdout).trim());
-    let installed = |root: &PathBuf| root.join("lib/rustlib").join(TARGET).join("lib").is_dir();
-    if installed(&sysroot) {
-        return Ok(());
-    }
-    let mut add = Command::new("rustup");
-    add.args(["target", "add", TARGET]);
-    if let Some(toolchain) = env::var_os("RUSTUP_TOOLCHAIN") {
-        add.arg("--toolchain").arg(toolchain);
-    }
-    println!(
-        "cargo:warning=adding the {TARGET} target with rustup (the WASI components are built for it)"
-    );
-    match add.status() {
-        Ok(status) if status.success() && installed(&sysroot) => Ok(()),
-        Ok(status) => bail!(
-            "the {TARGET} target is missing and `rustup target add {TARGET}` failed ({status}); install it, then build again"
-        ),
-        Err(err) => bail!(
-            "the {TARGET} target is missing and rustup could not be run ({err}); install the target's standard library for {}, then build again",
-            sysroot.display()
-        ),
-    }
 }
 
 /// The C toolchain for `wasm32-wasip2`: the wrapper scripts around zig, and

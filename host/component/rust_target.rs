@@ -1,0 +1,41 @@
+//! Adding a Rust target a build script compiles for, shared by the build
+//! scripts of `engram-component` (the engine, `wasm32-unknown-unknown`) and
+//! `engram-wasi` (the WASI components, `wasm32-wasip2`).
+
+use anyhow::{Context, Result, bail};
+use std::env;
+use std::path::PathBuf;
+use std::process::Command;
+
+/// Makes sure the standard library for `target` is installed, so that `what`
+/// can be built: a toolchain installed without the target (or with rustup's
+/// automatic installs turned off) lacks it. Adds it with rustup when rustup
+/// manages the toolchain, otherwise says in one line what to install.
+pub fn ensure(target: &str, what: &str) -> Result<()> {
+    let rustc = env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
+    let sysroot = Command::new(&rustc)
+        .args(["--print", "sysroot"])
+        .output()
+        .context("running rustc --print sysroot")?;
+    let sysroot = PathBuf::from(String::from_utf8_lossy(&sysroot.stdout).trim());
+    let installed = |root: &PathBuf| root.join("lib/rustlib").join(target).join("lib").is_dir();
+    if installed(&sysroot) {
+        return Ok(());
+    }
+    let mut add = Command::new("rustup");
+    add.args(["target", "add", target]);
+    if let Some(toolchain) = env::var_os("RUSTUP_TOOLCHAIN") {
+        add.arg("--toolchain").arg(toolchain);
+    }
+    println!("cargo:warning=adding the {target} target with rustup, to build {what}");
+    match add.status() {
+        Ok(status) if status.success() && installed(&sysroot) => Ok(()),
+        Ok(status) => bail!(
+            "the {target} target is missing and `rustup target add {target}` failed ({status}); install it, then build again"
+        ),
+        Err(err) => bail!(
+            "the {target} target is missing and rustup could not be run ({err}); install the target's standard library for {}, then build again",
+            sysroot.display()
+        ),
+    }
+}
