@@ -44,12 +44,12 @@ impl Cli {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(stdin.as_bytes())
-            .unwrap();
+        // A command that stops before reading its input (a usage error)
+        // closes the pipe: what it answers is what the test checks.
+        let written = child.stdin.take().unwrap().write_all(stdin.as_bytes());
+        if let Err(error) = written {
+            assert_eq!(error.kind(), std::io::ErrorKind::BrokenPipe, "{error}");
+        }
         child.wait_with_output().unwrap()
     }
 }

@@ -295,9 +295,12 @@ fn run(host: &Host, dir: &Path, call: &Call) -> Output {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap_or_else(|e| panic!("{}: cannot start: {e}", host.name));
-    let mut stdin = child.stdin.take().unwrap();
-    stdin.write_all(call.stdin.as_bytes()).unwrap();
-    drop(stdin);
+    // A command that stops before reading its input (a usage error) closes
+    // the pipe: what it answers is what the scenario checks.
+    let written = child.stdin.take().unwrap().write_all(call.stdin.as_bytes());
+    if let Err(error) = written {
+        assert_eq!(error.kind(), std::io::ErrorKind::BrokenPipe, "{error}");
+    }
     child.wait_with_output().unwrap()
 }
 
