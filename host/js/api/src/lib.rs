@@ -1,0 +1,734 @@
+//! The JSON layer of the JavaScript package (world `engram:js/api`): the
+//! `engram` command line's requests and answers over the engine's exports
+//! (`io`, `history`, `graph`, `cycle`, `maintenance`), which the build of
+//! `engram-js` wires to the unchanged engine component. Requests come in as
+//! JSON text in the seeds' names and every answer goes out as the very line
+//! the command line prints for it, converted by the command line's own
+//! model (`engram-model`), so the JavaScript host answers byte for byte as
+//! the native and WASI hosts do. The command line's source is
+//! `host/cli/cli.rs` and `host/cli/maintenance.rs`; each call below says
+//! which part of it it answers as.
+//!
+//! Built for `wasm32-unknown-unknown`: it imports no WASI, no clock and no
+//! randomness. What it asks of its host besides the engine is in
+//! `engram:js/host`: the largest record a write may carry, and where an
+//! audit entry of a write it refused goes.
+//!
+//! No input makes it panic: malformed JSON, an unknown field or a missing
+//! one is answered `failure::input` with one line naming the input.
+
+wit_bindgen::generate!({
+    path: ["../../../wit", "../wit"],
+    world: "engram:js/api",
+    generate_all,
+});
+
+use engram::js::host;
+use engram::memory as wit;
+use engram_model::audit::{self, AuditEntry};
+use exports::engram::js::calls::{self, ExportPage, Failure};
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+use serde_json::json;
+
+/// The record model of the contract (`engram:memory/types`).
+pub mod types {
+    pub use crate::wit::types::*;
+}
+
+/// The IO contract (`engram:memory/io`).
+pub mod io {
+    pub use crate::wit::io::*;
+}
+
+/// Execution cycles (`engram:memory/cycle`).
+pub mod cycle {
+    pub use crate::wit::cycle::*;
+}
+
+/// Export and import of a domain (`engram:memory/maintenance`).
+pub mod export {
+    pub use crate::wit::maintenance::*;
+}
+
+/// The JSON model of the contract, with its conversions to this binding.
+pub mod json {
+    pub use engram_model::json::*;
+    engram_model::wit_conversions!();
+}
+
+/// The component's exports.
+struct Api;
+
+export!(Api);
+
+impl calls::Guest for Api {
+    type Turn = Turn;
+
+    /// As `engram write` (and `engram maintenance write`: the host opened
+    /// the domain in its mode): every request parsed first, then each
+    /// written; a record above the host's limit is REJECTED here, its
+    /// audit entry handed to the host.
+    fn write(input: String, text: String, batch: bool) -> Result<Vec<String>, Failure> {
+        let requests: Vec<json::WriteRequest> =
+            parse_requests(&input, &text, batch, "write request")?;
+        let max = usize::try_from(host::max_record_bytes()).unwrap_or(usize::MAX);
+        Ok(requests
+            .into_iter()
+            .map(|request| {
+                let request = io::WriteRequest::from(request);
+                let size = json::record_size(&request.record);
+                let answer = match engram_model::size::record_refusal(size, max) {
+                    Some(reason) => {
+                        host::append_audit(&refusal_entry(&request, reason));
+                        json::WriteAnswer::Rejected
+                    }
+                    None => json::WriteAnswer::from(wit::io::write(&request)),
+                };
+                line(&answer)
+            })
+            .collect())
+    }
+
+    /// As `engram read`.
+    fn read(input: String, text: String, batch: bool) -> Result<Vec<String>, Failure> {
+        let requests: Vec<json::ReadRequest> =
+            parse_requests(&input, &text, batch, "read request")?;
+        Ok(requests
+            .into_iter()
+            .map(|request| line(&json::read_answer(wit::io::read(&request.into()))))
+            .collect())
+    }
+
+    /// As `engram history`.
+    fn history(args: String) -> Result<String, Failure> {
+        let args: HistoryArgs = parse_args("history", &args)?;
+        let request = wit::history::VersionsRequest {
+            request_id: args.request_id,
+            key: args.key,
+            limit: args.limit,
+        };
+        Ok(facts(wit::history::versions(&request)))
+    }
+
+    /// As `engram as-of`.
+    fn as_of(args: String) -> Result<String, Failure> {
+        let args: AsOfArgs = parse_args("as-of", &args)?;
+        let (axis, at) = match (args.valid, args.known) {
+            (Some(at), None) => (wit::history::TimeAxis::Valid, at),
+            (None, Some(at)) => (wit::history::TimeAxis::Transaction, at),
+            (Some(_), Some(_)) => {
+                return Err(bad_input(
+                    "as-of: give \"valid\" or \"known\", not both".into(),
+                ));
+            }
+            (None, None) => return Err(bad_input("as-of: give \"valid\" or \"known\"".into())),
+        };
+        let request = wit::history::AsOfRequest {
+            request_id: args.request_id,
+            key: args.key,
+            axis,
+            at,
+            limit: args.limit,
+        };
+        Ok(facts(
+            wit::history::as_of(&request).map(|found| found.into_iter().collect()),
+        ))
+    }
+
+    /// As `engram list`.
+    fn list(args: String) -> Result<String, Failure> {
+        let args: ListArgs = parse_args("list", &args)?;
+        if args.namespace.is_empty() {
+            return Err(bad_input(
+                "list: \"namespace\" needs at least one segment".into(),
+            ));
+        }
+        Ok(facts(wit::graph::list(
+            &args.request_id,
+            &args.namespace,
+            args.limit,
+            args.after.as_deref(),
+        )))
+    }
+
+    /// As `engram entities`.
+    fn entities(args: String) -> Result<String, Failure> {
+        let args: EntitiesArgs = parse_args("entities", &args)?;
+        let entity_type = match args.entity_type {
+            json::EntityType::Person => types::EntityType::Person,
+            json::EntityType::Organization => types::EntityType::Organization,
+            json::EntityType::Place => types::EntityType::Place,
+            json::EntityType::Product => types::EntityType::Product,
+            json::EntityType::Event => types::EntityType::Event,
+        };
+        Ok(facts(wit::graph::entities_of_type(
+            &args.request_id,
+            entity_type,
+            args.limit,
+        )))
+    }
+
+    /// As `engram relationships`.
+    fn relationships(args: String) -> Result<String, Failure> {
+        let args: RelationshipsArgs = parse_args("relationships", &args)?;
+        let request = wit::graph::RelationshipsRequest {
+            request_id: args.request_id,
+            entity: args.entity,
+            direction: direction(args.incoming),
+            relationship_types: args.types,
+            valid_at: args.valid_at,
+            limit: args.limit,
+        };
+        Ok(facts(wit::graph::relationships_of(&request)))
+    }
+
+    /// As `engram traverse`: `{"nodes":[…],"edges":[…]}` or `{"error":…}`.
+    fn traverse(args: String) -> Result<String, Failure> {
+        use wit::graph::TraversalOrder;
+        let args: TraverseArgs = parse_args("traverse", &args)?;
+        let request = wit::graph::TraverseRequest {
+            request_id: args.request_id,
+            start: args.start,
+            order: if args.depth_first {
+                TraversalOrder::DepthFirst
+            } else {
+                TraversalOrder::BreadthFirst
+            },
+            direction: direction(args.incoming),
+            relationship_types: args.types,
+            valid_at: args.valid_at,
+            max_depth: args.max_depth,
+            max_nodes: args.max_nodes,
+            max_edges: args.max_edges,
+        };
+        let answer = match wit::graph::traverse(&request) {
+            Ok(traversal) => {
+                let fact =
+                    |f: types::StoredFact| json::StoredRecord::from(types::StoredRecord::Fact(f));
+                let nodes: Vec<_> = traversal
+                    .nodes
+                    .into_iter()
+                    .map(|n| json!({"key": n.key, "depth": n.depth, "entity": n.entity.map(fact)}))
+                    .collect();
+                let edges: Vec<_> = traversal.edges.into_iter().map(fact).collect();
+                json!({"nodes": nodes, "edges": edges})
+            }
+            Err(error) => json!({"error": json::ReadFailure::from(error)}),
+        };
+        Ok(answer.to_string())
+    }
+
+    /// One page of `engram maintenance export`: each item the `item` of an
+    /// export line.
+    fn export(start: Option<Vec<u8>>, limit: u32) -> Result<ExportPage, Failure> {
+        let page =
+            wit::maintenance::export(start.as_deref(), limit).map_err(maintenance_refusal)?;
+        Ok(ExportPage {
+            items: page
+                .items
+                .into_iter()
+                .map(|item| line(&json::ExportItem::from(item)))
+                .collect(),
+            next: page.next,
+        })
+    }
+
+    /// As `engram maintenance import` for one domain: every item parsed
+    /// first, then imported in the command line's commits.
+    fn import(items: Vec<String>) -> Result<u32, Failure> {
+        let items = items
+            .iter()
+            .enumerate()
+            .map(|(i, text)| {
+                serde_json::from_str::<json::ExportItem>(text)
+                    .map(export::ExportedItem::from)
+                    .map_err(|e| {
+                        bad_input(format!(
+                            "items, item {}: not a valid export item: {e}",
+                            i + 1
+                        ))
+                    })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut new = 0u32;
+        for batch in batches(&items) {
+            let stored = wit::maintenance::import(batch).map_err(maintenance_refusal)?;
+            new = new.saturating_add(stored);
+        }
+        Ok(new)
+    }
+
+    /// As `engram cycle` (without `--batch`): the plan and the inputs it
+    /// needs checked first, then the lines of [`run_cycle`].
+    fn run_cycle(
+        plan: String,
+        session: String,
+        request_id: String,
+        message: Option<String>,
+        response: Option<String>,
+    ) -> Result<Vec<String>, Failure> {
+        let plan = parse_plan(&plan)?;
+        let needs_response = plan.steps.iter().any(|s| {
+            matches!(
+                s.kind,
+                cycle::StepKind::SummarizeMemory(cycle::SummarizeInput::Turn)
+            )
+        });
+        if !plan.steps.is_empty() && message.is_none() {
+            return Err(bad_input(
+                "the plan needs the user's message: give \"message\"".into(),
+            ));
+        }
+        if needs_response && response.is_none() {
+            return Err(bad_input(
+                "the plan summarizes the turn: give \"response\" (the model's answer)".into(),
+            ));
+        }
+        let input = cycle::TurnInput {
+            user_message: message,
+            model_response: response,
+        };
+        Ok(run_cycle(&plan, &session, &request_id, &input))
+    }
+}
+
+/// A cycle begun by `turn.begin`, run stage by stage by its caller.
+struct Turn {
+    /// The engine's cycle; dropped with the turn, which persists nothing
+    /// uncommitted.
+    cycle: wit::cycle::Cycle,
+}
+
+impl calls::GuestTurn for Turn {
+    fn begin(plan: String, session: String, request_id: String) -> Result<calls::Turn, Failure> {
+        let plan = parse_plan(&plan)?;
+        let cycle = wit::cycle::Cycle::begin(&plan, &session, &request_id)
+            .map_err(|error| Failure::Refused(plan_error(&error)))?;
+        Ok(calls::Turn::new(Turn { cycle }))
+    }
+
+    fn run_stage(
+        &self,
+        stage: String,
+        message: Option<String>,
+        response: Option<String>,
+    ) -> Result<String, Failure> {
+        let stage: json::Stage = serde_json::from_value(serde_json::Value::String(stage.clone()))
+            .map_err(|_| {
+                bad_input(format!(
+                    "{stage:?} is not a stage: ContextSelect, PromptAssemble, SummarizeMemory or PersistMemory"
+                ))
+            })?;
+        let stage = cycle::Stage::from(stage);
+        let input = cycle::TurnInput {
+            user_message: message,
+            model_response: response,
+        };
+        match self.cycle.run_stage(stage, &input) {
+            Ok(results) => Ok(stage_line(stage, results)),
+            Err(error) => Err(Failure::Refused(cycle_error(&error))),
+        }
+    }
+
+    fn output(&self, step: String) -> Option<String> {
+        self.cycle
+            .output(&step)
+            .map(|output| line(&json::StepOutput::from(output)))
+    }
+
+    fn commit(&self) -> Result<String, Failure> {
+        match self.cycle.commit() {
+            Ok(ids) => Ok(json!({"committed": ids}).to_string()),
+            Err(error) => Err(Failure::Refused(cycle_error(&error))),
+        }
+    }
+}
+
+// ---- the arguments of the lookups ------------------------------------------------
+//
+// The command line's options, as JSON objects: the same names (`_` for
+// `-`), the same defaults. `request_id` is required: the command line makes
+// one from the clock, which this component does not have.
+
+/// `history`: `{"request_id","key","limit"}`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct HistoryArgs {
+    request_id: String,
+    key: String,
+    /// How many versions at most: 10 by default.
+    #[serde(default = "ten")]
+    limit: u32,
+}
+
+/// `as-of`: `{"request_id","key","limit"}` and `"valid"` or `"known"`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AsOfArgs {
+    request_id: String,
+    key: String,
+    /// A valid time (ms since the epoch).
+    #[serde(default)]
+    valid: Option<i64>,
+    /// A transaction time (ms since the epoch).
+    #[serde(default)]
+    known: Option<i64>,
+    /// How many of the newest versions to look at: 100 by default.
+    #[serde(default = "hundred")]
+    limit: u32,
+}
+
+/// `list`: `{"request_id","namespace","limit","after"}`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ListArgs {
+    request_id: String,
+    /// The namespace's segments; at least one.
+    namespace: Vec<String>,
+    /// How many at most: 100 by default.
+    #[serde(default = "hundred")]
+    limit: u32,
+    /// Only the keys after this one.
+    #[serde(default)]
+    after: Option<String>,
+}
+
+/// `entities`: `{"request_id","entity_type","limit"}`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct EntitiesArgs {
+    request_id: String,
+    /// `person`, `organization`, `place`, `product` or `event`.
+    entity_type: json::EntityType,
+    /// How many at most: 100 by default.
+    #[serde(default = "hundred")]
+    limit: u32,
+}
+
+/// `relationships`: `{"request_id","entity","incoming","types","valid_at",
+/// "limit"}`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RelationshipsArgs {
+    request_id: String,
+    /// The entity's key (or a pseudo-entity such as `USER`).
+    entity: String,
+    /// Those it is the target of, instead of the source.
+    #[serde(default)]
+    incoming: bool,
+    /// Only relationships of these types; every type when empty.
+    #[serde(default)]
+    types: Vec<String>,
+    /// Only those valid at this time.
+    #[serde(default)]
+    valid_at: Option<i64>,
+    /// How many index entries to examine at most: 100 by default.
+    #[serde(default = "hundred")]
+    limit: u32,
+}
+
+/// `traverse`: `{"request_id","start","depth_first","incoming","types",
+/// "valid_at","max_depth","max_nodes","max_edges"}`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TraverseArgs {
+    request_id: String,
+    /// The key of the entity to start from.
+    start: String,
+    /// Depth-first instead of breadth-first.
+    #[serde(default)]
+    depth_first: bool,
+    /// Follow relationships from target to source.
+    #[serde(default)]
+    incoming: bool,
+    /// Only relationships of these types; every type when empty.
+    #[serde(default)]
+    types: Vec<String>,
+    /// Only relationships valid at this time.
+    #[serde(default)]
+    valid_at: Option<i64>,
+    /// How many edges away at most: 2 by default.
+    #[serde(default = "two")]
+    max_depth: u32,
+    /// How many nodes at most: 100 by default.
+    #[serde(default = "hundred")]
+    max_nodes: u32,
+    /// How many edge-index entries to examine at most: 1,000 by default.
+    #[serde(default = "thousand")]
+    max_edges: u32,
+}
+
+/// A default of the command line's options.
+fn two() -> u32 {
+    2
+}
+
+/// A default of the command line's options.
+fn ten() -> u32 {
+    10
+}
+
+/// A default of the command line's options.
+fn hundred() -> u32 {
+    100
+}
+
+/// A default of the command line's options.
+fn thousand() -> u32 {
+    1_000
+}
+
+// ---- parsing ---------------------------------------------------------------------
+
+/// An input failure: its message on one line.
+fn bad_input(message: String) -> Failure {
+    Failure::Input(one_line(&message))
+}
+
+/// A message on one line: control characters (a newline, `\r`, ESC from
+/// the input) are shown escaped, as the command line shows them.
+fn one_line(message: &str) -> String {
+    message
+        .chars()
+        .flat_map(|c| {
+            let escaped: Vec<char> = if c.is_control() {
+                c.escape_default().collect()
+            } else {
+                vec![c]
+            };
+            escaped
+        })
+        .collect()
+}
+
+/// Parses every request of `text` before any is run, as the command line's
+/// `parse_input` does, with its messages: `<input>: not a valid <what>: …`,
+/// or with `batch` (JSON Lines, blank lines skipped)
+/// `<input>: line <n>: not a valid <what>: …`.
+fn parse_requests<T: DeserializeOwned>(
+    input: &str,
+    text: &str,
+    batch: bool,
+    what: &str,
+) -> Result<Vec<T>, Failure> {
+    let at = |line: Option<usize>| line.map(|n| format!(" line {n}:")).unwrap_or_default();
+    let parse = |line: Option<usize>, text: &str| -> Result<T, Failure> {
+        serde_json::from_str(text)
+            .map_err(|e| bad_input(format!("{input}:{} not a valid {what}: {e}", at(line))))
+    };
+    if !batch {
+        return parse(None, text).map(|request| vec![request]);
+    }
+    text.split('\n')
+        .enumerate()
+        .filter(|(_, line)| !line.trim_ascii().is_empty())
+        .map(|(i, line)| parse(Some(i + 1), line))
+        .collect()
+}
+
+/// Parses the arguments of a lookup: `<call>: not valid arguments: …`.
+fn parse_args<T: DeserializeOwned>(call: &str, args: &str) -> Result<T, Failure> {
+    serde_json::from_str(args).map_err(|e| bad_input(format!("{call}: not valid arguments: {e}")))
+}
+
+/// Parses an execution plan: `plan: not a valid execution plan: …`.
+fn parse_plan(text: &str) -> Result<cycle::ExecutionPlan, Failure> {
+    let plan: json::Plan = serde_json::from_str(text)
+        .map_err(|e| bad_input(format!("plan: not a valid execution plan: {e}")))?;
+    Ok(plan.into())
+}
+
+// ---- answers ---------------------------------------------------------------------
+
+/// A value of the JSON model as one line of JSON. The model's answers
+/// always serialize (string keys, finite numbers as the engine keeps
+/// them); were one ever not to, the line says why instead of panicking.
+fn line(value: &impl serde::Serialize) -> String {
+    serde_json::to_string(value)
+        .unwrap_or_else(|e| json!({"error": format!("unserializable answer: {e}")}).to_string())
+}
+
+/// FACT versions as a read answer, as the command line's `print_facts`
+/// prints them: `{"records":[…]}` or `{"error":…}`.
+fn facts(answer: Result<Vec<types::StoredFact>, io::ReadError>) -> String {
+    line(&json::read_answer(answer.map(|facts| io::ReadResult {
+        records: facts.into_iter().map(types::StoredRecord::Fact).collect(),
+    })))
+}
+
+/// The direction of a graph lookup: outgoing unless `incoming`.
+fn direction(incoming: bool) -> wit::graph::EdgeDirection {
+    if incoming {
+        wit::graph::EdgeDirection::Incoming
+    } else {
+        wit::graph::EdgeDirection::Outgoing
+    }
+}
+
+/// The audit entry of a write refused for its size, as the host's
+/// `append-audit` takes it: the `engram audit` line without `at` and
+/// `agent_id`, which the host adds.
+fn refusal_entry(request: &io::WriteRequest, reason: String) -> String {
+    let entry = AuditEntry {
+        at: 0,
+        agent_id: String::new(),
+        request_id: request.request_id.clone(),
+        operation: audit::Operation::Write,
+        source: Some(request.source.clone().into()),
+        record_type: Some(record_type(&request.record).into()),
+        outcome: audit::Outcome::Rejected,
+        stored_id: None,
+        count: None,
+        reason: Some(reason),
+    };
+    let mut value = serde_json::to_value(&entry).unwrap_or_default();
+    if let Some(fields) = value.as_object_mut() {
+        fields.shift_remove("at");
+        fields.shift_remove("agent_id");
+    }
+    value.to_string()
+}
+
+/// The type of a record.
+fn record_type(record: &types::MemoryRecord) -> types::RecordType {
+    match record {
+        types::MemoryRecord::Fact(_) => types::RecordType::Fact,
+        types::MemoryRecord::Event(_) => types::RecordType::Event,
+        types::MemoryRecord::State(_) => types::RecordType::State,
+    }
+}
+
+/// A refused maintenance call: `{"error":…}`, the reason an item cannot be
+/// imported, or the error's name.
+fn maintenance_refusal(error: export::MaintenanceError) -> Failure {
+    let why = match error {
+        export::MaintenanceError::InvalidItem(why) => why,
+        other => debug_name(&other),
+    };
+    Failure::Refused(json!({ "error": why }).to_string())
+}
+
+/// A refused plan's line: `{"plan_error":{"step","rule","kind"}}`.
+fn plan_error(error: &cycle::PlanError) -> String {
+    json!({"plan_error": {
+        "step": error.step, "rule": error.rule, "kind": debug_name(&error.kind)}})
+    .to_string()
+}
+
+/// A failed cycle's line: `{"cycle_error":…}`.
+fn cycle_error(error: &cycle::CycleError) -> String {
+    json!({ "cycle_error": debug_name(error) }).to_string()
+}
+
+/// A stage's line: `{"stage","steps":[{"step","output"}…]}`.
+fn stage_line(stage: cycle::Stage, results: Vec<cycle::StepResult>) -> String {
+    let steps: Vec<_> = results
+        .into_iter()
+        .map(|r| json!({"step": r.step, "output": json::StepOutput::from(r.output)}))
+        .collect();
+    json!({"stage": stage_name(stage), "steps": steps}).to_string()
+}
+
+/// A stage's name in the JSON model.
+fn stage_name(stage: cycle::Stage) -> &'static str {
+    match stage {
+        cycle::Stage::ContextSelect => "ContextSelect",
+        cycle::Stage::PromptAssemble => "PromptAssemble",
+        cycle::Stage::SummarizeMemory => "SummarizeMemory",
+        cycle::Stage::PersistMemory => "PersistMemory",
+    }
+}
+
+/// A typed error's name and payload, without its type's path.
+fn debug_name(error: &impl std::fmt::Debug) -> String {
+    let text = format!("{error:?}");
+    match text.split_once("::") {
+        Some((_, rest)) => rest.to_owned(),
+        None => text,
+    }
+}
+
+/// Runs a cycle stage by stage, a line per stage that has steps, then
+/// commits, as the command line's `run_cycle` does: a refused plan or a
+/// failed cycle is the last line.
+fn run_cycle(
+    plan: &cycle::ExecutionPlan,
+    session: &str,
+    request_id: &str,
+    input: &cycle::TurnInput,
+) -> Vec<String> {
+    let cycle = match wit::cycle::Cycle::begin(plan, session, request_id) {
+        Ok(cycle) => cycle,
+        Err(error) => return vec![plan_error(&error)],
+    };
+    let mut lines = Vec::new();
+    for stage in [
+        cycle::Stage::ContextSelect,
+        cycle::Stage::PromptAssemble,
+        cycle::Stage::SummarizeMemory,
+        cycle::Stage::PersistMemory,
+    ] {
+        if !plan.steps.iter().any(|s| s.stage == stage) {
+            continue;
+        }
+        match cycle.run_stage(stage, input) {
+            Ok(results) => lines.push(stage_line(stage, results)),
+            Err(error) => {
+                lines.push(cycle_error(&error));
+                return lines;
+            }
+        }
+    }
+    lines.push(match cycle.commit() {
+        Ok(ids) => json!({ "committed": ids }).to_string(),
+        Err(error) => cycle_error(&error),
+    });
+    lines
+}
+
+// ---- import commits --------------------------------------------------------------
+
+/// Items one import commit takes at most (the command line's).
+const IMPORT_BATCH: usize = 500;
+/// What one import commit may carry, in the host's measure of records and
+/// in index entries: the command line's bounds, well inside the hosts'
+/// batch limits (`max_batch_bytes`, `max_batch_ops`).
+const IMPORT_BYTES: usize = 4 << 20;
+const IMPORT_OPS: usize = 4_000;
+
+/// Cuts items into import commits within the limits above, as the command
+/// line's `engram maintenance import` does.
+fn batches(items: &[export::ExportedItem]) -> Vec<&[export::ExportedItem]> {
+    let mut batches = Vec::new();
+    let (mut start, mut bytes, mut ops) = (0, 0, 0);
+    for (i, item) in items.iter().enumerate() {
+        let (size, entries) = match item {
+            export::ExportedItem::Record(r) => {
+                let keywords = match &r.record {
+                    types::MemoryRecord::Event(e) => match &e.payload {
+                        types::EventPayload::Ingested(m) => m.keywords.len(),
+                        _ => 0,
+                    },
+                    _ => 0,
+                };
+                (json::record_size(&r.record) + 256, 6 + keywords)
+            }
+            _ => (512, 1),
+        };
+        if i > start
+            && (i - start >= IMPORT_BATCH
+                || bytes + size > IMPORT_BYTES
+                || ops + entries > IMPORT_OPS)
+        {
+            batches.push(&items[start..i]);
+            (start, bytes, ops) = (i, 0, 0);
+        }
+        bytes += size;
+        ops += entries;
+    }
+    if start < items.len() {
+        batches.push(&items[start..]);
+    }
+    batches
+}

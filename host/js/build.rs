@@ -1,0 +1,257 @@
+//! Builds the components of Engram's JavaScript package and composes the
+//! JSON layer with the engine component, unchanged (`engram-component`):
+//!
+//! 1. adds the `wasm32-unknown-unknown` target with rustup when the
+//!    toolchain lacks it;
+//! 2. builds the JSON layer (`host/js/api`) and the default algorithms
+//!    (`host/js/algorithms`) for `wasm32-unknown-unknown` with the `guest`
+//!    profile, in a target folder of their own in `OUT_DIR`;
+//! 3. encodes both core modules as components with `wit-component`, as
+//!    `engram-component` does the engine;
+//! 4. composes the JSON layer with the engine with `wac-graph`:
+//!    `engram-js.wasm`, whose imports are the engine's
+//!    (`engram:memory/persistence`, `audit`, `domain`, `summarizer`,
+//!    `ranker`, `types`) and `engram:js/host`, and whose export is
+//!    `engram:js/calls`; the algorithms are `engram-algorithms.wasm` as
+//!    they are;
+//! 5. writes both to `OUT_DIR` for the crate (`ENGRAM_JS_API`,
+//!    `ENGRAM_JS_ALGORITHMS`) and copies them to `js/` in the workspace's
+//!    target folder, where the JavaScript package's build takes them.
+
+#[path = "../component/rust_target.rs"]
+mod rust_target;
+
+use anyhow::{Context, Result, bail, ensure};
+use std::env;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use wac_graph::types::Package;
+use wac_graph::{CompositionGraph, EncodeOptions, NodeId, PackageId};
+
+/// The target the components are built for: no WASI, as the engine.
+const TARGET: &str = "wasm32-unknown-unknown";
+/// The workspace's profile for components: small (`opt-level = "s"`, LTO,
+/// no debug information).
+const PROFILE: &str = "guest";
+/// The JSON layer's package, and its core module as cargo names it.
+const API: (&str, &str) = ("engram-js-api", "engram_js_api.wasm");
+/// The algorithms' package, and their core module as cargo names it.
+const ALGORITHMS: (&str, &str) = ("engram-js-algorithms", "engram_js_algorithms.wasm");
+/// The composed JSON layer and engine.
+const API_FILE: &str = "engram-js.wasm";
+/// The algorithms' component.
+const ALGORITHMS_FILE: &str = "engram-algorithms.wasm";
+/// The interface the composition exports.
+const CALLS: &str = "engram:js/calls@0.1.0";
+
+fn main() -> Result<()> {
+    let out_dir = PathBuf::from(env::var_os("OUT_DIR").context("OUT_DIR is not set")?);
+    let manifest_dir =
+        PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").context("CARGO_MANIFEST_DIR is not set")?);
+    let workspace = manifest_dir
+        .ancestors()
+        .nth(2)
+        .context("the JavaScript crate is not two folders below the workspace")?;
+    // Not `host/js` whole: the JavaScript package's own files live there.
+    for watched in [
+        "host/js/api/src",
+        "host/js/api/Cargo.toml",
+        "host/js/algorithms/src",
+        "host/js/algorithms/Cargo.toml",
+        "host/js/wit",
+        "host/model",
+        "host/algorithms",
+        "wit",
+        "Cargo.toml",
+        "Cargo.lock",
+    ] {
+        println!(
+            "cargo:rerun-if-changed={}",
+            workspace.join(watched).display()
+        );
+    }
+    println!("cargo:rerun-if-env-changed=CARGO_TARGET_DIR");
+    let engine_path = env::var_os("DEP_ENGRAM_COMPONENT_PATH")
+        .context("engram-component gave no component path (DEP_ENGRAM_COMPONENT_PATH)")?;
+    let engine = fs::read(&engine_path)
+        .with_context(|| format!("reading the engine component {}", engine_path.display()))?;
+
+    rust_target::ensure(TARGET, "the JavaScript package's components")?;
+    let built = build_modules(workspace, &out_dir.join("js-target"))?;
+    let api = componentize(&read(&built.join(API.1))?).context("encoding the JSON layer")?;
+    let algorithms =
+        componentize(&read(&built.join(ALGORITHMS.1))?).context("encoding the algorithms")?;
+    let composed = compose_api(&engine, &api).context("composing engram-js.wasm")?;
+
+    let js_dir = env::var_os("CARGO_TARGET_DIR")
+        .filter(|dir| !dir.is_empty())
+        .map_or_else(|| workspace.join("target"), |dir| workspace.join(dir))
+        .join("js");
+    fs::create_dir_all(&js_dir).with_context(|| format!("creating {}", js_dir.display()))?;
+    for (name, bytes, var) in [
+        (API_FILE, &composed, "ENGRAM_JS_API"),
+        (ALGORITHMS_FILE, &algorithms, "ENGRAM_JS_ALGORITHMS"),
+    ] {
+        let path = out_dir.join(name);
+        write_if_changed(&path, bytes)?;
+        write_if_changed(&js_dir.join(name), bytes)?;
+        println!("cargo:rustc-env={var}={}", path.display());
+    }
+    Ok(())
+}
+
+/// Builds the JSON layer and the algorithms for `wasm32-unknown-unknown`
+/// in `target_dir`; the folder their core modules are in.
+fn build_modules(workspace: &Path, target_dir: &Path) -> Result<PathBuf> {
+    let cargo = env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut build = Command::new(cargo);
+    build
+        .current_dir(workspace)
+        .args([
+            "build",
+            "--locked",
+            "--target",
+            TARGET,
+            "--profile",
+            PROFILE,
+        ])
+        .args(["--package", API.0, "--package", ALGORITHMS.0])
+        .arg("--target-dir")
+        .arg(target_dir);
+    // Flags and wrappers meant for the host build (coverage, clippy) do not
+    // apply to the components.
+    for var in [
+        "CARGO_ENCODED_RUSTFLAGS",
+        "RUSTFLAGS",
+        "CARGO_BUILD_RUSTFLAGS",
+        "RUSTC_WRAPPER",
+        "RUSTC_WORKSPACE_WRAPPER",
+        "CARGO_TARGET_DIR",
+    ] {
+        build.env_remove(var);
+    }
+    let status = build
+        .status()
+        .context("running cargo to build the JavaScript package's components")?;
+    if !status.success() {
+        bail!("building the JavaScript package's components for {TARGET} failed: {status}");
+    }
+    Ok(target_dir.join(TARGET).join(PROFILE))
+}
+
+/// Encodes a core module built with `wit-bindgen` as a component (its
+/// component type is in the module), validated.
+fn componentize(module: &[u8]) -> Result<Vec<u8>> {
+    wit_component::ComponentEncoder::default()
+        .module(module)
+        .context("reading the module's component type")?
+        .validate(true)
+        .encode()
+        .context("encoding the module as a component")
+}
+
+/// `engram-js.wasm`: the JSON layer's imports of the engine's interfaces
+/// wired to the engine; what neither supplies (the engine's imports,
+/// `engram:memory/types`, `engram:js/host`) is imported by the
+/// composition, once per name; exports `engram:js/calls`.
+fn compose_api(engine: &[u8], api: &[u8]) -> Result<Vec<u8>> {
+    let mut graph = CompositionGraph::new();
+    let engine = Part::register(&mut graph, "engram:engine", engine)?;
+    let api = Part::register(&mut graph, "engram:js-api", api)?;
+    wire(&mut graph, &engine, &[])?;
+    wire(&mut graph, &api, &[&engine])?;
+    ensure!(
+        api.exports(&graph).iter().any(|name| name == CALLS),
+        "the JSON layer does not export `{CALLS}`"
+    );
+    let node = graph.alias_instance_export(api.node, CALLS)?;
+    graph.export(node, CALLS)?;
+    Ok(graph.encode(EncodeOptions::default())?)
+}
+
+/// A component of a composition and its one instance.
+struct Part {
+    name: &'static str,
+    package: PackageId,
+    node: NodeId,
+}
+
+impl Part {
+    fn register(graph: &mut CompositionGraph, name: &'static str, bytes: &[u8]) -> Result<Self> {
+        let package = Package::from_bytes(name, None, bytes.to_vec(), graph.types_mut())
+            .with_context(|| format!("reading the component `{name}`"))?;
+        let package = graph.register_package(package)?;
+        let node = graph.instantiate(package);
+        Ok(Self {
+            name,
+            package,
+            node,
+        })
+    }
+
+    fn imports(&self, graph: &CompositionGraph) -> Vec<String> {
+        graph.types()[graph[self.package].ty()]
+            .imports
+            .keys()
+            .cloned()
+            .collect()
+    }
+
+    fn exports(&self, graph: &CompositionGraph) -> Vec<String> {
+        graph.types()[graph[self.package].ty()]
+            .exports
+            .keys()
+            .cloned()
+            .collect()
+    }
+}
+
+/// Satisfies each import of `consumer` with the export of the same name of
+/// the first supplier that has one. What no supplier has must be of
+/// `engram:memory` or `engram:js` (never WASI's): it stays an import of the
+/// composition, for the JavaScript host to supply.
+fn wire(graph: &mut CompositionGraph, consumer: &Part, suppliers: &[&Part]) -> Result<()> {
+    for name in consumer.imports(graph) {
+        let supplier = suppliers
+            .iter()
+            .find(|supplier| supplier.exports(graph).contains(&name));
+        match supplier {
+            Some(supplier) => {
+                let export = graph.alias_instance_export(supplier.node, &name)?;
+                graph
+                    .set_instantiation_argument(consumer.node, &name, export)
+                    .with_context(|| {
+                        format!(
+                            "wiring `{name}` of `{}` to `{}`",
+                            consumer.name, supplier.name
+                        )
+                    })?;
+            }
+            None => ensure!(
+                name.starts_with("engram:memory/") || name.starts_with("engram:js/"),
+                "nothing in the composition exports `{name}`, which `{}` imports, and the JavaScript host supplies only engram:memory and engram:js",
+                consumer.name
+            ),
+        }
+    }
+    Ok(())
+}
+
+fn read(path: &Path) -> Result<Vec<u8>> {
+    fs::read(path).with_context(|| format!("reading {}", path.display()))
+}
+
+/// Writes `bytes` to `path` through a file beside it, unless `path` already
+/// holds them (its time stays, and two builds writing at once do not tear
+/// it).
+fn write_if_changed(path: &Path, bytes: &[u8]) -> Result<()> {
+    if fs::read(path).is_ok_and(|old| old == bytes) {
+        return Ok(());
+    }
+    let mut partial = path.as_os_str().to_owned();
+    partial.push(format!(".{}.partial", std::process::id()));
+    let partial = PathBuf::from(partial);
+    fs::write(&partial, bytes).with_context(|| format!("writing {}", partial.display()))?;
+    fs::rename(&partial, path).with_context(|| format!("writing {}", path.display()))
+}

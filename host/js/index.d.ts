@@ -1,0 +1,211 @@
+// Types of engram-memory (hand-written; see src/ for the documentation of
+// each item).
+
+/** A JSON value as the library answers it: integers beyond 2^53 are BigInt. */
+export type Json = null | boolean | number | bigint | string | Json[] | { [key: string]: Json };
+
+/** A request: an object (BigInt allowed) or JSON text (kept as written). */
+export type Request = object | string;
+
+/** A condition a commit checks before it changes anything. */
+export type Precondition =
+  | { type: 'absent'; key: Uint8Array }
+  | { type: 'holds'; key: Uint8Array; value: Uint8Array };
+
+/** One change of a commit. */
+export type Op = { type: 'put'; key: Uint8Array; value: Uint8Array } | { type: 'delete'; key: Uint8Array };
+
+/** One row of the audit trail: the columns of `engram_audit` but `seq`. */
+export interface AuditRow {
+  at: number;
+  agent_id: string;
+  request_id: string;
+  operation: 'WRITE' | 'READ' | 'EXPORT' | 'IMPORT' | 'FORGET' | string;
+  /** JSON text `{"agent_id","component","actor"}`, or null. */
+  source: string | null;
+  record_type: 'FACT' | 'EVENT' | 'STATE' | null;
+  outcome: 'ACCEPTED' | 'REPLAYED' | 'REJECTED' | 'RETURNED' | 'FAILED' | 'APPLIED' | string;
+  stored_id: string | null;
+  count: number | null;
+  reason: string | null;
+}
+
+/** Which audit rows to read; every filter that is set must hold. */
+export interface AuditQuery {
+  agent?: string;
+  since?: number;
+  until?: number;
+  operation?: string;
+  outcome?: string;
+  /** How many of the newest matching rows; 100 by default. */
+  limit?: number;
+}
+
+/**
+ * A store: an ordered, transactional map of bytes (bytewise key order) and
+ * the audit trail. Synchronous; keys are full keys (domain prefix
+ * included). A method that cannot do its work throws.
+ */
+export interface Backend {
+  get(key: Uint8Array): Uint8Array | undefined;
+  getMany(keys: Uint8Array[]): Array<Uint8Array | undefined>;
+  scan(start: Uint8Array, end: Uint8Array, limit: number, descending: boolean): Array<[Uint8Array, Uint8Array]>;
+  /** `true` when committed, `false` on a conflict (nothing changed). */
+  commit(preconditions: Precondition[], ops: Op[], auditRows: AuditRow[]): boolean;
+  appendAudit(rows: AuditRow[]): void;
+  auditRows(query: AuditQuery): AuditRow[];
+  domains(): string[];
+  close(): void;
+}
+
+/** A store in memory. */
+export class MemoryBackend implements Backend {
+  constructor();
+  get(key: Uint8Array): Uint8Array | undefined;
+  getMany(keys: Uint8Array[]): Array<Uint8Array | undefined>;
+  scan(start: Uint8Array, end: Uint8Array, limit: number, descending: boolean): Array<[Uint8Array, Uint8Array]>;
+  commit(preconditions: Precondition[], ops: Op[], auditRows: AuditRow[]): boolean;
+  appendAudit(rows: AuditRow[]): void;
+  auditRows(query: AuditQuery): AuditRow[];
+  domains(): string[];
+  close(): void;
+}
+
+export interface SqliteOptions {
+  synchronous?: 'FULL' | 'NORMAL';
+  busyTimeout?: number;
+}
+
+/** The limits of a domain; the defaults are every host's. */
+export interface Limits {
+  readLimitCeiling: number;
+  candidateLimit: number;
+  maxAnswerBytes: number;
+  maxMemoryBytes: number;
+  maxRecordBytes: number;
+  maxBatchOps: number;
+  maxBatchBytes: number;
+}
+export const DEFAULT_LIMITS: Readonly<Limits>;
+
+/** Summarizes a turn; throwing fails the cycle. */
+export type Summarizer = (userMessage: string, modelResponse: string | undefined) => { summary: string; keywords: string[] };
+
+/** A retrieval candidate. */
+export interface Candidate {
+  id: string;
+  summary: string;
+  keywords: string[];
+  timestamp: bigint;
+}
+
+/** Orders candidates and keeps at most `k` ids, best first; throwing fails the cycle. */
+export type Ranker = (queryKeywords: string[], candidates: Candidate[], k: number) => string[];
+
+export type CoreModuleLoader = (component: string, file: string) => WebAssembly.Module | Promise<WebAssembly.Module>;
+
+export interface OpenOptions {
+  /** A backend, or the path of a SQLite file; a fresh memory store when absent. */
+  store?: Backend | string;
+  mode?: 'online' | 'maintenance';
+  tierCeiling?: 'public' | 'sensitive' | 'private';
+  summarizer?: Summarizer;
+  ranker?: Ranker;
+  limits?: Partial<Limits>;
+  clock?: () => number;
+  sqlite?: SqliteOptions;
+  /** The input's name in input errors; `request` by default. */
+  input?: string;
+  coreModule?: CoreModuleLoader;
+}
+
+export interface BatchOptions {
+  batch?: boolean;
+  input?: string;
+}
+
+/** A write's answer: `{"ACCEPTED":{"stored_id":…}}` or `"REJECTED"`. */
+export type WriteAnswer = { ACCEPTED: { stored_id: string } } | 'REJECTED';
+
+/** One agent's memory domain. */
+export class Domain implements Disposable {
+  readonly agent: string;
+  readonly mode: 'online' | 'maintenance';
+  readonly store: Backend;
+  write(request: Request[], options?: BatchOptions): WriteAnswer[];
+  write(request: Request, options?: BatchOptions): WriteAnswer | WriteAnswer[];
+  read(request: Request[], options?: BatchOptions): Json[];
+  read(request: Request, options?: BatchOptions): Json;
+  history(args: { key: string; limit?: number; request_id?: string } | string): Json;
+  asOf(args: { key: string; valid?: number | bigint; known?: number | bigint; limit?: number; request_id?: string } | string): Json;
+  list(args: { namespace: string[]; limit?: number; after?: string; request_id?: string } | string): Json;
+  entities(args: { entity_type: 'person' | 'organization' | 'place' | 'product' | 'event'; limit?: number; request_id?: string } | string): Json;
+  relationships(
+    args: { entity: string; incoming?: boolean; types?: string[]; valid_at?: number | bigint; limit?: number; request_id?: string } | string,
+  ): Json;
+  traverse(
+    args:
+      | {
+          start: string;
+          depth_first?: boolean;
+          incoming?: boolean;
+          types?: string[];
+          valid_at?: number | bigint;
+          max_depth?: number;
+          max_nodes?: number;
+          max_edges?: number;
+          request_id?: string;
+        }
+      | string,
+  ): Json;
+  cycle(plan: Request, options?: { session?: string; request_id?: string }): Cycle;
+  runCycle(turn: { plan: Request; message?: string; response?: string; session?: string; request_id?: string }): Json[];
+  audit(query?: Omit<AuditQuery, 'agent'>): Json[];
+  export(): Array<{ agent_id: string; item: Json }>;
+  import(lines: Array<{ agent_id: string; item: Json } | object | string>): { agent_id: string; items: number; new: number };
+  forget(): { agent_id: string; removed: number };
+  close(): void;
+  [Symbol.dispose](): void;
+}
+
+/** One execution cycle, stage by stage. */
+export class Cycle implements Disposable {
+  runStage(
+    stage: 'ContextSelect' | 'PromptAssemble' | 'SummarizeMemory' | 'PersistMemory',
+    input?: { message?: string; response?: string },
+  ): Json;
+  output(step: string): Json | undefined;
+  commit(): { committed: string[] };
+  [Symbol.dispose](): void;
+}
+
+/** The input is not a valid request; nothing ran. */
+export class EngramInputError extends Error {}
+
+/** The contract refused the call; `answer` is its line, parsed. */
+export class EngramRefusedError extends Error {
+  readonly answer: Json;
+}
+
+export function open(agent: string, options?: OpenOptions): Promise<Domain>;
+export function openStore(path: string, options?: SqliteOptions): Promise<Backend>;
+export function auditTrail(store: Backend, query?: AuditQuery): Json[];
+export function exportStore(store: Backend | string, options?: { agents?: string[] } & OpenOptions): Promise<Array<{ agent_id: string; item: Json }>>;
+export function importStore(
+  store: Backend | string,
+  lines: Array<{ agent_id: string; item: Json }>,
+  options?: OpenOptions,
+): Promise<Array<{ agent_id: string; items: number; new: number }>>;
+export function forget(
+  store: Backend | string,
+  agent: string,
+  options?: { clock?: () => number; sqlite?: SqliteOptions },
+): Promise<{ agent_id: string; removed: number }>;
+export function unlock(store: Backend | string, agent: string): Promise<{ agent_id: string; unlocked: boolean }>;
+
+/** The import object of a jco-transpiled component, each interface under both names. */
+export function componentImports(interfaces: Record<string, object>, version?: string): Record<string, object>;
+/** JSON text with BigInt as exact integers. */
+export function stringify(value: unknown): string;
+/** JSON with integers beyond 2^53 as BigInt. */
+export function parse(text: string): any;

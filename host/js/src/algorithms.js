@@ -1,0 +1,96 @@
+// The summarizer and ranker a domain's engine calls: plain JavaScript
+// functions a user may give, or the defaults of every host, compiled to
+// WebAssembly (engram-algorithms.wasm, transpiled into gen/).
+
+import { ComponentLoader } from './component.js';
+import { componentExport, componentImports } from './imports.js';
+import { ResultError } from './scope.js';
+
+/**
+ * Summarizes a turn: the user's message, and the model's response once
+ * there is one. Throwing fails the cycle (B5-F1).
+ * @callback Summarizer
+ * @param {string} userMessage
+ * @param {string|undefined} modelResponse
+ * @returns {{summary: string, keywords: string[]}}
+ */
+
+/**
+ * Orders the candidates for the query and keeps at most `k`: their ids,
+ * each at most once, best first. Throwing fails the cycle.
+ * @callback Ranker
+ * @param {string[]} queryKeywords
+ * @param {Array<{id: string, summary: string, keywords: string[], timestamp: bigint}>} candidates
+ * @param {number} k
+ * @returns {string[]}
+ */
+
+let defaults;
+
+/**
+ * The default summarizer and ranker, from one instance of
+ * engram-algorithms shared by the process.
+ * @param {import('./component.js').CoreModuleLoader} [coreModule]
+ * @returns {Promise<{summarizer: Summarizer, ranker: Ranker}>}
+ */
+export async function defaultAlgorithms(coreModule, instantiate) {
+  defaults ??= (async () => {
+    const loader = new ComponentLoader('engram-algorithms', { coreModule, instantiate });
+    const exports = await loader.first(componentImports({ 'engram:memory/types': {} }));
+    const summarize = componentExport(exports, 'engram:memory/summarizer');
+    const rank = componentExport(exports, 'engram:memory/ranker');
+    return {
+      summarizer: (userMessage, modelResponse) => summarize.summarize(userMessage, modelResponse),
+      ranker: (queryKeywords, candidates, k) => rank.rank(queryKeywords, candidates, k),
+    };
+  })().catch((error) => {
+    defaults = undefined;
+    throw error;
+  });
+  return defaults;
+}
+
+/** An error of a user's function as the `err` text of its result. */
+function asResultError(error) {
+  if (error !== null && typeof error === 'object' && Object.hasOwn(error, 'payload')) {
+    return new ResultError(String(error.payload));
+  }
+  return new ResultError(error instanceof Error ? error.message : String(error));
+}
+
+/**
+ * The `summarizer` and `ranker` interfaces the engine imports, over the
+ * given functions: an error thrown becomes the `err` of the result.
+ * @param {Summarizer} summarizer
+ * @param {Ranker} ranker
+ */
+export function algorithmInterfaces(summarizer, ranker) {
+  return {
+    'engram:memory/summarizer': {
+      summarize(userMessage, modelResponse) {
+        let summary;
+        try {
+          summary = summarizer(userMessage, modelResponse ?? undefined);
+        } catch (error) {
+          throw asResultError(error);
+        }
+        if (summary === null || typeof summary !== 'object' || typeof summary.summary !== 'string') {
+          throw new ResultError('the summarizer answered no {summary, keywords}');
+        }
+        return { summary: summary.summary, keywords: Array.from(summary.keywords ?? [], String) };
+      },
+    },
+    'engram:memory/ranker': {
+      rank(queryKeywords, candidates, k) {
+        let ids;
+        try {
+          ids = ranker(queryKeywords, candidates, k);
+        } catch (error) {
+          throw asResultError(error);
+        }
+        if (!Array.isArray(ids)) throw new ResultError('the ranker answered no list of ids');
+        return ids.map(String);
+      },
+    },
+  };
+}

@@ -1,0 +1,223 @@
+// A store in the SQLite database of one Cloudflare Durable Object
+// (`ctx.storage.sql`, a class declared in a `new_sqlite_classes`
+// migration), in the tables of the store format (docs/store-format.md):
+//
+// - `engram_kv (key BLOB PRIMARY KEY, value BLOB) WITHOUT ROWID`, the
+//   ordered map of bytes (full keys: the domain prefix is already there);
+// - `engram_audit`, the audit rows, with the store format's columns;
+// - `engram_schema (version)` holding `1`, as in PostgreSQL: a Durable
+//   Object's SQL refuses every PRAGMA (`application_id`, `user_version`,
+//   `journal_mode`), the runtime owns the file and its journal.
+//
+// A commit is one `ctx.storage.transactionSync`: preconditions checked,
+// puts and deletes applied, audit rows inserted, all or nothing. A Durable
+// Object has no file beside its database for a trail, so the audit entries
+// of calls that commit nothing go straight into `engram_audit`, as the
+// store format allows. Every call is synchronous, as the Durable Object's
+// SQL API is.
+
+import { auditMatches, domainsByScan, sameBytes } from '../backend.js';
+
+/** The schema version this backend writes and reads (`engram_schema`). */
+export const SCHEMA_VERSION = 1;
+
+/** The columns of an audit row, in the store format's order (`seq` aside). */
+export const AUDIT_COLUMNS = Object.freeze([
+  'at', 'agent_id', 'request_id', 'operation', 'source', 'record_type',
+  'outcome', 'stored_id', 'count', 'reason',
+]);
+
+const SCHEMA = [
+  'CREATE TABLE engram_schema (version INTEGER NOT NULL)',
+  `CREATE TABLE engram_kv (
+    key   BLOB PRIMARY KEY NOT NULL,
+    value BLOB NOT NULL
+  ) WITHOUT ROWID`,
+  `CREATE TABLE engram_audit (
+    seq         INTEGER PRIMARY KEY,
+    at          INTEGER NOT NULL,
+    agent_id    TEXT NOT NULL,
+    request_id  TEXT NOT NULL,
+    operation   TEXT NOT NULL,
+    source      TEXT,
+    record_type TEXT,
+    outcome     TEXT NOT NULL,
+    stored_id   TEXT,
+    count       INTEGER,
+    reason      TEXT
+  )`,
+  'CREATE INDEX engram_audit_agent ON engram_audit (agent_id, seq)',
+];
+
+const INSERT_AUDIT = `INSERT INTO engram_audit (${AUDIT_COLUMNS.join(', ')})
+  VALUES (${AUDIT_COLUMNS.map(() => '?').join(', ')})`;
+
+/** Thrown inside a transaction to roll it back on a failed precondition. */
+class Conflict extends Error {}
+
+/**
+ * A BLOB column as the runtime answers it (an ArrayBuffer) as bytes.
+ * @param {ArrayBuffer|Uint8Array|null|undefined} value
+ * @returns {Uint8Array|undefined}
+ */
+function bytes(value) {
+  if (value === null || value === undefined) return undefined;
+  return value instanceof Uint8Array ? value : new Uint8Array(value);
+}
+
+/**
+ * Bytes as a BLOB binding: a view of exactly these bytes (a view into a
+ * larger buffer, such as a `subarray`, is copied so no neighbouring byte
+ * is bound).
+ * @param {Uint8Array} view
+ * @returns {Uint8Array}
+ */
+function blob(view) {
+  return view.byteOffset === 0 && view.byteLength === view.buffer.byteLength ? view : view.slice();
+}
+
+/**
+ * A {@link import('../backend.js').Backend} in a Durable Object's SQLite
+ * storage. Make it in the Durable Object (`new DurableObjectBackend(
+ * ctx.storage)`): it creates its tables the first time, in one
+ * transaction, and refuses a database of a newer schema.
+ * @implements {import('../backend.js').Backend}
+ */
+export class DurableObjectBackend {
+  /**
+   * @param {object} storage the Durable Object's `ctx.storage`; it must be
+   *   SQLite-backed (have `sql` and `transactionSync`)
+   */
+  constructor(storage) {
+    if (!storage || !storage.sql || typeof storage.transactionSync !== 'function') {
+      throw new Error('the Durable Object has no SQLite storage: declare its class in a new_sqlite_classes migration');
+    }
+    this.storage = storage;
+    this.sql = storage.sql;
+    this.closed = false;
+    this.storage.transactionSync(() => {
+      const found = this.sql
+        .exec("SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'engram_schema'")
+        .toArray();
+      if (found.length === 0) {
+        for (const statement of SCHEMA) this.sql.exec(statement);
+        this.sql.exec('INSERT INTO engram_schema (version) VALUES (?)', SCHEMA_VERSION);
+        return;
+      }
+      const version = this.sql.exec('SELECT max(version) AS version FROM engram_schema').one().version;
+      if (version > SCHEMA_VERSION) {
+        throw new Error(`the store's schema version ${version} is newer than this host's ${SCHEMA_VERSION}`);
+      }
+    });
+  }
+
+  #open() {
+    if (this.closed) throw new Error('the store is closed');
+  }
+
+  /** @param {Uint8Array} key */
+  get(key) {
+    this.#open();
+    const rows = this.sql.exec('SELECT value FROM engram_kv WHERE key = ?', blob(key)).toArray();
+    return rows.length === 0 ? undefined : bytes(rows[0].value);
+  }
+
+  /** @param {Uint8Array[]} keys */
+  getMany(keys) {
+    // One synchronous call: no other request of the Durable Object runs in
+    // between, so the values are read at one point in time.
+    return keys.map((key) => this.get(key));
+  }
+
+  /**
+   * @param {Uint8Array} start
+   * @param {Uint8Array} end
+   * @param {number} limit
+   * @param {boolean} descending
+   */
+  scan(start, end, limit, descending) {
+    this.#open();
+    const order = descending ? 'DESC' : 'ASC';
+    return this.sql
+      .exec(
+        `SELECT key, value FROM engram_kv WHERE key >= ? AND key < ? ORDER BY key ${order} LIMIT ?`,
+        blob(start), blob(end), limit,
+      )
+      .toArray()
+      .map((row) => [bytes(row.key), bytes(row.value)]);
+  }
+
+  /**
+   * @param {import('../backend.js').Precondition[]} preconditions
+   * @param {import('../backend.js').Op[]} ops
+   * @param {import('../backend.js').AuditRow[]} auditRows
+   */
+  commit(preconditions, ops, auditRows) {
+    this.#open();
+    try {
+      this.storage.transactionSync(() => {
+        for (const p of preconditions) {
+          const held = this.get(p.key);
+          if (p.type === 'absent' ? held !== undefined : !sameBytes(held, p.value)) throw new Conflict();
+        }
+        for (const op of ops) {
+          if (op.type === 'put') {
+            this.sql.exec('INSERT OR REPLACE INTO engram_kv (key, value) VALUES (?, ?)', blob(op.key), blob(op.value));
+          } else {
+            this.sql.exec('DELETE FROM engram_kv WHERE key = ?', blob(op.key));
+          }
+        }
+        this.#insertAudit(auditRows);
+      });
+    } catch (error) {
+      if (error instanceof Conflict) return false;
+      throw error;
+    }
+    return true;
+  }
+
+  #insertAudit(rows) {
+    for (const row of rows) {
+      this.sql.exec(INSERT_AUDIT, ...AUDIT_COLUMNS.map((column) => row[column] ?? null));
+    }
+  }
+
+  /** @param {import('../backend.js').AuditRow[]} rows */
+  appendAudit(rows) {
+    this.#open();
+    if (rows.length === 0) return;
+    this.storage.transactionSync(() => this.#insertAudit(rows));
+  }
+
+  /** @param {import('../backend.js').AuditQuery} query */
+  auditRows(query) {
+    this.#open();
+    const where = [];
+    const args = [];
+    if (query.agent != null) { where.push('agent_id = ?'); args.push(query.agent); }
+    if (query.since != null) { where.push('at >= ?'); args.push(Number(query.since)); }
+    if (query.until != null) { where.push('at < ?'); args.push(Number(query.until)); }
+    if (query.operation != null) { where.push('operation = ?'); args.push(query.operation); }
+    if (query.outcome != null) { where.push('outcome = ?'); args.push(query.outcome); }
+    const rows = this.sql
+      .exec(
+        `SELECT ${AUDIT_COLUMNS.join(', ')} FROM engram_audit
+         ${where.length === 0 ? '' : `WHERE ${where.join(' AND ')}`}
+         ORDER BY seq DESC LIMIT ?`,
+        ...args, query.limit ?? 100,
+      )
+      .toArray()
+      .map((row) => ({ ...row }))
+      .filter((row) => auditMatches(row, query));
+    return rows.reverse();
+  }
+
+  domains() {
+    this.#open();
+    return domainsByScan(this);
+  }
+
+  close() {
+    this.closed = true;
+  }
+}

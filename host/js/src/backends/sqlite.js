@@ -1,0 +1,334 @@
+// A store in one SQLite file through Node's built-in node:sqlite, in the
+// format every host shares (docs/store-format.md): application_id
+// 0x454E4752, user_version 1, the WAL journal, `engram_kv` and
+// `engram_audit`, and the `STORE-trail` file of audit entries of calls
+// that commit nothing.
+//
+// Node has no file locks (flock): like the WASI host, a Node process must
+// be the only process using its store while it writes it. Nothing
+// enforces it (see docs/store-format.md, "Sharing a file").
+
+import { DatabaseSync } from 'node:sqlite';
+import fs from 'node:fs';
+import {
+  auditLine,
+  auditRowOfLine,
+  domainsByScan,
+  sameBytes,
+} from '../backend.js';
+
+/** Marks a SQLite file as an Engram store (`PRAGMA application_id`). */
+export const APPLICATION_ID = 0x454e4752;
+/** The schema version this host reads and writes (`PRAGMA user_version`). */
+export const SCHEMA_VERSION = 1;
+
+const SCHEMA = `
+CREATE TABLE engram_kv (
+    key   BLOB PRIMARY KEY NOT NULL,
+    value BLOB NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE engram_audit (
+    seq             INTEGER PRIMARY KEY,
+    at              INTEGER NOT NULL,
+    agent_id        TEXT NOT NULL,
+    request_id      TEXT NOT NULL,
+    operation       TEXT NOT NULL,
+    source          TEXT,
+    record_type     TEXT,
+    outcome         TEXT NOT NULL,
+    stored_id       TEXT,
+    count           INTEGER,
+    reason          TEXT
+);
+CREATE INDEX engram_audit_agent ON engram_audit (agent_id, seq);
+`;
+
+/**
+ * Options for opening a SQLite store.
+ * @typedef {object} SqliteOptions
+ * @property {'FULL'|'NORMAL'} [synchronous] durability of each commit:
+ *   `FULL` (the default) survives power loss; `NORMAL` may lose the last
+ *   commits on power loss
+ * @property {number} [busyTimeout] ms to wait for another connection's
+ *   write lock; 5000 by default
+ */
+
+/**
+ * A {@link import('../backend.js').Backend} in one SQLite file.
+ * @implements {import('../backend.js').Backend}
+ */
+export class SqliteBackend {
+  /**
+   * Opens the store at `path`, creating it if the file holds no schema
+   * yet. A file that is not an Engram store is refused and left untouched.
+   * @param {string} path
+   * @param {SqliteOptions} [options]
+   */
+  constructor(path, options = {}) {
+    const synchronous = options.synchronous ?? 'FULL';
+    if (synchronous !== 'FULL' && synchronous !== 'NORMAL') {
+      throw new TypeError(`synchronous must be FULL or NORMAL, not ${synchronous}`);
+    }
+    /** The file this store lives in. */
+    this.path = path;
+    /** The file of pending audit entries beside it. */
+    this.trailPath = `${path}-trail`;
+    const db = new DatabaseSync(path);
+    try {
+      db.exec(`PRAGMA busy_timeout = ${Math.trunc(options.busyTimeout ?? 5000)}`);
+      let found = identify(db, path);
+      if (found.app === 0 && found.version === 0 && found.objects === 0) {
+        // Another process may be creating it: look again under the write
+        // lock, and create it only if it is still empty.
+        db.exec('BEGIN IMMEDIATE');
+        try {
+          found = identify(db, path);
+          if (found.app === 0 && found.version === 0 && found.objects === 0) {
+            db.exec(
+              `${SCHEMA} PRAGMA application_id = ${APPLICATION_ID}; PRAGMA user_version = ${SCHEMA_VERSION};`,
+            );
+            found = { app: APPLICATION_ID, version: SCHEMA_VERSION, objects: 1 };
+          }
+          db.exec('COMMIT');
+        } catch (error) {
+          if (db.isTransaction) db.exec('ROLLBACK');
+          throw new Error(`${path}: cannot create the store: ${error.message}`);
+        }
+      }
+      if (found.app !== APPLICATION_ID) {
+        throw new Error(`${path}: not an Engram store (it is another SQLite database)`);
+      }
+      if (found.version !== SCHEMA_VERSION) {
+        throw new Error(
+          `${path}: Engram store of schema version ${found.version}; this host reads version ${SCHEMA_VERSION}`,
+        );
+      }
+      db.prepare('PRAGMA journal_mode = WAL').get();
+      // What the file itself says: bytes 18 and 19 of the header are 2 in
+      // WAL mode.
+      const header = Buffer.alloc(20);
+      const fd = fs.openSync(path, 'r');
+      try {
+        fs.readSync(fd, header, 0, 20, 0);
+      } finally {
+        fs.closeSync(fd);
+      }
+      if (header[18] !== 2 || header[19] !== 2) {
+        throw new Error(`${path}: the switch to the WAL journal did not reach the disk; check the disk`);
+      }
+      db.exec(`PRAGMA synchronous = ${synchronous}`);
+    } catch (error) {
+      db.close();
+      throw error;
+    }
+    this.db = db;
+    this.statements = {
+      get: db.prepare('SELECT value FROM engram_kv WHERE key = ?'),
+      put: db.prepare('INSERT OR REPLACE INTO engram_kv (key, value) VALUES (?, ?)'),
+      delete: db.prepare('DELETE FROM engram_kv WHERE key = ?'),
+      ascending: db.prepare(
+        'SELECT key, value FROM engram_kv WHERE key >= ? AND key < ? ORDER BY key ASC LIMIT ?',
+      ),
+      descending: db.prepare(
+        'SELECT key, value FROM engram_kv WHERE key >= ? AND key < ? ORDER BY key DESC LIMIT ?',
+      ),
+      audit: db.prepare(
+        `INSERT INTO engram_audit (at, agent_id, request_id, operation, source, record_type,
+           outcome, stored_id, count, reason) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      ),
+      trail: db.prepare(
+        `SELECT at, agent_id, request_id, operation, source, record_type, outcome,
+                stored_id, count, reason
+         FROM engram_audit
+         WHERE (?1 IS NULL OR agent_id = ?1)
+           AND (?2 IS NULL OR at >= ?2)
+           AND (?3 IS NULL OR at < ?3)
+           AND (?4 IS NULL OR operation = ?4)
+           AND (?5 IS NULL OR outcome = ?5)
+         ORDER BY seq DESC LIMIT ?6`,
+      ),
+    };
+  }
+
+  /** @param {Uint8Array} key */
+  get(key) {
+    const row = this.statements.get.get(key);
+    return row === undefined ? undefined : bytes(row.value);
+  }
+
+  /** @param {Uint8Array[]} keys */
+  getMany(keys) {
+    this.db.exec('BEGIN');
+    try {
+      return keys.map((key) => this.get(key));
+    } finally {
+      this.db.exec('COMMIT');
+    }
+  }
+
+  /**
+   * @param {Uint8Array} start
+   * @param {Uint8Array} end
+   * @param {number} limit
+   * @param {boolean} descending
+   */
+  scan(start, end, limit, descending) {
+    const statement = descending ? this.statements.descending : this.statements.ascending;
+    return statement.all(start, end, limit).map((row) => [bytes(row.key), bytes(row.value)]);
+  }
+
+  /**
+   * One `BEGIN IMMEDIATE` transaction: the trail file's pending entries
+   * into `engram_audit`, the preconditions, the ops and `auditRows`; the
+   * trail file is emptied after `COMMIT`.
+   * @param {import('../backend.js').Precondition[]} preconditions
+   * @param {import('../backend.js').Op[]} ops
+   * @param {import('../backend.js').AuditRow[]} auditRows
+   */
+  commit(preconditions, ops, auditRows) {
+    const pending = this.#pending();
+    if (pending === undefined && preconditions.length === 0 && ops.length === 0 && auditRows.length === 0) {
+      return true;
+    }
+    const { db, statements } = this;
+    db.exec('BEGIN IMMEDIATE');
+    try {
+      for (const row of pending ?? []) insertAudit(statements.audit, row);
+      for (const p of preconditions) {
+        const held = this.get(p.key);
+        if (p.type === 'absent' ? held !== undefined : !sameBytes(held, p.value)) {
+          db.exec('ROLLBACK');
+          return false;
+        }
+      }
+      for (const op of ops) {
+        if (op.type === 'put') statements.put.run(op.key, op.value);
+        else statements.delete.run(op.key);
+      }
+      for (const row of auditRows) insertAudit(statements.audit, row);
+      db.exec('COMMIT');
+    } catch (error) {
+      if (db.isTransaction) db.exec('ROLLBACK');
+      throw error;
+    }
+    if (pending !== undefined) fs.truncateSync(this.trailPath, 0);
+    return true;
+  }
+
+  /**
+   * The entries of the trail file, parsed (a torn line skipped), or
+   * undefined when it holds none.
+   * @returns {import('../backend.js').AuditRow[]|undefined}
+   */
+  #pending() {
+    let text;
+    try {
+      text = fs.readFileSync(this.trailPath, 'utf8');
+    } catch (error) {
+      if (error.code === 'ENOENT') return undefined;
+      throw new Error(`${this.trailPath}: cannot read the audit trail: ${error.message}`);
+    }
+    if (text.length === 0) return undefined;
+    const rows = [];
+    for (const line of text.split('\n')) {
+      if (line.trim() === '') continue;
+      try {
+        rows.push(auditRowOfLine(JSON.parse(line)));
+      } catch {
+        // A line a power loss tore is skipped.
+      }
+    }
+    return rows;
+  }
+
+  /**
+   * Appends the rows to the trail file, one JSON line each, with one
+   * write: they are in the operating system's hands when this returns.
+   * @param {import('../backend.js').AuditRow[]} rows
+   */
+  appendAudit(rows) {
+    if (rows.length === 0) return;
+    const text = rows.map((row) => `${JSON.stringify(auditLine(row))}\n`).join('');
+    try {
+      fs.appendFileSync(this.trailPath, text);
+    } catch (error) {
+      throw new Error(`${this.trailPath}: cannot append to the audit trail: ${error.message}`);
+    }
+  }
+
+  /**
+   * The newest matching rows, oldest first, after moving the trail file's
+   * entries into the table.
+   * @param {import('../backend.js').AuditQuery} query
+   */
+  auditRows(query) {
+    this.commit([], [], []);
+    const rows = this.statements.trail.all(
+      query.agent ?? null,
+      query.since ?? null,
+      query.until ?? null,
+      query.operation ?? null,
+      query.outcome ?? null,
+      query.limit ?? 100,
+    );
+    return rows.reverse().map((row) => ({
+      at: Number(row.at),
+      agent_id: row.agent_id,
+      request_id: row.request_id,
+      operation: row.operation,
+      source: row.source,
+      record_type: row.record_type,
+      outcome: row.outcome,
+      stored_id: row.stored_id,
+      count: row.count === null ? null : Number(row.count),
+      reason: row.reason,
+    }));
+  }
+
+  domains() {
+    return domainsByScan(this);
+  }
+
+  close() {
+    if (this.db.isOpen) this.db.close();
+  }
+}
+
+/** The marks of the file: application id, schema version, schema objects. */
+function identify(db, path) {
+  try {
+    const row = db
+      .prepare(
+        `SELECT (SELECT application_id FROM pragma_application_id) AS app,
+                (SELECT user_version FROM pragma_user_version) AS version,
+                (SELECT count(*) FROM sqlite_schema) AS objects`,
+      )
+      .get();
+    return { app: Number(row.app), version: Number(row.version), objects: Number(row.objects) };
+  } catch (error) {
+    if (/not a database/i.test(error.message)) {
+      throw new Error(`${path}: not an Engram store (not a SQLite database)`);
+    }
+    throw new Error(`${path}: cannot read the store: ${error.message}`);
+  }
+}
+
+function insertAudit(statement, row) {
+  statement.run(
+    row.at,
+    row.agent_id,
+    row.request_id,
+    row.operation,
+    row.source ?? null,
+    row.record_type ?? null,
+    row.outcome,
+    row.stored_id ?? null,
+    row.count ?? null,
+    row.reason ?? null,
+  );
+}
+
+/** A BLOB as node:sqlite answers it, as a plain Uint8Array. */
+function bytes(value) {
+  return value instanceof Uint8Array ? new Uint8Array(value.buffer, value.byteOffset, value.byteLength) : new Uint8Array(value);
+}

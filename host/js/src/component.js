@@ -1,0 +1,93 @@
+// Loading a component that jco transpiled at build time (`npm run build`,
+// `--instantiation async`) into gen/<name>/: its core modules are compiled
+// once per process, then every instance is made synchronously, each with
+// imports of its own.
+
+/**
+ * Compiles a core module of a transpiled component.
+ * @callback CoreModuleLoader
+ * @param {string} component the component's name (`engram-js`,
+ *   `engram-algorithms`)
+ * @param {string} file the core module's file name in gen/<component>/
+ * @returns {WebAssembly.Module | Promise<WebAssembly.Module>}
+ */
+
+/** The generated code's folder. */
+const gen = () => new URL('../gen/', import.meta.url);
+
+/** @type {CoreModuleLoader} */
+async function defaultCoreModule(component, file) {
+  const url = new URL(`${component}/${file}`, gen());
+  if (url.protocol === 'file:') {
+    const { readFile } = await import('node:fs/promises');
+    return WebAssembly.compile(await readFile(url));
+  }
+  return WebAssembly.compileStreaming(fetch(url));
+}
+
+/**
+ * A transpiled component, ready to instantiate.
+ */
+export class ComponentLoader {
+  /**
+   * @param {string} name the component's name in gen/
+   * @param {object} [options]
+   * @param {CoreModuleLoader} [options.coreModule] how a core module is
+   *   compiled; from gen/ by default (the file system under Node, fetch
+   *   elsewhere)
+   * @param {(imports: object) => any} [options.instantiate] the
+   *   generated `instantiate`, when the caller imported it itself (as a
+   *   bundler or a Worker must)
+   */
+  constructor(name, options = {}) {
+    this.name = name;
+    this.coreModule = options.coreModule ?? defaultCoreModule;
+    this.generated = options.instantiate;
+    /** @type {Map<string, WebAssembly.Module>} */
+    this.modules = new Map();
+  }
+
+  /**
+   * The first instance: loads the generated code and compiles its core
+   * modules.
+   * @param {object} imports
+   * @returns {Promise<any>} the component's exports
+   */
+  async first(imports) {
+    if (this.generated === undefined) {
+      const url = new URL(`${this.name}/${this.name}.js`, gen());
+      const generated = await import(url.href).catch((error) => {
+        throw new Error(
+          `the transpiled ${this.name} component is missing (${url.pathname}): run \`npm run build\` (${error.message})`,
+        );
+      });
+      this.generated = generated.instantiate;
+    }
+    const load = async (file) => {
+      let module = this.modules.get(file);
+      if (module === undefined) {
+        module = await this.coreModule(this.name, file);
+        this.modules.set(file, module);
+      }
+      return module;
+    };
+    return this.generated(load, imports, WebAssembly.instantiate);
+  }
+
+  /**
+   * Another instance, made synchronously from the modules compiled by
+   * {@link first}.
+   * @param {object} imports
+   * @returns {any} the component's exports
+   */
+  again(imports) {
+    const load = (file) => {
+      const module = this.modules.get(file);
+      if (module === undefined) throw new Error(`${this.name}: the core module ${file} was not compiled`);
+      return module;
+    };
+    const exports = this.generated(load, imports, (module, i) => new WebAssembly.Instance(module, i));
+    if (exports instanceof Promise) throw new Error(`${this.name}: instantiation did not finish at once`);
+    return exports;
+  }
+}

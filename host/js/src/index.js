@@ -1,0 +1,646 @@
+// engram-memory: the Engram engine (a WebAssembly component, transpiled by
+// jco) with the JSON model of the `engram` command line, over a store of
+// the caller's choice. One component instance per agent domain.
+
+import { defaultAlgorithms, algorithmInterfaces } from './algorithms.js';
+import { MAX_AGENT_ID_BYTES, auditLine } from './backend.js';
+import { MemoryBackend } from './backends/memory.js';
+import { ComponentLoader } from './component.js';
+import { componentExport, componentImports } from './imports.js';
+import { parse, stringify, toText } from './json.js';
+import { LockGuard, breakLock, forget as forgetDomain } from './maintenance.js';
+import { DEFAULT_LIMITS, Scope } from './scope.js';
+
+export { MemoryBackend } from './backends/memory.js';
+export { DEFAULT_LIMITS } from './scope.js';
+export { componentImports } from './imports.js';
+export { parse, stringify } from './json.js';
+
+/**
+ * The input of a call is not a valid request: nothing ran. Its message
+ * names the input (and the line of a batch) and the problem.
+ */
+export class EngramInputError extends Error {
+  /** @param {string} message */
+  constructor(message) {
+    super(message);
+    this.name = 'EngramInputError';
+  }
+}
+
+/**
+ * The contract refused a call: nothing was persisted. `answer` is the
+ * line the command line prints for it (`{plan_error}`, `{cycle_error}`,
+ * `{error}`), parsed.
+ */
+export class EngramRefusedError extends Error {
+  /** @param {string} line */
+  constructor(line) {
+    super(line);
+    this.name = 'EngramRefusedError';
+    /** The refusal, parsed. */
+    this.answer = parse(line);
+  }
+}
+
+/** The JSON layer's `failure`, thrown as one of the errors above. */
+function failure(error) {
+  const payload = error?.payload;
+  if (payload?.tag === 'input') return new EngramInputError(payload.val);
+  if (payload?.tag === 'refused') return new EngramRefusedError(payload.val);
+  return undefined;
+}
+
+let engineLoader;
+
+/**
+ * Opens a store by path: a SQLite file (node:sqlite), created if absent.
+ * @param {string} path
+ * @param {import('./backends/sqlite.js').SqliteOptions} [options]
+ * @returns {Promise<import('./backend.js').Backend>}
+ */
+export async function openStore(path, options) {
+  // A name built at run time: a bundler (a Worker's) then leaves node:sqlite
+  // out, as a Worker opens no file.
+  const sqlite = ['.', 'backends', 'sqlite.js'].join('/');
+  const { SqliteBackend } = await import(sqlite);
+  return new SqliteBackend(path, options);
+}
+
+/** A store given as a backend or a path, and whether the caller owns it. */
+async function storeOf(store, options) {
+  if (store === undefined) return { backend: new MemoryBackend(), owned: true };
+  if (typeof store === 'string') return { backend: await openStore(store, options), owned: true };
+  return { backend: store, owned: false };
+}
+
+/**
+ * How a domain is opened.
+ * @typedef {object} OpenOptions
+ * @property {import('./backend.js').Backend|string} [store] a backend, or
+ *   the path of a SQLite file (opened for this domain and closed with
+ *   it); a fresh in-memory store when absent
+ * @property {'online'|'maintenance'} [mode] `online` (the default): only
+ *   COGNITION may write; `maintenance`: only MAINTENANCE may write, the
+ *   domain's maintenance lock is taken and held until `close`
+ * @property {'public'|'sensitive'|'private'} [tierCeiling] the highest
+ *   privacy tier reads may return; `private` by default
+ * @property {import('./algorithms.js').Summarizer} [summarizer]
+ * @property {import('./algorithms.js').Ranker} [ranker]
+ * @property {Partial<import('./scope.js').Limits>} [limits]
+ * @property {() => number} [clock] ms since the epoch; `Date.now`
+ * @property {import('./backends/sqlite.js').SqliteOptions} [sqlite] for a
+ *   store given by path
+ * @property {string} [input] the name of the input in input errors;
+ *   `request` by default
+ * @property {import('./component.js').CoreModuleLoader} [coreModule] how
+ *   a core module is compiled, where gen/ is not reachable by file or fetch
+ */
+
+/**
+ * Opens the memory domain of one agent: an instance of the engine of its
+ * own whose keys the host scopes to that agent (IO-W6).
+ * @param {string} agent
+ * @param {OpenOptions} [options]
+ * @returns {Promise<Domain>}
+ */
+export async function open(agent, options = {}) {
+  if (typeof agent !== 'string' || agent.length === 0 || new TextEncoder().encode(agent).length > MAX_AGENT_ID_BYTES) {
+    throw new TypeError(`an agent id must be 1 to ${MAX_AGENT_ID_BYTES} bytes long`);
+  }
+  const mode = options.mode ?? 'online';
+  if (mode !== 'online' && mode !== 'maintenance') throw new TypeError(`mode must be online or maintenance, not ${mode}`);
+  const tierCeiling = options.tierCeiling ?? 'private';
+  if (!['public', 'sensitive', 'private'].includes(tierCeiling)) {
+    throw new TypeError(`tierCeiling must be public, sensitive or private, not ${tierCeiling}`);
+  }
+  let { summarizer, ranker } = options;
+  if (summarizer === undefined || ranker === undefined) {
+    const defaults = await defaultAlgorithms(options.coreModule, options.instantiate?.['engram-algorithms']);
+    summarizer ??= defaults.summarizer;
+    ranker ??= defaults.ranker;
+  }
+  const { backend, owned } = await storeOf(options.store, options.sqlite);
+  const clock = options.clock ?? Date.now;
+  let lock;
+  try {
+    if (mode === 'maintenance') lock = LockGuard.acquire(backend, agent, clock());
+    const scope = new Scope({
+      agentId: agent,
+      backend,
+      mode,
+      tierCeiling,
+      limits: { ...DEFAULT_LIMITS, ...options.limits },
+      clock,
+      lockValue: lock?.value,
+    });
+    const imports = componentImports({ ...scope.interfaces(), ...algorithmInterfaces(summarizer, ranker) });
+    engineLoader ??= new ComponentLoader('engram-js', { coreModule: options.coreModule, instantiate: options.instantiate?.['engram-js'] });
+    const exports = await engineLoader.first(imports);
+    return new Domain({ scope, lock, owned, imports, exports, input: options.input ?? 'request' });
+  } catch (error) {
+    lock?.release();
+    if (owned) backend.close();
+    throw error;
+  }
+}
+
+/** The CLI's defaults of the graph and history calls' optional fields. */
+const DEFAULTS = {
+  history: { limit: 10 },
+  asOf: { limit: 100 },
+  list: { limit: 100 },
+  entities: { limit: 100 },
+  relationships: { incoming: false, types: [], limit: 100 },
+  traverse: { depth_first: false, incoming: false, types: [], max_depth: 2, max_nodes: 100, max_edges: 1000 },
+};
+
+/** The request ids the CLI makes for calls that take none. */
+const PREFIX = {
+  history: 'history',
+  asOf: 'as-of',
+  list: 'list',
+  entities: 'entities',
+  relationships: 'relationships',
+  traverse: 'traverse',
+};
+
+/** The `export` page size. */
+const EXPORT_PAGE = 1000;
+
+/**
+ * One agent's memory domain. Every call answers plain objects: the lines
+ * the `engram` command line prints, parsed (integers beyond 2^53 as
+ * BigInt). A call during which the engine trapped throws, and the next
+ * call gets a fresh instance.
+ */
+export class Domain {
+  /** @internal */
+  constructor({ scope, lock, owned, imports, exports, input }) {
+    this.#scope = scope;
+    this.#lock = lock;
+    this.#owned = owned;
+    this.#imports = imports;
+    this.#calls = componentExport(exports, 'engram:js/calls');
+    this.#input = input;
+  }
+
+  #scope;
+  #lock;
+  #owned;
+  #imports;
+  #calls;
+  #input;
+  #closed = false;
+  /** Counts instances: a cycle of an earlier instance is gone. */
+  #generation = 0;
+  /** @type {Set<Cycle>} */
+  #cycles = new Set();
+
+  /** The agent whose domain this is. */
+  get agent() {
+    return this.#scope.agentId;
+  }
+
+  /** How the domain was opened: `online` or `maintenance`. */
+  get mode() {
+    return this.#scope.mode;
+  }
+
+  /** The store the domain lives in. */
+  get store() {
+    return this.#scope.backend;
+  }
+
+  /** The instance's exports, a fresh instance after a trap. @internal */
+  #live() {
+    if (this.#closed) throw new Error('the domain is closed');
+    if (this.#calls === undefined) {
+      this.#calls = componentExport(engineLoader.again(this.#imports), 'engram:js/calls');
+      this.#generation += 1;
+    }
+    return this.#calls;
+  }
+
+  /**
+   * Calls into the instance: the JSON layer's failures become
+   * {@link EngramInputError} and {@link EngramRefusedError}; anything else
+   * (a trap, a store that failed) drops the instance.
+   * @internal
+   */
+  _call(f) {
+    const calls = this.#live();
+    try {
+      return f(calls);
+    } catch (error) {
+      const known = failure(error);
+      if (known !== undefined) throw known;
+      this.#calls = undefined;
+      for (const cycle of this.#cycles) cycle._lost();
+      this.#cycles.clear();
+      throw error;
+    }
+  }
+
+  /** The current instance's generation. @internal */
+  get _generation() {
+    return this.#generation;
+  }
+
+  /** Text of a batch: one request a line, or the text as given. */
+  #batchText(request, options) {
+    if (Array.isArray(request)) return { text: request.map(toText).join('\n'), batch: true };
+    return { text: toText(request), batch: options.batch ?? false };
+  }
+
+  /**
+   * Writes a request, or each of a list (a batch: nothing runs unless
+   * every request parses). A request is an object or JSON text; with
+   * `batch`, text holds one request a line (JSON Lines).
+   * Answers `{"ACCEPTED":{"stored_id":…}}` or `"REJECTED"`, or a list of
+   * them for a batch.
+   * @param {object|string|Array<object|string>} request
+   * @param {{batch?: boolean, input?: string}} [options]
+   */
+  write(request, options = {}) {
+    const { text, batch } = this.#batchText(request, options);
+    const lines = this._call((calls) => calls.write(options.input ?? this.#input, text, batch));
+    const answers = lines.map(parse);
+    return batch ? answers : answers[0];
+  }
+
+  /**
+   * Reads a request, or each of a list, as {@link write} takes them.
+   * Answers `{"records":[…]}` or `{"error":…}`, or a list of them.
+   * @param {object|string|Array<object|string>} request
+   * @param {{batch?: boolean, input?: string}} [options]
+   */
+  read(request, options = {}) {
+    const { text, batch } = this.#batchText(request, options);
+    const lines = this._call((calls) => calls.read(options.input ?? this.#input, text, batch));
+    const answers = lines.map(parse);
+    return batch ? answers : answers[0];
+  }
+
+  /** The arguments of a graph or history call as JSON text. */
+  #args(call, args) {
+    if (typeof args === 'string') return args;
+    const full = { ...DEFAULTS[call], ...args };
+    full.request_id ??= `${PREFIX[call]}-${Date.now()}`;
+    return stringify(full);
+  }
+
+  /**
+   * The versions of a FACT key, newest first: `{key, limit?, request_id?}`.
+   * @param {object|string} args
+   */
+  history(args) {
+    return parse(this._call((calls) => calls.history(this.#args('history', args))));
+  }
+
+  /**
+   * The version of a FACT key as of a time: `{key, valid?|known?, limit?}`.
+   * @param {object|string} args
+   */
+  asOf(args) {
+    return parse(this._call((calls) => calls.asOf(this.#args('asOf', args))));
+  }
+
+  /**
+   * The FACTs of a namespace: `{namespace: [...], limit?, after?}`.
+   * @param {object|string} args
+   */
+  list(args) {
+    return parse(this._call((calls) => calls.list(this.#args('list', args))));
+  }
+
+  /**
+   * The entities of a type: `{entity_type, limit?}`.
+   * @param {object|string} args
+   */
+  entities(args) {
+    return parse(this._call((calls) => calls.entities(this.#args('entities', args))));
+  }
+
+  /**
+   * The relationships of an entity: `{entity, incoming?, types?, valid_at?, limit?}`.
+   * @param {object|string} args
+   */
+  relationships(args) {
+    return parse(this._call((calls) => calls.relationships(this.#args('relationships', args))));
+  }
+
+  /**
+   * A bounded traversal: `{start, depth_first?, incoming?, types?,
+   * valid_at?, max_depth?, max_nodes?, max_edges?}`. Answers
+   * `{"nodes":[…],"edges":[…]}` or `{"error":…}`.
+   * @param {object|string} args
+   */
+  traverse(args) {
+    return parse(this._call((calls) => calls.traverse(this.#args('traverse', args))));
+  }
+
+  /**
+   * Begins a cycle of `plan`, to run stage by stage; throws
+   * {@link EngramRefusedError} with the `{plan_error}` when the plan is
+   * refused. Dispose of it (`using`, or `[Symbol.dispose]()`) when done:
+   * without a commit nothing is persisted.
+   * @param {object|string} plan
+   * @param {{session?: string, request_id?: string}} [options]
+   * @returns {Cycle}
+   */
+  cycle(plan, options = {}) {
+    const session = options.session ?? 'js';
+    const requestId = options.request_id ?? `cycle-${Date.now()}`;
+    const turn = this._call((calls) => calls.Turn.begin(toText(plan), session, requestId));
+    const cycle = new Cycle(this, turn);
+    this.#cycles.add(cycle);
+    return cycle;
+  }
+
+  /** @internal */
+  _forgetCycle(cycle) {
+    this.#cycles.delete(cycle);
+  }
+
+  /**
+   * Runs a turn as `engram cycle` does: `{plan, message?, response?,
+   * session?, request_id?}`. Answers the lines the command line prints:
+   * one `{stage, steps}` per stage run, then `{committed}`, or a
+   * `{plan_error}` or `{cycle_error}` last.
+   * @param {{plan: object|string, message?: string, response?: string, session?: string, request_id?: string}} turn
+   * @returns {object[]}
+   */
+  runCycle(turn) {
+    const session = turn.session ?? 'js';
+    const requestId = turn.request_id ?? `cycle-${Date.now()}`;
+    const lines = this._call((calls) =>
+      calls.runCycle(toText(turn.plan), session, requestId, turn.message ?? undefined, turn.response ?? undefined),
+    );
+    return lines.map(parse);
+  }
+
+  /**
+   * This domain's audit trail, oldest first, in the `engram audit` line
+   * form: `{operation?, outcome?, since?, until?, limit?}` (limit 100).
+   * @param {Omit<import('./backend.js').AuditQuery, 'agent'>} [query]
+   */
+  audit(query = {}) {
+    return auditTrail(this.#scope.backend, { ...query, agent: this.agent });
+  }
+
+  /**
+   * Every item of a domain opened for maintenance, as export lines
+   * `{agent_id, item}`.
+   * @returns {object[]}
+   */
+  export() {
+    const lines = [];
+    let start;
+    for (;;) {
+      const page = this._call((calls) => calls.export(start, EXPORT_PAGE));
+      for (const item of page.items) lines.push({ agent_id: this.agent, item: parse(item) });
+      if (page.next === undefined || page.next === null) return lines;
+      start = page.next;
+    }
+  }
+
+  /**
+   * Imports items into a domain opened for maintenance: export lines
+   * `{agent_id, item}` of this agent (or bare items, objects or JSON
+   * text). Answers `{agent_id, items, new}`. Items held exactly so already
+   * are passed over.
+   * @param {Array<object|string>} lines
+   */
+  import(lines) {
+    const items = lines.map((line) => {
+      if (typeof line === 'string') return line;
+      if (line !== null && typeof line === 'object' && 'item' in line && 'agent_id' in line) {
+        if (line.agent_id !== this.agent) {
+          throw new TypeError(`an export line of ${JSON.stringify(line.agent_id)} given to the domain of ${JSON.stringify(this.agent)}`);
+        }
+        return stringify(line.item);
+      }
+      return stringify(line);
+    });
+    const added = this._call((calls) => calls.import(items));
+    return { agent_id: this.agent, items: items.length, new: added };
+  }
+
+  /**
+   * Forgets this agent: removes every key of its domain under its
+   * maintenance lock (this domain's own in maintenance mode, else taken
+   * for the purpose) and audits it with the count. Answers
+   * `{agent_id, removed}`.
+   */
+  forget() {
+    if (this.#closed) throw new Error('the domain is closed');
+    const removed = forgetDomain(this.#scope.backend, this.agent, this.#scope.clock(), this.#lock);
+    return { agent_id: this.agent, removed };
+  }
+
+  /**
+   * Closes the domain: drops the instance, releases the maintenance lock,
+   * and closes a store opened by path.
+   */
+  close() {
+    if (this.#closed) return;
+    for (const cycle of this.#cycles) cycle[Symbol.dispose]();
+    this.#closed = true;
+    this.#calls = undefined;
+    this.#lock?.release();
+    if (this.#owned) this.#scope.backend.close();
+  }
+
+  /** {@link close}, for `using`. */
+  [Symbol.dispose]() {
+    this.close();
+  }
+}
+
+/** How jco names a resource's destructor. */
+const DISPOSE = [Symbol.dispose, Symbol.for('dispose')].filter(Boolean);
+
+/**
+ * One execution cycle, stage by stage (`Domain.cycle`). Dropping it
+ * without a commit persists nothing.
+ */
+export class Cycle {
+  /** @internal */
+  constructor(domain, turn) {
+    this.#domain = domain;
+    this.#turn = turn;
+    this.#generation = domain._generation;
+  }
+
+  #domain;
+  #turn;
+  #generation;
+
+  /** @internal */
+  _lost() {
+    this.#turn = undefined;
+  }
+
+  #live() {
+    if (this.#turn === undefined || this.#generation !== this.#domain._generation) {
+      throw new Error('the cycle is gone: it was disposed of, or the engine stopped');
+    }
+    return this.#turn;
+  }
+
+  #refusal(f) {
+    const turn = this.#live();
+    return this.#domain._call(() => f(turn));
+  }
+
+  /**
+   * Runs every step of `stage` (`ContextSelect`, `PromptAssemble`,
+   * `SummarizeMemory`, `PersistMemory`), with the turn's inputs. Answers
+   * `{stage, steps}`; throws {@link EngramRefusedError} with the
+   * `{cycle_error}`.
+   * @param {string} stage
+   * @param {{message?: string, response?: string}} [input]
+   */
+  runStage(stage, input = {}) {
+    return parse(this.#refusal((turn) => turn.runStage(stage, input.message ?? undefined, input.response ?? undefined)));
+  }
+
+  /**
+   * The output of a step that has run, parsed; undefined if none.
+   * @param {string} step
+   */
+  output(step) {
+    const text = this.#refusal((turn) => turn.output(step));
+    return text === undefined || text === null ? undefined : parse(text);
+  }
+
+  /**
+   * Persists the cycle's memories in one commit: `{committed: [ids]}`;
+   * throws {@link EngramRefusedError} with the `{cycle_error}`.
+   */
+  commit() {
+    return parse(this.#refusal((turn) => turn.commit()));
+  }
+
+  /** Drops the cycle; nothing not committed is persisted. */
+  [Symbol.dispose]() {
+    const turn = this.#turn;
+    this.#turn = undefined;
+    this.#domain._forgetCycle(this);
+    if (turn === undefined || this.#generation !== this.#domain._generation) return;
+    for (const symbol of DISPOSE) {
+      if (typeof turn[symbol] === 'function') {
+        turn[symbol]();
+        return;
+      }
+    }
+  }
+}
+
+/**
+ * The audit trail of a store, oldest first, in the `engram audit` line
+ * form: the newest `limit` (100) entries that match
+ * `{agent?, operation?, outcome?, since?, until?, limit?}`.
+ * @param {import('./backend.js').Backend} store
+ * @param {import('./backend.js').AuditQuery} [query]
+ * @returns {object[]}
+ */
+export function auditTrail(store, query = {}) {
+  const limit = query.limit ?? 100;
+  if (!Number.isInteger(limit) || limit < 1 || limit > 100000) {
+    throw new RangeError('an audit limit must be 1 to 100000');
+  }
+  return store.auditRows({ ...query, limit }).map(auditLine);
+}
+
+/**
+ * Exports domains of a store (every domain when `agents` is absent) as
+ * export lines `{agent_id, item}`, each under its maintenance lock.
+ * @param {import('./backend.js').Backend|string} store
+ * @param {{agents?: string[]} & OpenOptions} [options]
+ * @returns {Promise<object[]>}
+ */
+export async function exportStore(store, options = {}) {
+  const { backend, owned } = await storeOf(store, options.sqlite);
+  try {
+    const lines = [];
+    for (const agent of options.agents ?? backend.domains()) {
+      const domain = await open(agent, { ...options, store: backend, mode: 'maintenance' });
+      try {
+        lines.push(...domain.export());
+      } finally {
+        domain.close();
+      }
+    }
+    return lines;
+  } finally {
+    if (owned) backend.close();
+  }
+}
+
+/**
+ * Imports export lines into a store, each run of lines of one agent into
+ * its domain under its maintenance lock. Answers one `{agent_id, items,
+ * new}` per run.
+ * @param {import('./backend.js').Backend|string} store
+ * @param {object[]} lines
+ * @param {OpenOptions} [options]
+ * @returns {Promise<object[]>}
+ */
+export async function importStore(store, lines, options = {}) {
+  const { backend, owned } = await storeOf(store, options.sqlite);
+  try {
+    const groups = [];
+    for (const line of lines) {
+      const last = groups.at(-1);
+      if (last !== undefined && last.agent === line.agent_id) last.lines.push(line);
+      else groups.push({ agent: line.agent_id, lines: [line] });
+    }
+    const answers = [];
+    for (const group of groups) {
+      const domain = await open(group.agent, { ...options, store: backend, mode: 'maintenance' });
+      try {
+        answers.push(domain.import(group.lines));
+      } finally {
+        domain.close();
+      }
+    }
+    return answers;
+  } finally {
+    if (owned) backend.close();
+  }
+}
+
+/**
+ * Forgets an agent of a store (see {@link Domain#forget}) without opening
+ * an engine: `{agent_id, removed}`.
+ * @param {import('./backend.js').Backend|string} store
+ * @param {string} agent
+ * @param {{clock?: () => number, sqlite?: import('./backends/sqlite.js').SqliteOptions}} [options]
+ * @returns {Promise<{agent_id: string, removed: number}>}
+ */
+export async function forget(store, agent, options = {}) {
+  const { backend, owned } = await storeOf(store, options.sqlite);
+  try {
+    return { agent_id: agent, removed: forgetDomain(backend, agent, (options.clock ?? Date.now)()) };
+  } finally {
+    if (owned) backend.close();
+  }
+}
+
+/**
+ * Breaks the maintenance lock of an agent, whoever holds it (a lock left
+ * behind by a process that died): `{agent_id, unlocked}`.
+ * @param {import('./backend.js').Backend|string} store
+ * @param {string} agent
+ * @returns {Promise<{agent_id: string, unlocked: boolean}>}
+ */
+export async function unlock(store, agent) {
+  const { backend, owned } = await storeOf(store);
+  try {
+    return { agent_id: agent, unlocked: breakLock(backend, agent) };
+  } finally {
+    if (owned) backend.close();
+  }
+}

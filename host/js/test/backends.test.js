@@ -1,0 +1,148 @@
+// The backend interface (src/backend.js), the same tests for each backend,
+// and the SQLite file format of docs/store-format.md.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, writeFileSync, appendFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
+import { MemoryBackend } from '../src/backends/memory.js';
+import { SqliteBackend } from '../src/backends/sqlite.js';
+import { domainPrefix, LOCK_AREA, concat } from '../src/backend.js';
+import { LockGuard, forget, lockKey } from '../src/maintenance.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'engram-js-'));
+test.after(() => rmSync(dir, { recursive: true, force: true }));
+let n = 0;
+const BACKENDS = {
+  memory: () => new MemoryBackend(),
+  sqlite: () => new SqliteBackend(join(dir, `store-${n++}.db`)),
+};
+const b = (...bytes) => Uint8Array.from(bytes);
+const row = (request_id, extra = {}) => ({
+  at: 5, agent_id: 'alice', request_id, operation: 'READ', source: null, record_type: 'STATE',
+  outcome: 'RETURNED', stored_id: null, count: 0, reason: null, ...extra,
+});
+
+for (const [name, make] of Object.entries(BACKENDS)) {
+  test(`${name}: bytewise order, scans both ways, limits`, () => {
+    const store = make();
+    assert.equal(store.commit([], [b(2), b(1, 255), b(1), b(0x80)].map((key) => ({ type: 'put', key, value: key })), []), true);
+    const keys = (pairs) => pairs.map(([k]) => Array.from(k));
+    assert.deepEqual(keys(store.scan(b(), b(255), 10, false)), [[1], [1, 255], [2], [0x80]]);
+    assert.deepEqual(keys(store.scan(b(1), b(2), 10, true)), [[1, 255], [1]]);
+    assert.deepEqual(keys(store.scan(b(), b(255), 2, true)), [[0x80], [2]]);
+    assert.deepEqual(Array.from(store.get(b(1, 255))), [1, 255]);
+    assert.equal(store.get(b(9)), undefined);
+    assert.deepEqual(store.getMany([b(9), b(2)]).map((v) => v && Array.from(v)), [undefined, [2]]);
+    store.close();
+  });
+
+  test(`${name}: a failed precondition changes nothing and is a conflict`, () => {
+    const store = make();
+    assert.equal(store.commit([{ type: 'absent', key: b(1) }], [{ type: 'put', key: b(1), value: b(7) }], [row('w1')]), true);
+    assert.equal(store.commit([{ type: 'absent', key: b(1) }], [{ type: 'put', key: b(2), value: b(7) }], [row('w2')]), false);
+    assert.equal(store.commit([{ type: 'holds', key: b(1), value: b(8) }], [{ type: 'delete', key: b(1) }], []), false);
+    assert.equal(store.get(b(2)), undefined);
+    assert.equal(store.commit([{ type: 'holds', key: b(1), value: b(7) }], [{ type: 'delete', key: b(1) }], []), true);
+    assert.equal(store.get(b(1)), undefined);
+    assert.deepEqual(store.auditRows({}).map((r) => r.request_id), ['w1']);
+    store.close();
+  });
+
+  test(`${name}: audit rows: commits and appends in order, filters, the newest first cut`, () => {
+    const store = make();
+    store.appendAudit([row('r1')]);
+    store.commit([], [{ type: 'put', key: b(1), value: b(1) }], [row('w1', { operation: 'WRITE', outcome: 'ACCEPTED', stored_id: 'x', count: null })]);
+    store.appendAudit([row('r2', { agent_id: 'bob' })]);
+    assert.deepEqual(store.auditRows({}).map((r) => r.request_id), ['r1', 'w1', 'r2']);
+    assert.deepEqual(store.auditRows({ agent: 'alice' }).map((r) => r.request_id), ['r1', 'w1']);
+    assert.deepEqual(store.auditRows({ operation: 'WRITE' })[0], row('w1', { operation: 'WRITE', outcome: 'ACCEPTED', stored_id: 'x', count: null }));
+    assert.deepEqual(store.auditRows({ limit: 1 }).map((r) => r.request_id), ['r2']);
+    store.close();
+  });
+
+  test(`${name}: domains, the maintenance lock and forget`, () => {
+    const store = make();
+    for (const agent of ['bob', 'alice', 'al']) {
+      store.commit([], [{ type: 'put', key: concat(domainPrefix(agent), b(1)), value: b(1) }], []);
+    }
+    const lock = LockGuard.acquire(store, 'alice', 1);
+    assert.deepEqual(store.domains(), ['al', 'bob', 'alice']);
+    assert.throws(() => LockGuard.acquire(store, 'alice', 2), /locked for maintenance by process/);
+    assert.equal(forget(store, 'alice', 3, lock), 1);
+    lock.release();
+    assert.equal(store.get(lockKey('alice')), undefined);
+    assert.deepEqual(store.domains(), ['al', 'bob']);
+    const [audited] = store.auditRows({ operation: 'FORGET' });
+    assert.equal(audited.count, 1);
+    assert.equal(audited.source, '{"agent_id":"alice","component":"MAINTENANCE","actor":"SYSTEM"}');
+    store.close();
+  });
+}
+
+test('sqlite: the file format every host shares', () => {
+  const path = join(dir, 'format.db');
+  new SqliteBackend(path).close();
+  const db = new DatabaseSync(path);
+  assert.equal(db.prepare('PRAGMA application_id').get().application_id, 0x454e4752);
+  assert.equal(db.prepare('PRAGMA user_version').get().user_version, 1);
+  assert.equal(db.prepare('PRAGMA journal_mode').get().journal_mode, 'wal');
+  const tables = db.prepare("SELECT name FROM sqlite_schema WHERE type IN ('table','index') ORDER BY name").all().map((r) => r.name);
+  assert.deepEqual(tables, ['engram_audit', 'engram_audit_agent', 'engram_kv']);
+  db.close();
+  const header = readFileSync(path).subarray(18, 20);
+  assert.deepEqual(Array.from(header), [2, 2]);
+});
+
+test('sqlite: synchronous FULL by default, NORMAL on request', () => {
+  const full = new SqliteBackend(join(dir, 'full.db'));
+  assert.equal(full.db.prepare('PRAGMA synchronous').get().synchronous, 2);
+  full.close();
+  const normal = new SqliteBackend(join(dir, 'normal.db'), { synchronous: 'NORMAL' });
+  assert.equal(normal.db.prepare('PRAGMA synchronous').get().synchronous, 1);
+  normal.close();
+});
+
+test('sqlite: another database, or a newer schema, is refused and left alone', () => {
+  const other = join(dir, 'other.db');
+  const db = new DatabaseSync(other);
+  db.exec('CREATE TABLE t (x)');
+  db.close();
+  assert.throws(() => new SqliteBackend(other), /not an Engram store/);
+  const newer = join(dir, 'newer.db');
+  new SqliteBackend(newer).close();
+  const db2 = new DatabaseSync(newer);
+  db2.exec('PRAGMA user_version = 2');
+  db2.close();
+  assert.throws(() => new SqliteBackend(newer), /schema version 2/);
+  const text = join(dir, 'text.db');
+  writeFileSync(text, 'hello, this is not a database at all, not even close to one.....................................................................');
+  assert.throws(() => new SqliteBackend(text), /not an Engram store/);
+});
+
+test('sqlite: read entries go to the trail file, and the next commit moves them ahead of its own; a torn line is skipped', () => {
+  const path = join(dir, 'trail.db');
+  const store = new SqliteBackend(path);
+  store.appendAudit([row('r1'), row('r2', { source: '{"agent_id":"alice","component":"COGNITION","actor":"USER"}' })]);
+  const lines = readFileSync(`${path}-trail`, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+  assert.deepEqual(lines[0], { at: 5, agent_id: 'alice', request_id: 'r1', operation: 'READ', record_type: 'STATE', outcome: 'RETURNED', count: 0 });
+  assert.deepEqual(lines[1].source, { agent_id: 'alice', component: 'COGNITION', actor: 'USER' });
+  appendFileSync(`${path}-trail`, '{"at":5,"agent_id":"ali');
+  store.commit([], [{ type: 'put', key: b(1), value: b(1) }], [row('w1', { operation: 'WRITE' })]);
+  assert.equal(readFileSync(`${path}-trail`, 'utf8'), '');
+  const db = new DatabaseSync(path);
+  const rows = db.prepare('SELECT request_id, source FROM engram_audit ORDER BY seq').all();
+  assert.deepEqual(rows.map((r) => r.request_id), ['r1', 'r2', 'w1']);
+  assert.equal(rows[1].source, '{"agent_id":"alice","component":"COGNITION","actor":"USER"}');
+  db.close();
+  store.appendAudit([row('r3')]);
+  assert.deepEqual(store.auditRows({}).map((r) => r.request_id), ['r1', 'r2', 'w1', 'r3']);
+  assert.equal(readFileSync(`${path}-trail`, 'utf8'), '');
+  store.close();
+});
+
+test('the lock area is above every domain', () => {
+  assert.equal(LOCK_AREA[0], 0xff);
+  assert.deepEqual(Array.from(domainPrefix('alice')), [0, 0, 0, 5, 97, 108, 105, 99, 101]);
+});

@@ -1,0 +1,144 @@
+// The library over the real engine (no mocks): timestamps at the ends of
+// i64, a trap and the fresh instance after it, the algorithms a user
+// gives, cycles stage by stage, maintenance and a store given by path.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
+import { EngramInputError, EngramRefusedError, MemoryBackend, open, exportStore } from '../src/index.js';
+import { notBuilt } from './built.js';
+
+const skip = notBuilt;
+const dir = mkdtempSync(join(tmpdir(), 'engram-engine-'));
+test.after(() => rmSync(dir, { recursive: true, force: true }));
+
+const source = { agent_id: 'alice', component: 'COGNITION', actor: 'USER' };
+const state = (request_id, timestamp, properties = {}) => ({
+  request_id, source, record: { record_type: 'STATE', timestamp, payload: { subject: 's', properties } },
+});
+const I64_MIN = -9223372036854775808n;
+const I64_MAX = 9223372036854775807n;
+const PLAN = {
+  metadata: {},
+  steps: [
+    { name: 'summary', stage: 'SummarizeMemory', kind: { SummarizeMemory: { of: 'turn' } } },
+    { name: 'persist', stage: 'PersistMemory', kind: 'PersistMemory', inputs: ['summary'] },
+  ],
+};
+
+test('STATE timestamps at i64 min and max round-trip exactly, as BigInt', { skip }, async () => {
+  using alice = await open('alice');
+  const min = alice.write(state('w-min', I64_MIN));
+  const max = alice.write(`{"request_id":"w-max","source":{"agent_id":"alice","component":"COGNITION","actor":"USER"},"record":{"record_type":"STATE","timestamp":9223372036854775807,"payload":{"subject":"s","properties":{}}}}`);
+  assert.ok(min.ACCEPTED && max.ACCEPTED, JSON.stringify([min, max]));
+  const answer = alice.read({ record_type: 'STATE', selector: { ByTimeRange: { from: I64_MIN, to: I64_MAX, limit: 10 } }, request_id: 'r' });
+  assert.deepEqual(answer.records.map((r) => r.timestamp).sort((a, b) => (a < b ? -1 : 1)), [I64_MIN, I64_MAX]);
+  assert.deepEqual(answer.records.map((r) => r.id).sort(), [min.ACCEPTED.stored_id, max.ACCEPTED.stored_id].sort());
+});
+
+test('a request given as text keeps its numbers as written', { skip }, async () => {
+  using alice = await open('alice');
+  const text = JSON.stringify(state('w', 1)).replace('"properties":{}', '"properties":{"n":1e5}');
+  const { ACCEPTED } = alice.write(text);
+  const { records } = alice.read({ record_type: 'STATE', selector: { ById: { id: ACCEPTED.stored_id } }, request_id: 'r' });
+  assert.equal(records[0].payload.properties.n, 1e5);
+});
+
+test('malformed input raises the input error and runs nothing', { skip }, async () => {
+  using alice = await open('alice', { input: 'standard input' });
+  assert.throws(() => alice.read('{"selector":{"Limit":{"limit":1}},"request_id":"q"}'), (e) =>
+    e instanceof EngramInputError && /standard input: .*missing field `record_type`/.test(e.message));
+});
+
+test('a trap during a call fails that call; the next call has a fresh instance', { skip }, async () => {
+  const backend = new MemoryBackend();
+  let failing = false;
+  const appendAudit = backend.appendAudit.bind(backend);
+  backend.appendAudit = (rows) => {
+    if (failing) throw new WebAssembly.RuntimeError('the trail is gone');
+    appendAudit(rows);
+  };
+  using alice = await open('alice', { store: backend });
+  failing = true;
+  assert.throws(
+    () => alice.read({ record_type: 'STATE', selector: { Latest: { limit: 1 } }, request_id: 'r1' }),
+    (e) => e instanceof WebAssembly.RuntimeError && /the trail is gone/.test(e.message),
+  );
+  failing = false;
+  const answer = alice.read({ record_type: 'STATE', selector: { Latest: { limit: 1 } }, request_id: 'r2' });
+  assert.equal(alice._generation, 1, 'a fresh instance answered');
+  assert.deepEqual(answer, { records: [] });
+  assert.ok(alice.write(state('w', 1)).ACCEPTED);
+});
+
+test('the summarizer and ranker a user gives are the ones the cycle calls', { skip }, async () => {
+  const calls = [];
+  using alice = await open('alice', {
+    summarizer: (message, response) => {
+      calls.push([message, response]);
+      return { summary: 'a short summary', keywords: ['short'] };
+    },
+    ranker: (keywords, candidates, k) => candidates.slice(0, k).map((c) => c.id),
+  });
+  const lines = alice.runCycle({ plan: PLAN, message: 'hello there you', response: 'hi back to you', session: 's', request_id: 't1' });
+  assert.deepEqual(calls, [['hello there you', 'hi back to you']]);
+  assert.equal(lines.at(-1).committed.length, 1);
+  const failing = await open('bob', { summarizer: () => { throw new Error('no words'); }, ranker: () => [] });
+  const refused = failing.runCycle({ plan: PLAN, message: 'm', response: 'r', session: 's', request_id: 't2' });
+  assert.ok(refused.at(-1).cycle_error, JSON.stringify(refused));
+  failing.close();
+});
+
+test('a cycle stage by stage, disposable; a refused plan throws its plan_error', { skip }, async () => {
+  using alice = await open('alice');
+  {
+    using cycle = alice.cycle(PLAN, { session: 's', request_id: 'c1' });
+    const stage = cycle.runStage('SummarizeMemory', { message: 'I booked the Hotel Avenida in Lisbon.', response: 'Lovely, enjoy Lisbon.' });
+    assert.equal(stage.stage, 'SummarizeMemory');
+    assert.ok(cycle.output('summary').summarized);
+    cycle.runStage('PersistMemory', {});
+    assert.equal(cycle.commit().committed.length, 1);
+  }
+  {
+    using cycle = alice.cycle(PLAN, { session: 's', request_id: 'c2' });
+    cycle.runStage('SummarizeMemory', { message: 'Sarah is vegetarian.', response: 'Noted.' });
+  }
+  const events = alice.read({ record_type: 'EVENT', selector: { Limit: { limit: 10 } }, request_id: 'r' });
+  assert.equal(events.records.length, 1, 'a cycle dropped without commit persisted nothing');
+  const retrieving = { metadata: {}, steps: [{ name: 'q', stage: 'ContextSelect', kind: { SummarizeMemory: { of: 'user_message' } } }, { name: 'r', stage: 'ContextSelect', kind: 'RetrieveMemory', inputs: ['q'] }] };
+  assert.throws(() => alice.cycle(retrieving), (e) => e instanceof EngramRefusedError && e.answer.plan_error.rule === 'B5-P4');
+});
+
+test('maintenance: the lock keeps online writes out until the maintenance domain closes', { skip }, async () => {
+  const backend = new MemoryBackend();
+  const online = await open('alice', { store: backend });
+  const maintenance = await open('alice', { store: backend, mode: 'maintenance' });
+  assert.equal(online.write(state('w1', 1)), 'REJECTED');
+  await assert.rejects(open('alice', { store: backend, mode: 'maintenance' }), /locked for maintenance/);
+  assert.ok(maintenance.write({ ...state('m1', 1), source: { ...source, component: 'MAINTENANCE' } }).ACCEPTED);
+  maintenance.close();
+  assert.ok(online.write(state('w2', 2)).ACCEPTED);
+  online.close();
+  const lines = await exportStore(backend);
+  assert.ok(lines.length > 0 && lines.every((l) => l.agent_id === 'alice'));
+  const [rejected] = backend.auditRows({ outcome: 'REJECTED' });
+  assert.match(rejected.reason, /locked for maintenance/);
+});
+
+test('a store given by path is a SQLite file of the shared format, closed with the domain', { skip }, async () => {
+  const path = join(dir, 'by-path.db');
+  {
+    using alice = await open('alice', { store: path });
+    assert.ok(alice.write(state('w', 1)).ACCEPTED);
+    assert.deepEqual(alice.read({ record_type: 'STATE', selector: { Latest: { limit: 1 } }, request_id: 'r' }).records.length, 1);
+    assert.equal(alice.audit().length, 2);
+  }
+  const db = new DatabaseSync(path);
+  assert.equal(db.prepare('PRAGMA application_id').get().application_id, 0x454e4752);
+  assert.equal(db.prepare('PRAGMA user_version').get().user_version, 1);
+  assert.equal(db.prepare('PRAGMA journal_mode').get().journal_mode, 'wal');
+  assert.equal(db.prepare('SELECT count(*) AS n FROM engram_kv').get().n > 0, true);
+  db.close();
+});

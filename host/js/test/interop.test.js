@@ -1,0 +1,116 @@
+// One store file, two hosts: a store written from Node is read by the
+// native `engram` command line, and one written by the command line is read
+// from Node (docs/store-format.md). The command line is the binary that
+// `ENGRAM_BIN` names (`cargo test` sets it); without it these tests skip.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
+import { open } from '../src/index.js';
+import { notBuilt } from './built.js';
+
+const bin = process.env.ENGRAM_BIN;
+const skip = notBuilt ?? (bin ? undefined : 'ENGRAM_BIN does not name the `engram` binary');
+const dir = mkdtempSync(join(tmpdir(), 'engram-interop-'));
+test.after(() => rmSync(dir, { recursive: true, force: true }));
+
+/** Runs the command line on `store`; its standard output's lines, parsed. */
+function engram(store, args, input = '') {
+  const out = execFileSync(bin, ['--store', store, ...args], { input, encoding: 'utf8' });
+  return out
+    .split('\n')
+    .filter((line) => line.trim() !== '')
+    .map((line) => JSON.parse(line));
+}
+
+const source = (agent) => ({ agent_id: agent, component: 'COGNITION', actor: 'USER' });
+const fact = (agent, request_id, content) => ({
+  request_id,
+  source: source(agent),
+  record: {
+    record_type: 'FACT',
+    key: 'user.diet',
+    payload: {
+      semantic: {
+        content,
+        context: 'dining',
+        valid_at: 1767225600000,
+        strength: 1.0,
+        last_accessed: 1767225600000,
+        access_count: 0,
+        sources: [],
+        confidence: 0.9,
+        privacy_tier: 'public',
+      },
+    },
+  },
+});
+const byKey = (request_id) => ({ record_type: 'FACT', selector: { ByKey: { key: 'user.diet' } }, request_id });
+
+test('a store written from Node is read by the engram command line', { skip }, async () => {
+  const store = join(dir, 'from-node.db');
+  const domain = await open('alice', { store });
+  let written;
+  let read;
+  try {
+    written = domain.write(fact('alice', 'w1', 'Alice is vegetarian'));
+    read = domain.read(byKey('q-node'));
+  } finally {
+    domain.close();
+  }
+  const id = written.ACCEPTED.stored_id;
+
+  // The file carries the format's marks.
+  const db = new DatabaseSync(store, { readOnly: true });
+  assert.equal(db.prepare('PRAGMA application_id').get().application_id, 0x454e4752);
+  assert.equal(db.prepare('PRAGMA user_version').get().user_version, 1);
+  assert.equal(db.prepare('PRAGMA journal_mode').get().journal_mode, 'wal');
+  db.close();
+
+  // The command line answers the same record, byte for byte the same JSON.
+  const [answer] = engram(store, ['read', '--agent', 'alice'], JSON.stringify(byKey('q-cli')));
+  assert.deepEqual(answer, read);
+  assert.equal(answer.records[0].id, id);
+  // A retry of Node's request id through the command line answers Node's id (IO-W2).
+  const [retry] = engram(store, ['write', '--agent', 'alice'], JSON.stringify(fact('alice', 'w1', 'Alice is vegetarian')));
+  assert.deepEqual(retry, { ACCEPTED: { stored_id: id } });
+  // Another agent's domain does not see it (IO-W6).
+  const [bob] = engram(store, ['read', '--agent', 'bob'], JSON.stringify(byKey('q-bob')));
+  assert.deepEqual(bob, { records: [] });
+  // Node's audit entries are in the trail the command line reads, in order:
+  // its write, its read (left in the trail file), then the command line's.
+  const trail = engram(store, ['audit', '--agent', 'alice']).map((e) => [e.request_id, e.operation, e.outcome]);
+  assert.deepEqual(trail, [
+    ['w1', 'WRITE', 'ACCEPTED'],
+    ['q-node', 'READ', 'RETURNED'],
+    ['q-cli', 'READ', 'RETURNED'],
+    ['w1', 'WRITE', 'REPLAYED'],
+  ]);
+});
+
+test('a store written by the engram command line is read from Node', { skip }, async () => {
+  const store = join(dir, 'from-cli.db');
+  const [written] = engram(store, ['write', '--agent', 'bob'], JSON.stringify(fact('bob', 'w1', 'Bob eats fish')));
+  const id = written.ACCEPTED.stored_id;
+  const [cli] = engram(store, ['read', '--agent', 'bob'], JSON.stringify(byKey('q-cli')));
+  const domain = await open('bob', { store });
+  try {
+    const read = domain.read(byKey('q-node'));
+    assert.deepEqual(read, cli);
+    assert.equal(read.records[0].id, id);
+    // The same request id from Node is a retry of the command line's write (IO-W2).
+    assert.deepEqual(domain.write(fact('bob', 'w1', 'Bob eats fish')), { ACCEPTED: { stored_id: id } });
+    const trail = domain.audit().map((e) => [e.request_id, e.operation, e.outcome]);
+    assert.deepEqual(trail, [
+      ['w1', 'WRITE', 'ACCEPTED'],
+      ['q-cli', 'READ', 'RETURNED'],
+      ['q-node', 'READ', 'RETURNED'],
+      ['w1', 'WRITE', 'REPLAYED'],
+    ]);
+  } finally {
+    domain.close();
+  }
+});

@@ -1,0 +1,85 @@
+// A scenario host (test/scenarios.js) over the library itself, on one
+// store shared by every domain of the scenario.
+
+import { auditTrail, exportStore, forget, importStore, open } from '../src/index.js';
+
+/**
+ * The host of one scenario run over `backend`: every call opens the
+ * domain it needs and closes it after.
+ * @param {import('../src/backend.js').Backend} backend
+ * @returns {import('./scenarios.js').ScenarioHost}
+ */
+export function libraryHost(backend) {
+  const input = 'standard input';
+  const withDomain = async (line, mode, f) => {
+    const domain = await open(line.agent, {
+      store: backend,
+      mode,
+      tierCeiling: line.tier_ceiling ?? 'private',
+      input,
+    });
+    try {
+      return await f(domain);
+    } finally {
+      domain.close();
+    }
+  };
+  const list = (answer) => (Array.isArray(answer) ? answer : [answer]);
+  const pick = (line, ...names) =>
+    Object.fromEntries(names.filter((n) => line[n] !== undefined).map((n) => [n, line[n]]));
+  return {
+    async call(line) {
+      switch (line.op) {
+        case 'write':
+          return withDomain(line, 'online', (d) => list(d.write(line.request)));
+        case 'maintenance_write':
+          return withDomain(line, 'maintenance', (d) => list(d.write(line.request)));
+        case 'read':
+          return withDomain(line, 'online', (d) => list(d.read(line.request)));
+        case 'history':
+          return withDomain(line, 'online', (d) => [d.history(pick(line, 'key', 'limit'))]);
+        case 'as_of':
+          return withDomain(line, 'online', (d) => [d.asOf(pick(line, 'key', 'valid', 'known', 'limit'))]);
+        case 'list':
+          return withDomain(line, 'online', (d) => [d.list(pick(line, 'namespace', 'limit', 'after'))]);
+        case 'entities':
+          return withDomain(line, 'online', (d) => [d.entities(pick(line, 'entity_type', 'limit'))]);
+        case 'relationships':
+          return withDomain(line, 'online', (d) => [
+            d.relationships(pick(line, 'entity', 'incoming', 'types', 'valid_at', 'limit')),
+          ]);
+        case 'traverse':
+          return withDomain(line, 'online', (d) => [
+            d.traverse(
+              pick(line, 'start', 'depth_first', 'incoming', 'types', 'valid_at', 'max_depth', 'max_nodes', 'max_edges'),
+            ),
+          ]);
+        case 'cycle':
+          return withDomain(line, 'online', (d) =>
+            d.runCycle(pick(line, 'plan', 'message', 'response', 'session', 'request_id')),
+          );
+        case 'audit':
+          return auditTrail(backend, {
+            agent: line.audit_agent,
+            operation: line.operation,
+            outcome: line.outcome,
+            limit: line.limit,
+          });
+        case 'export':
+          return exportStore(backend, { agents: line.agents });
+        case 'import':
+          return importStore(backend, line.lines);
+        case 'forget':
+          return [await forget(backend, line.agent)];
+        case 'bad_input':
+          return withDomain(line, 'online', (d) =>
+            line.command === 'write'
+              ? d.write(line.text, { batch: line.batch ?? false })
+              : d.read(line.text, { batch: line.batch ?? false }),
+          );
+        default:
+          throw new Error(`an op the runner does not know: ${line.op}`);
+      }
+    },
+  };
+}

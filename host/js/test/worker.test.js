@@ -1,0 +1,476 @@
+// The Cloudflare Workers host (worker/) in workerd itself, through
+// miniflare: not mocked. Each test starts the runtime with the Worker's
+// modules as they would be uploaded (ES modules, and every core module of
+// gen/ as a compiled WebAssembly module) and Durable Object storage in a
+// temporary folder, then talks HTTP to it.
+
+import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { after, describe, test } from 'node:test';
+
+import { parse, stringify } from '../src/json.js';
+import { notBuilt } from './built.js';
+import { loadScenarios, runScenario } from './scenarios.js';
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+const scenarioFolder = fileURLToPath(new URL('../../../tests/scenarios/', import.meta.url));
+
+/** The components of gen/ the Worker loads. */
+const COMPONENTS = ['engram-js', 'engram-algorithms'];
+
+/** Source files the Worker never loads (they need Node). */
+const NODE_ONLY = new Set(['src/backends/sqlite.js']);
+
+/** Every file under `folder` (relative to the package), recursively. */
+function filesUnder(folder) {
+  const out = [];
+  for (const name of readdirSync(join(root, folder)).sort()) {
+    const path = join(folder, name);
+    if (statSync(join(root, path)).isDirectory()) out.push(...filesUnder(path));
+    else out.push(path);
+  }
+  return out;
+}
+
+/**
+ * The Worker's modules, the entry first: its ES modules and the compiled
+ * core modules of the components.
+ * @returns {Array<{type: string, path: string}>}
+ */
+function workerModules() {
+  const scripts = [
+    'worker/index.js',
+    ...filesUnder('worker').filter((p) => p.endsWith('.js') && p !== 'worker/index.js'),
+    ...filesUnder('src').filter((p) => p.endsWith('.js') && !NODE_ONLY.has(p)),
+  ];
+  const generated = COMPONENTS.flatMap((name) => filesUnder(join('gen', name)));
+  return [
+    ...scripts.map((path) => ({ type: 'ESModule', path: join(root, path) })),
+    ...generated.filter((p) => p.endsWith('.js')).map((path) => ({ type: 'ESModule', path: join(root, path) })),
+    ...generated.filter((p) => p.endsWith('.wasm')).map((path) => ({ type: 'CompiledWasm', path: join(root, path) })),
+  ];
+}
+
+/**
+ * The miniflare options of the Worker.
+ * @param {string|false} persist the folder of the Durable Objects'
+ *   storage, or false for storage in memory
+ */
+function workerOptions(persist) {
+  return {
+    modules: workerModules(),
+    modulesRoot: root,
+    compatibilityDate: '2026-07-01',
+    durableObjects: { ENGRAM_AGENT: { className: 'EngramAgent', useSQLite: true } },
+    durableObjectsPersist: persist,
+  };
+}
+
+const { Miniflare } = notBuilt ? {} : await import('miniflare');
+const folders = [];
+const runtimes = new Set();
+
+/** A temporary folder, removed after the tests. */
+function tempFolder() {
+  const folder = mkdtempSync(join(tmpdir(), 'engram-worker-'));
+  folders.push(folder);
+  return folder;
+}
+
+/** Starts the Worker in workerd; `ready` resolves once it listens. */
+async function start(persist) {
+  const mf = new Miniflare(workerOptions(persist));
+  runtimes.add(mf);
+  await mf.ready;
+  return mf;
+}
+
+async function stop(mf) {
+  runtimes.delete(mf);
+  await mf.dispose();
+}
+
+after(async () => {
+  for (const mf of runtimes) await mf.dispose();
+  for (const folder of folders) rmSync(folder, { recursive: true, force: true });
+});
+
+/**
+ * A POST of a JSON body to the Worker: the status and the answer, parsed.
+ * @param {import('miniflare').Miniflare} mf
+ * @param {string} path
+ * @param {object} body
+ */
+async function post(mf, path, body = {}) {
+  const response = await mf.dispatchFetch(`http://engram.test${path}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: stringify(body),
+  });
+  const text = await response.text();
+  return { status: response.status, answer: parse(text) };
+}
+
+/** A POST that must answer 200: the answer. */
+async function ok(mf, path, body) {
+  const { status, answer } = await post(mf, path, body);
+  assert.equal(status, 200, `${path}: ${stringify(answer)}`);
+  return answer;
+}
+
+const agentPath = (agent, op) => `/agents/${encodeURIComponent(agent)}/${op}`;
+
+const source = (agent) => ({ agent_id: agent, component: 'COGNITION', actor: 'USER' });
+
+/** A STATE write request. */
+function stateWrite(agent, requestId, subject) {
+  return {
+    request_id: requestId,
+    source: source(agent),
+    record: { record_type: 'STATE', timestamp: 1700000000000, payload: { subject, properties: { city: 'Lisbon' } } },
+  };
+}
+
+const latestStates = (requestId) => ({ record_type: 'STATE', selector: { Latest: { limit: 10 } }, request_id: requestId });
+
+/** The first plan of the shared cycle scenario. */
+function cyclePlan() {
+  const [scenario] = loadScenarios(scenarioFolder).filter((s) => s.name === 'cycle');
+  return scenario.lines.find((line) => line.op === 'cycle').plan;
+}
+
+/**
+ * A scenario host (test/scenarios.js) over the Worker's HTTP API.
+ * @param {import('miniflare').Miniflare} mf
+ * @returns {import('./scenarios.js').ScenarioHost}
+ */
+function httpHost(mf) {
+  const input = 'standard input';
+  const answered = async (path, body) => {
+    const { status, answer } = await post(mf, path, body);
+    if (status === 400 && answer?.input_error !== undefined) throw new Error(answer.input_error);
+    if (status !== 200) throw new Error(`${path}: HTTP ${status}: ${stringify(answer)}`);
+    return answer;
+  };
+  const pick = (line, ...names) =>
+    Object.fromEntries(names.filter((n) => line[n] !== undefined).map((n) => [n, line[n]]));
+  return {
+    async call(line) {
+      const { op, agent } = line;
+      switch (op) {
+        case 'write':
+        case 'maintenance_write':
+        case 'read': {
+          const answer = await answered(agentPath(agent, op), { ...pick(line, 'request', 'tier_ceiling'), input });
+          return Array.isArray(line.request) ? answer : [answer];
+        }
+        case 'history':
+        case 'as_of':
+        case 'list':
+        case 'entities':
+        case 'relationships':
+        case 'traverse':
+        case 'forget': {
+          const { op: _op, agent: _agent, ...args } = line;
+          return [await answered(agentPath(agent, op), args)];
+        }
+        case 'cycle': {
+          const { op: _op, agent: _agent, ...args } = line;
+          return answered(agentPath(agent, op), args);
+        }
+        case 'audit':
+          return answered('/audit', pick(line, 'audit_agent', 'operation', 'outcome', 'limit'));
+        case 'export':
+          return answered('/export', pick(line, 'agents'));
+        case 'import':
+          return answered('/import', pick(line, 'lines'));
+        case 'bad_input': {
+          const answer = await answered(agentPath(agent, line.command), {
+            text: line.text,
+            batch: line.batch ?? false,
+            tier_ceiling: line.tier_ceiling,
+            input,
+          });
+          return [answer];
+        }
+        default:
+          throw new Error(`an op the runner does not know: ${op}`);
+      }
+    },
+  };
+}
+
+/**
+ * A Worker whose Durable Object runs the backend checks of
+ * test/backends.test.js on src/backends/durable-object.js, in workerd, and
+ * answers `{check: "ok" | why}`.
+ */
+const BACKEND_PROBE = `
+import { DurableObjectBackend } from '../src/backends/durable-object.js';
+import { concat, domainPrefix } from '../src/backend.js';
+import { LockGuard, forget, lockKey } from '../src/maintenance.js';
+
+const b = (...bytes) => Uint8Array.from(bytes);
+const row = (request_id, extra = {}) => ({
+  at: 5, agent_id: 'alice', request_id, operation: 'READ', source: null, record_type: 'STATE',
+  outcome: 'RETURNED', stored_id: null, count: 0, reason: null, ...extra,
+});
+const same = (a, b) => JSON.stringify(a) === JSON.stringify(b);
+function check(ok, what) { if (!ok) throw new Error(what); }
+const keys = (pairs) => pairs.map(([k]) => Array.from(k));
+
+const CHECKS = {
+  order(store) {
+    check(store.commit([], [b(2), b(1, 255), b(1), b(0x80)].map((key) => ({ type: 'put', key, value: key })), []), 'commit');
+    check(same(keys(store.scan(b(), b(255), 10, false)), [[1], [1, 255], [2], [0x80]]), 'ascending');
+    check(same(keys(store.scan(b(1), b(2), 10, true)), [[1, 255], [1]]), 'descending');
+    check(same(keys(store.scan(b(), b(255), 2, true)), [[0x80], [2]]), 'limit');
+    check(same(Array.from(store.get(b(1, 255))), [1, 255]), 'get');
+    check(store.get(b(9)) === undefined, 'absent');
+    check(same(store.getMany([b(9), b(2)]).map((v) => v && Array.from(v)), [null, [2]]), 'getMany');
+    const big = b(7, 1, 2, 3, 7);
+    check(store.get(big.subarray(1, 3)) === undefined, 'a view of an absent key');
+    store.commit([], [{ type: 'put', key: big.subarray(1, 3), value: big.subarray(3, 4) }], []);
+    check(same(Array.from(store.get(b(1, 2))), [3]), 'a view binds its own bytes only');
+  },
+  conflict(store) {
+    check(store.commit([{ type: 'absent', key: b(1) }], [{ type: 'put', key: b(1), value: b(7) }], [row('w1')]) === true, 'first');
+    check(store.commit([{ type: 'absent', key: b(1) }], [{ type: 'put', key: b(2), value: b(7) }], [row('w2')]) === false, 'absent');
+    check(store.commit([{ type: 'holds', key: b(1), value: b(8) }], [{ type: 'delete', key: b(1) }], []) === false, 'holds');
+    check(store.get(b(2)) === undefined, 'nothing changed');
+    check(store.commit([{ type: 'holds', key: b(1), value: b(7) }], [{ type: 'delete', key: b(1) }], []) === true, 'holds ok');
+    check(store.get(b(1)) === undefined, 'deleted');
+    check(same(store.auditRows({}).map((r) => r.request_id), ['w1']), 'audit of commits only');
+  },
+  rollback(store) {
+    let threw = false;
+    try {
+      store.commit([], [{ type: 'put', key: b(5), value: b(5) }, { type: 'put', key: b(6), value: null }], [row('w9')]);
+    } catch { threw = true; }
+    check(threw, 'a failing op throws');
+    check(store.get(b(5)) === undefined, 'all or nothing');
+    check(store.auditRows({}).length === 0, 'no audit row of a failed commit');
+  },
+  audit(store) {
+    store.appendAudit([row('r1')]);
+    store.commit([], [{ type: 'put', key: b(1), value: b(1) }], [row('w1', { operation: 'WRITE', outcome: 'ACCEPTED', stored_id: 'x', count: null })]);
+    store.appendAudit([row('r2', { agent_id: 'bob' })]);
+    check(same(store.auditRows({}).map((r) => r.request_id), ['r1', 'w1', 'r2']), 'order');
+    check(same(store.auditRows({ agent: 'alice' }).map((r) => r.request_id), ['r1', 'w1']), 'agent');
+    check(same(store.auditRows({ operation: 'WRITE' })[0], row('w1', { operation: 'WRITE', outcome: 'ACCEPTED', stored_id: 'x', count: null })), 'row');
+    check(same(store.auditRows({ limit: 1 }).map((r) => r.request_id), ['r2']), 'newest');
+    check(same(store.auditRows({ since: 5, until: 6, outcome: 'RETURNED' }).map((r) => r.request_id), ['r1', 'r2']), 'since, until, outcome');
+  },
+  domains(store) {
+    for (const agent of ['bob', 'alice', 'al']) {
+      store.commit([], [{ type: 'put', key: concat(domainPrefix(agent), b(1)), value: b(1) }], []);
+    }
+    const lock = LockGuard.acquire(store, 'alice', 1);
+    check(same(store.domains(), ['al', 'bob', 'alice']), 'domains');
+    let refused = false;
+    try { LockGuard.acquire(store, 'alice', 2); } catch { refused = true; }
+    check(refused, 'the lock is held');
+    check(forget(store, 'alice', 3, lock) === 1, 'forget');
+    lock.release();
+    check(store.get(lockKey('alice')) === undefined, 'released');
+    check(same(store.domains(), ['al', 'bob']), 'forgotten');
+    check(store.auditRows({ operation: 'FORGET' })[0].count === 1, 'audited');
+  },
+  schema(store, storage) {
+    const tables = storage.sql.exec("SELECT name FROM sqlite_master WHERE name LIKE 'engram%' ORDER BY name").toArray().map((r) => r.name);
+    check(same(tables, ['engram_audit', 'engram_audit_agent', 'engram_kv', 'engram_schema']), tables.join());
+    const kv = storage.sql.exec("SELECT sql FROM sqlite_master WHERE name = 'engram_kv'").one().sql;
+    check(/WITHOUT ROWID/.test(kv), 'engram_kv is WITHOUT ROWID');
+    check(storage.sql.exec('SELECT version FROM engram_schema').one().version === 1, 'version 1');
+    new DurableObjectBackend(storage).close();
+    storage.sql.exec('UPDATE engram_schema SET version = 2');
+    let refused = false;
+    try { new DurableObjectBackend(storage); } catch (error) { refused = /schema version 2/.test(error.message); }
+    check(refused, 'a newer schema is refused');
+  },
+};
+
+export class Probe {
+  constructor(ctx) { this.ctx = ctx; }
+  async fetch(request) {
+    const name = new URL(request.url).pathname.slice(1);
+    try {
+      CHECKS[name](new DurableObjectBackend(this.ctx.storage), this.ctx.storage);
+      return new Response('ok');
+    } catch (error) {
+      return new Response(String(error.stack ?? error));
+    }
+  }
+}
+
+export default {
+  async fetch(request, env) {
+    const name = new URL(request.url).pathname.slice(1);
+    if (name === '') return Response.json(Object.keys(CHECKS));
+    return env.PROBE.get(env.PROBE.idFromName(name)).fetch(request);
+  },
+};
+`;
+
+test('the Durable Object backend in workerd: the backend contract and the tables', async () => {
+  const { Miniflare: Runtime } = await import('miniflare');
+  const mf = new Runtime({
+    modules: [
+      { type: 'ESModule', path: join(root, 'test/do-backend-probe.js'), contents: BACKEND_PROBE },
+      ...['src/backend.js', 'src/backends/durable-object.js', 'src/maintenance.js'].map((path) => ({
+        type: 'ESModule',
+        path: join(root, path),
+      })),
+    ],
+    modulesRoot: root,
+    compatibilityDate: '2026-07-01',
+    durableObjects: { PROBE: { className: 'Probe', useSQLite: true } },
+  });
+  try {
+    const names = await (await mf.dispatchFetch('http://probe.test/')).json();
+    assert.ok(names.length > 0);
+    for (const name of names) {
+      assert.equal(await (await mf.dispatchFetch(`http://probe.test/${name}`)).text(), 'ok', name);
+    }
+  } finally {
+    await mf.dispose();
+  }
+});
+
+describe('the Worker in workerd', { skip: notBuilt }, () => {
+  test('worker/modules.js imports every core module of gen/', () => {
+    const source = readFileSync(join(root, 'worker/modules.js'), 'utf8');
+    for (const name of COMPONENTS) {
+      for (const file of filesUnder(join('gen', name)).filter((p) => p.endsWith('.wasm'))) {
+        assert.ok(source.includes(`'../${file}'`), `worker/modules.js does not import ${file}`);
+      }
+    }
+  });
+
+  test('cold start: the runtime, then the first answer', async () => {
+    const began = performance.now();
+    const mf = await start(tempFolder());
+    const ready = performance.now();
+    const answer = await ok(mf, agentPath('cold', 'read'), { request: latestStates('q-cold') });
+    const answered = performance.now();
+    assert.deepEqual(answer, { records: [] });
+    await ok(mf, agentPath('cold', 'read'), { request: latestStates('q-warm') });
+    const warm = performance.now();
+    console.log(
+      `cold start in workerd: runtime ready ${Math.round(ready - began)} ms, first answer ` +
+        `${Math.round(answered - ready)} ms after (engine instantiated in the Durable Object), ` +
+        `${Math.round(answered - began)} ms in all; a second read ${Math.round(warm - answered)} ms`,
+    );
+    await stop(mf);
+  });
+
+  test('an HTTP write, then a read; a cycle runs; two agents cannot see each other; the data survives a restart', async () => {
+    const folder = tempFolder();
+    let mf = await start(folder);
+
+    const written = await ok(mf, agentPath('alice', 'write'), { request: stateWrite('alice', 'w1', 'trip.current') });
+    const id = written.ACCEPTED?.stored_id;
+    assert.equal(typeof id, 'string', stringify(written));
+    const read = await ok(mf, agentPath('alice', 'read'), {
+      request: { record_type: 'STATE', selector: { ById: { id } }, request_id: 'q1' },
+    });
+    assert.equal(read.records.length, 1);
+    assert.equal(read.records[0].id, id);
+    assert.equal(read.records[0].payload.subject, 'trip.current');
+
+    const lines = await ok(mf, agentPath('alice', 'cycle'), {
+      plan: cyclePlan(),
+      message: 'I booked the Hotel Avenida in Lisbon for our anniversary in May.',
+      response: 'Lovely! The Hotel Avenida is close to the old town.',
+      session: 's1',
+      request_id: 'turn-1',
+    });
+    const committed = lines.at(-1).committed;
+    assert.ok(Array.isArray(committed) && committed.length === 1, stringify(lines));
+    const memory = await ok(mf, agentPath('alice', 'read'), {
+      request: { record_type: 'EVENT', selector: { ById: { id: committed[0] } }, request_id: 'q2' },
+    });
+    assert.equal(memory.records.length, 1);
+
+    // Bob's object is another database: nothing of Alice's is there, not
+    // even by id.
+    assert.deepEqual(await ok(mf, agentPath('bob', 'read'), { request: latestStates('q3') }), { records: [] });
+    assert.deepEqual(
+      await ok(mf, agentPath('bob', 'read'), {
+        request: { record_type: 'STATE', selector: { ById: { id } }, request_id: 'q4' },
+      }),
+      { records: [] },
+    );
+    const bobs = await ok(mf, agentPath('bob', 'write'), { request: stateWrite('bob', 'w1', 'bob.only') });
+    assert.notEqual(bobs.ACCEPTED?.stored_id, undefined);
+    const alices = await ok(mf, agentPath('alice', 'read'), { request: latestStates('q5') });
+    assert.deepEqual(alices.records.map((r) => r.id), [id]);
+    // A write in Bob's name into Alice's domain is refused (IO-W6).
+    assert.equal(await ok(mf, agentPath('alice', 'write'), { request: stateWrite('bob', 'w2', 'intrusion') }), 'REJECTED');
+
+    // The runtime stops; a new one on the same storage finds it all.
+    await stop(mf);
+    mf = await start(folder);
+    const again = await ok(mf, agentPath('alice', 'read'), { request: latestStates('q6') });
+    assert.deepEqual(again.records.map((r) => r.id), [id]);
+    const memoryAgain = await ok(mf, agentPath('alice', 'read'), {
+      request: { record_type: 'EVENT', selector: { ById: { id: committed[0] } }, request_id: 'q7' },
+    });
+    assert.deepEqual(memoryAgain, memory);
+    const replay = await ok(mf, agentPath('alice', 'write'), { request: stateWrite('alice', 'w1', 'trip.current') });
+    assert.deepEqual(replay, written, 'a retried request id is answered with the first id (IO-W2)');
+    const audit = await ok(mf, '/audit', { audit_agent: 'alice', operation: 'WRITE', limit: 100 });
+    assert.ok(audit.some((entry) => entry.outcome === 'ACCEPTED' && entry.stored_id === id), stringify(audit));
+    await stop(mf);
+  });
+
+  test('the HTTP API answers errors as errors', async () => {
+    const mf = await start(false);
+    const bad = await post(mf, agentPath('alice', 'write'), { text: '{"record_type":', input: 'body' });
+    assert.equal(bad.status, 400);
+    assert.match(bad.answer.input_error, /^body/);
+    assert.equal((await post(mf, agentPath('alice', 'nothing'), {})).status, 404);
+    assert.equal((await post(mf, '/export', {})).status, 400);
+    assert.equal((await post(mf, agentPath('x'.repeat(257), 'read'), { request: latestStates('q') })).status, 400);
+    assert.equal((await post(mf, '/agents/%E0%A4%A/read', { request: latestStates('q') })).status, 400);
+    assert.equal((await post(mf, agentPath('alice', 'read'), { request: latestStates('q'), tier_ceiling: 'secret' })).status, 400);
+    const get = await mf.dispatchFetch(`http://engram.test${agentPath('alice', 'read')}`);
+    assert.equal(get.status, 405);
+    await get.text();
+    await stop(mf);
+  });
+
+  test('calls that arrive together run one at a time, each answered', async () => {
+    const mf = await start(false);
+    const answers = await Promise.all(
+      Array.from({ length: 8 }, (_, i) => ok(mf, agentPath('carol', 'write'), { request: stateWrite('carol', `c${i}`, `s${i}`) })),
+    );
+    const ids = answers.map((answer) => answer.ACCEPTED?.stored_id);
+    assert.equal(new Set(ids).size, 8, stringify(answers));
+    const read = await ok(mf, agentPath('carol', 'read'), { request: latestStates('q1') });
+    assert.deepEqual(new Set(read.records.map((r) => r.id)), new Set(ids));
+    const lines = await ok(mf, '/export', { agents: ['carol'] });
+    assert.ok(lines.length >= 8 && lines.every((line) => line.agent_id === 'carol'));
+    const misplaced = await post(mf, agentPath('dave', 'import'), { lines });
+    assert.equal(misplaced.status, 400, 'export lines of carol are not imported into dave');
+    assert.deepEqual(await ok(mf, '/import', { lines: lines.map((line) => ({ ...line, agent_id: 'dave' })) }), [
+      { agent_id: 'dave', items: lines.length, new: lines.length },
+    ]);
+    await stop(mf);
+  });
+
+  for (const scenario of notBuilt ? [] : loadScenarios(scenarioFolder)) {
+    test(`scenario ${scenario.name} over HTTP`, async () => {
+      const mf = await start(false);
+      try {
+        const { ran } = await runScenario(scenario, httpHost(mf));
+        assert.ok(ran > 0);
+      } finally {
+        await stop(mf);
+      }
+    });
+  }
+});

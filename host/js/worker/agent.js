@@ -1,0 +1,207 @@
+// The Durable Object of one agent: its memory domain, in the Durable
+// Object's own SQLite storage (src/backends/durable-object.js). The Worker
+// (worker/index.js) reaches it by the agent's name (`idFromName(agent)`)
+// and calls `call(agent, op, body)` over RPC; the answer is the HTTP
+// status and JSON text the Worker hands back.
+//
+// The online domains (one per privacy-tier ceiling asked for) are opened on
+// the first call and kept for the Durable Object's lifetime; a call that
+// needs maintenance mode (`maintenance_write`, `export`, `import`,
+// `forget`) opens a maintenance domain, which takes the domain's
+// maintenance lock, and closes it before it answers, so online writes go on
+// afterwards. Calls run one at a time, in the order they came.
+
+import { DurableObject } from 'cloudflare:workers';
+import { EngramInputError, EngramRefusedError, auditTrail, open, parse, stringify } from '../src/index.js';
+import { MAX_AGENT_ID_BYTES } from '../src/backend.js';
+import { DurableObjectBackend } from '../src/backends/durable-object.js';
+import { coreModule, instantiate } from './modules.js';
+
+/**
+ * How `open` gets the components in a Worker: their core modules as
+ * compiled modules, and the generated code as imported here (an `open`
+ * that does not take `instantiate` imports it by `import.meta.url`, which
+ * only workerd's new module registry gives).
+ */
+const COMPONENTS = { coreModule, instantiate };
+
+/** The privacy-tier ceilings a call may ask for. */
+const TIERS = new Set(['public', 'sensitive', 'private']);
+
+/** The name input errors give the input when the body names none. */
+const DEFAULT_INPUT = 'request';
+
+/**
+ * An error of the caller's making: answered 400 with `{"input_error":…}`.
+ */
+export class BadRequest extends Error {
+  /** @param {string} message */
+  constructor(message) {
+    super(message);
+    this.name = 'BadRequest';
+  }
+}
+
+/**
+ * The HTTP answer of a call: its status and its JSON text.
+ * @typedef {{status: number, body: string}} Answer
+ */
+
+/**
+ * The answer of a call that threw: 400 for input errors (the JSON layer's
+ * and the HTTP API's), 409 with the refusal's line for a refusal, 500 with
+ * the message for anything else.
+ * @param {unknown} error
+ * @returns {Answer}
+ */
+export function errorAnswer(error) {
+  if (error instanceof EngramInputError || error instanceof BadRequest) {
+    return { status: 400, body: stringify({ input_error: error.message }) };
+  }
+  if (error instanceof EngramRefusedError) return { status: 409, body: stringify(error.answer) };
+  const message = error instanceof Error ? error.message : String(error);
+  return { status: 500, body: stringify({ host_error: message }) };
+}
+
+/** The fields of `body` that are set, among `names`. */
+function pick(body, ...names) {
+  return Object.fromEntries(names.filter((name) => body[name] !== undefined).map((name) => [name, body[name]]));
+}
+
+/**
+ * The Durable Object class of an agent (bind it as `ENGRAM_AGENT`, declare
+ * it in a `new_sqlite_classes` migration).
+ */
+export class EngramAgent extends DurableObject {
+  /**
+   * @param {DurableObjectState} ctx
+   * @param {object} env
+   */
+  constructor(ctx, env) {
+    super(ctx, env);
+    /** The store: this Durable Object's SQLite database. */
+    this.store = new DurableObjectBackend(ctx.storage);
+    /** The agent this object serves, known from its first call. */
+    this.agent = undefined;
+    /** @type {Map<string, Promise<import('../src/index.js').Domain>>} online domains by tier ceiling */
+    this.domains = new Map();
+    /** The tail of the queue of calls. */
+    this.queue = Promise.resolve();
+  }
+
+  /**
+   * Makes one call in the agent's domain, after every call that came
+   * before it.
+   * @param {string} agent the agent's id (the name the object was found by)
+   * @param {string} op write, maintenance_write, read, history, as_of,
+   *   list, entities, relationships, traverse, cycle, audit, export,
+   *   import or forget
+   * @param {string} body the call's arguments, JSON text of an object
+   * @returns {Promise<Answer>}
+   */
+  call(agent, op, body) {
+    const run = this.queue.then(() => this.#call(agent, op, body));
+    this.queue = run.catch(() => {});
+    return run;
+  }
+
+  async #call(agent, op, text) {
+    try {
+      if (typeof agent !== 'string' || agent === '' || new TextEncoder().encode(agent).length > MAX_AGENT_ID_BYTES) {
+        throw new BadRequest(`an agent id must be 1 to ${MAX_AGENT_ID_BYTES} bytes long`);
+      }
+      if (this.agent === undefined) this.agent = agent;
+      else if (this.agent !== agent) throw new BadRequest(`this object serves ${JSON.stringify(this.agent)}, not ${JSON.stringify(agent)}`);
+      let body;
+      try {
+        body = text === '' ? {} : parse(text);
+      } catch (error) {
+        throw new BadRequest(`the body is not JSON: ${error.message}`);
+      }
+      if (body === null || typeof body !== 'object' || Array.isArray(body)) throw new BadRequest('the body must be a JSON object');
+      const answer = await this.#answer(op, body);
+      return { status: 200, body: stringify(answer) };
+    } catch (error) {
+      return errorAnswer(error);
+    }
+  }
+
+  /** The online domain of a tier ceiling, opened once. */
+  #online(tierCeiling = 'private') {
+    if (!TIERS.has(tierCeiling)) throw new BadRequest(`tier_ceiling must be public, sensitive or private, not ${tierCeiling}`);
+    let domain = this.domains.get(tierCeiling);
+    if (domain === undefined) {
+      domain = open(this.agent, { ...COMPONENTS, store: this.store, tierCeiling });
+      domain.catch(() => this.domains.delete(tierCeiling));
+      this.domains.set(tierCeiling, domain);
+    }
+    return domain;
+  }
+
+  /** Runs `f` with a maintenance domain, closed when it is done. */
+  async #maintenance(f) {
+    const domain = await open(this.agent, { ...COMPONENTS, store: this.store, mode: 'maintenance' });
+    try {
+      return f(domain);
+    } finally {
+      domain.close();
+    }
+  }
+
+  /** A write or read request of the body: `request` (one or a list) or `text`. */
+  static #requests(body) {
+    const options = { input: typeof body.input === 'string' ? body.input : DEFAULT_INPUT };
+    if (body.text !== undefined) {
+      if (typeof body.text !== 'string') throw new BadRequest('text must be a string');
+      return [body.text, { ...options, batch: body.batch === true }];
+    }
+    if (body.request === undefined) throw new BadRequest('the body has no request (or text)');
+    return [body.request, options];
+  }
+
+  async #answer(op, body) {
+    switch (op) {
+      case 'write':
+        return (await this.#online(body.tier_ceiling)).write(...EngramAgent.#requests(body));
+      case 'read':
+        return (await this.#online(body.tier_ceiling)).read(...EngramAgent.#requests(body));
+      case 'maintenance_write':
+        return this.#maintenance((domain) => domain.write(...EngramAgent.#requests(body)));
+      case 'history':
+        return (await this.#online(body.tier_ceiling)).history(pick(body, 'request_id', 'key', 'limit'));
+      case 'as_of':
+        return (await this.#online(body.tier_ceiling)).asOf(pick(body, 'request_id', 'key', 'valid', 'known', 'limit'));
+      case 'list':
+        return (await this.#online(body.tier_ceiling)).list(pick(body, 'request_id', 'namespace', 'limit', 'after'));
+      case 'entities':
+        return (await this.#online(body.tier_ceiling)).entities(pick(body, 'request_id', 'entity_type', 'limit'));
+      case 'relationships':
+        return (await this.#online(body.tier_ceiling)).relationships(
+          pick(body, 'request_id', 'entity', 'incoming', 'types', 'valid_at', 'limit'),
+        );
+      case 'traverse':
+        return (await this.#online(body.tier_ceiling)).traverse(
+          pick(body, 'request_id', 'start', 'depth_first', 'incoming', 'types', 'valid_at', 'max_depth', 'max_nodes', 'max_edges'),
+        );
+      case 'cycle':
+        if (body.plan === undefined) throw new BadRequest('a cycle needs a plan');
+        return (await this.#online(body.tier_ceiling)).runCycle(pick(body, 'plan', 'message', 'response', 'session', 'request_id'));
+      case 'audit':
+        return auditTrail(this.store, { ...pick(body, 'operation', 'outcome', 'since', 'until', 'limit'), agent: this.agent });
+      case 'export':
+        return this.#maintenance((domain) => domain.export());
+      case 'import':
+        if (!Array.isArray(body.lines)) throw new BadRequest('an import needs lines (a list of export lines)');
+        for (const line of body.lines) {
+          if (line === null || typeof line !== 'object' || line.agent_id !== this.agent || line.item === undefined) {
+            throw new BadRequest(`every line of an import into ${JSON.stringify(this.agent)} must be an export line {agent_id, item} of that agent`);
+          }
+        }
+        return this.#maintenance((domain) => domain.import(body.lines));
+      case 'forget':
+        return this.#maintenance((domain) => domain.forget());
+      default:
+        throw new BadRequest(`no such call: ${op}`);
+    }
+  }
+}
