@@ -150,6 +150,9 @@ export class SqliteBackend {
     };
   }
 
+  /** The trail file, open for appending once a read was audited. */
+  #trail;
+
   /** @param {Uint8Array} key */
   get(key) {
     const row = this.statements.get.get(key);
@@ -250,7 +253,11 @@ export class SqliteBackend {
     if (rows.length === 0) return;
     const text = rows.map((row) => `${JSON.stringify(auditLine(row))}\n`).join('');
     try {
-      fs.appendFileSync(this.trailPath, text);
+      // Opened once, for appending: every host empties the file in place
+      // (it is never removed nor replaced), so the descriptor stays the
+      // file's, and each write lands at its end.
+      this.#trail ??= fs.openSync(this.trailPath, 'a');
+      fs.writeSync(this.#trail, text);
     } catch (error) {
       throw new Error(`${this.trailPath}: cannot append to the audit trail: ${error.message}`);
     }
@@ -290,6 +297,10 @@ export class SqliteBackend {
   }
 
   close() {
+    if (this.#trail !== undefined) {
+      fs.closeSync(this.#trail);
+      this.#trail = undefined;
+    }
     if (this.db.isOpen) this.db.close();
   }
 }
