@@ -3,7 +3,7 @@
 // the caller's choice. One component instance per agent domain.
 
 import { defaultAlgorithms, algorithmInterfaces } from './algorithms.js';
-import { MAX_AGENT_ID_BYTES, auditLine } from './backend.js';
+import { MAX_AGENT_ID_BYTES, auditLine, sourceText } from './backend.js';
 import { MemoryBackend } from './backends/memory.js';
 import { ComponentLoader } from './component.js';
 import { componentExport, componentImports } from './imports.js';
@@ -228,7 +228,7 @@ export class Domain {
    * (a trap, a store that failed) drops the instance.
    * @internal
    */
-  _call(f) {
+  _call(f, audited) {
     const calls = this.#live();
     try {
       return f(calls);
@@ -238,7 +238,46 @@ export class Domain {
       this.#calls = undefined;
       for (const cycle of this.#cycles) cycle._lost();
       this.#cycles.clear();
+      const stopped = `${error?.message ?? error}; its instance was stopped, and the next call gets a fresh one`;
+      if (audited !== undefined) this.#auditStopped(audited, stopped);
       throw error;
+    }
+  }
+
+  /**
+   * Audits a single write or read whose instance stopped before it
+   * answered, as FAILED with why (IO-W8), as the Rust host does. Best
+   * effort: the store may be what failed.
+   * @param {{operation: string, text: string}} audited
+   * @param {string} why
+   */
+  #auditStopped({ operation, text }, why) {
+    let request;
+    try {
+      request = JSON.parse(text);
+    } catch {
+      return;
+    }
+    if (typeof request !== 'object' || request === null || typeof request.request_id !== 'string') return;
+    const source = operation === 'WRITE' ? request.source : undefined;
+    const recordType = operation === 'WRITE' ? request.record?.record_type : request.record_type;
+    try {
+      this.#scope.backend.appendAudit([
+        {
+          at: this.#scope.clock(),
+          agent_id: this.agent,
+          request_id: request.request_id,
+          operation,
+          source: typeof source === 'object' && source !== null ? sourceText(source) : null,
+          record_type: ['FACT', 'EVENT', 'STATE'].includes(recordType) ? recordType : null,
+          outcome: 'FAILED',
+          stored_id: null,
+          count: null,
+          reason: why,
+        },
+      ]);
+    } catch {
+      // The trail could not take it either; the call's error says why.
     }
   }
 
@@ -264,7 +303,10 @@ export class Domain {
    */
   write(request, options = {}) {
     const { text, batch } = this.#batchText(request, options);
-    const lines = this._call((calls) => calls.write(options.input ?? this.#input, text, batch));
+    const lines = this._call(
+      (calls) => calls.write(options.input ?? this.#input, text, batch),
+      batch ? undefined : { operation: 'WRITE', text },
+    );
     const answers = lines.map(parse);
     return batch ? answers : answers[0];
   }
@@ -277,7 +319,10 @@ export class Domain {
    */
   read(request, options = {}) {
     const { text, batch } = this.#batchText(request, options);
-    const lines = this._call((calls) => calls.read(options.input ?? this.#input, text, batch));
+    const lines = this._call(
+      (calls) => calls.read(options.input ?? this.#input, text, batch),
+      batch ? undefined : { operation: 'READ', text },
+    );
     const answers = lines.map(parse);
     return batch ? answers : answers[0];
   }

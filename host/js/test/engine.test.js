@@ -73,6 +73,30 @@ test('a trap during a call fails that call; the next call has a fresh instance',
   assert.ok(alice.write(state('w', 1)).ACCEPTED);
 });
 
+// proves IO-W8: a call whose instance stopped still has its audit entry
+test('a write during which the engine stopped is audited FAILED, with why', { skip }, async () => {
+  // The clock is an import without an error of its own: its throwing
+  // traps the instance (once: the entry is then stamped by it).
+  let failing = false;
+  const clock = () => {
+    if (failing) {
+      failing = false;
+      throw new WebAssembly.RuntimeError('the clock is gone');
+    }
+    return Date.now();
+  };
+  using alice = await open('alice', { store: new MemoryBackend(), clock });
+  failing = true;
+  assert.throws(() => alice.write(state('w-stopped', 1)), WebAssembly.RuntimeError);
+  const entry = alice.audit().find((e) => e.request_id === 'w-stopped');
+  assert.equal(entry?.operation, 'WRITE');
+  assert.equal(entry?.outcome, 'FAILED');
+  assert.equal(entry?.record_type, 'STATE');
+  assert.deepEqual(entry?.source, { agent_id: 'alice', component: 'COGNITION', actor: 'USER' });
+  assert.match(entry?.reason ?? '', /the clock is gone; its instance was stopped/);
+  assert.ok(alice.write(state('w-after', 2)).ACCEPTED, 'a fresh instance writes');
+});
+
 test('the summarizer and ranker a user gives are the ones the cycle calls', { skip }, async () => {
   const calls = [];
   using alice = await open('alice', {
