@@ -21,13 +21,16 @@
 #[path = "../component/rust_target.rs"]
 mod rust_target;
 
+#[path = "../component/compose.rs"]
+mod compose;
+
 use anyhow::{Context, Result, bail, ensure};
+use compose::{Part, read, wire, write_if_changed};
 use std::env;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use wac_graph::types::Package;
-use wac_graph::{CompositionGraph, EncodeOptions, NodeId, PackageId};
+use wac_graph::{CompositionGraph, EncodeOptions};
 
 /// The target the components are built for: no WASI, as the engine.
 const TARGET: &str = "wasm32-unknown-unknown";
@@ -44,6 +47,8 @@ const API_FILE: &str = "engram-js.wasm";
 const ALGORITHMS_FILE: &str = "engram-algorithms.wasm";
 /// The interface the composition exports.
 const CALLS: &str = "engram:js/calls@0.1.0";
+/// What the composition leaves for the JavaScript host to supply.
+const HOST: &[&str] = &["engram:memory/", "engram:js/"];
 
 fn main() -> Result<()> {
     let out_dir = PathBuf::from(env::var_os("OUT_DIR").context("OUT_DIR is not set")?);
@@ -159,8 +164,8 @@ fn compose_api(engine: &[u8], api: &[u8]) -> Result<Vec<u8>> {
     let mut graph = CompositionGraph::new();
     let engine = Part::register(&mut graph, "engram:engine", engine)?;
     let api = Part::register(&mut graph, "engram:js-api", api)?;
-    wire(&mut graph, &engine, &[])?;
-    wire(&mut graph, &api, &[&engine])?;
+    wire(&mut graph, &engine, &[], HOST)?;
+    wire(&mut graph, &api, &[&engine], HOST)?;
     ensure!(
         api.exports(&graph).iter().any(|name| name == CALLS),
         "the JSON layer does not export `{CALLS}`"
@@ -168,90 +173,4 @@ fn compose_api(engine: &[u8], api: &[u8]) -> Result<Vec<u8>> {
     let node = graph.alias_instance_export(api.node, CALLS)?;
     graph.export(node, CALLS)?;
     Ok(graph.encode(EncodeOptions::default())?)
-}
-
-/// A component of a composition and its one instance.
-struct Part {
-    name: &'static str,
-    package: PackageId,
-    node: NodeId,
-}
-
-impl Part {
-    fn register(graph: &mut CompositionGraph, name: &'static str, bytes: &[u8]) -> Result<Self> {
-        let package = Package::from_bytes(name, None, bytes.to_vec(), graph.types_mut())
-            .with_context(|| format!("reading the component `{name}`"))?;
-        let package = graph.register_package(package)?;
-        let node = graph.instantiate(package);
-        Ok(Self {
-            name,
-            package,
-            node,
-        })
-    }
-
-    fn imports(&self, graph: &CompositionGraph) -> Vec<String> {
-        graph.types()[graph[self.package].ty()]
-            .imports
-            .keys()
-            .cloned()
-            .collect()
-    }
-
-    fn exports(&self, graph: &CompositionGraph) -> Vec<String> {
-        graph.types()[graph[self.package].ty()]
-            .exports
-            .keys()
-            .cloned()
-            .collect()
-    }
-}
-
-/// Satisfies each import of `consumer` with the export of the same name of
-/// the first supplier that has one. What no supplier has must be of
-/// `engram:memory` or `engram:js` (never WASI's): it stays an import of the
-/// composition, for the JavaScript host to supply.
-fn wire(graph: &mut CompositionGraph, consumer: &Part, suppliers: &[&Part]) -> Result<()> {
-    for name in consumer.imports(graph) {
-        let supplier = suppliers
-            .iter()
-            .find(|supplier| supplier.exports(graph).contains(&name));
-        match supplier {
-            Some(supplier) => {
-                let export = graph.alias_instance_export(supplier.node, &name)?;
-                graph
-                    .set_instantiation_argument(consumer.node, &name, export)
-                    .with_context(|| {
-                        format!(
-                            "wiring `{name}` of `{}` to `{}`",
-                            consumer.name, supplier.name
-                        )
-                    })?;
-            }
-            None => ensure!(
-                name.starts_with("engram:memory/") || name.starts_with("engram:js/"),
-                "nothing in the composition exports `{name}`, which `{}` imports, and the JavaScript host supplies only engram:memory and engram:js",
-                consumer.name
-            ),
-        }
-    }
-    Ok(())
-}
-
-fn read(path: &Path) -> Result<Vec<u8>> {
-    fs::read(path).with_context(|| format!("reading {}", path.display()))
-}
-
-/// Writes `bytes` to `path` through a file beside it, unless `path` already
-/// holds them (its time stays, and two builds writing at once do not tear
-/// it).
-fn write_if_changed(path: &Path, bytes: &[u8]) -> Result<()> {
-    if fs::read(path).is_ok_and(|old| old == bytes) {
-        return Ok(());
-    }
-    let mut partial = path.as_os_str().to_owned();
-    partial.push(format!(".{}.partial", std::process::id()));
-    let partial = PathBuf::from(partial);
-    fs::write(&partial, bytes).with_context(|| format!("writing {}", partial.display()))?;
-    fs::rename(&partial, path).with_context(|| format!("writing {}", path.display()))
 }

@@ -21,16 +21,19 @@
 #[path = "../component/rust_target.rs"]
 mod rust_target;
 
+#[path = "../component/compose.rs"]
+mod compose;
+
 #[path = "src/tools.rs"]
 mod tools;
 
 use anyhow::{Context, Result, bail, ensure};
+use compose::{Part, read, wire, write_if_changed};
 use std::env;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use wac_graph::types::Package;
-use wac_graph::{CompositionGraph, EncodeOptions, NodeId, PackageId};
+use wac_graph::{CompositionGraph, EncodeOptions};
 
 /// The target the WASI components are built for.
 const TARGET: &str = "wasm32-wasip2";
@@ -47,6 +50,8 @@ const COMMAND: (&str, &str) = ("engram-wasi-command", "engram-cli.wasm");
 const CLI_FILE: &str = "engram-cli.wasm";
 /// The composed engine and provider.
 const STANDALONE_FILE: &str = "engram-standalone.wasm";
+/// What the compositions may leave for the runtime to supply: WASI 0.2.
+const WASI: &[&str] = &["wasi:"];
 
 fn main() -> Result<()> {
     let out_dir = PathBuf::from(env::var_os("OUT_DIR").context("OUT_DIR is not set")?);
@@ -313,9 +318,9 @@ fn compose_cli(engine: &[u8], provider: &[u8], command: &[u8]) -> Result<Vec<u8>
     let engine = Part::register(&mut graph, "engram:engine", engine)?;
     let provider = Part::register(&mut graph, "engram:provider", provider)?;
     let command = Part::register(&mut graph, "engram:command", command)?;
-    wire(&mut graph, &provider, &[])?;
-    wire(&mut graph, &engine, &[&provider])?;
-    wire(&mut graph, &command, &[&engine, &provider])?;
+    wire(&mut graph, &provider, &[], WASI)?;
+    wire(&mut graph, &engine, &[&provider], WASI)?;
+    wire(&mut graph, &command, &[&engine, &provider], WASI)?;
     let run = command
         .exports(&graph)
         .into_iter()
@@ -333,8 +338,8 @@ fn compose_standalone(engine: &[u8], provider: &[u8]) -> Result<Vec<u8>> {
     let mut graph = CompositionGraph::new();
     let engine = Part::register(&mut graph, "engram:engine", engine)?;
     let provider = Part::register(&mut graph, "engram:provider", provider)?;
-    wire(&mut graph, &provider, &[])?;
-    wire(&mut graph, &engine, &[&provider])?;
+    wire(&mut graph, &provider, &[], WASI)?;
+    wire(&mut graph, &engine, &[&provider], WASI)?;
     let types = provider
         .exports(&graph)
         .into_iter()
@@ -349,95 +354,10 @@ fn compose_standalone(engine: &[u8], provider: &[u8]) -> Result<Vec<u8>> {
     encode(&graph)
 }
 
-/// A component of a composition and its one instance.
-struct Part {
-    name: &'static str,
-    package: PackageId,
-    node: NodeId,
-}
-
-impl Part {
-    fn register(graph: &mut CompositionGraph, name: &'static str, bytes: &[u8]) -> Result<Self> {
-        let package = Package::from_bytes(name, None, bytes.to_vec(), graph.types_mut())
-            .with_context(|| format!("reading the component `{name}`"))?;
-        let package = graph.register_package(package)?;
-        let node = graph.instantiate(package);
-        Ok(Self {
-            name,
-            package,
-            node,
-        })
-    }
-
-    fn imports(&self, graph: &CompositionGraph) -> Vec<String> {
-        graph.types()[graph[self.package].ty()]
-            .imports
-            .keys()
-            .cloned()
-            .collect()
-    }
-
-    fn exports(&self, graph: &CompositionGraph) -> Vec<String> {
-        graph.types()[graph[self.package].ty()]
-            .exports
-            .keys()
-            .cloned()
-            .collect()
-    }
-}
-
-/// Satisfies each import of `consumer` with the export of the same name of
-/// the first supplier that has one. What no supplier has must be WASI's: it
-/// stays an import of the composition.
-fn wire(graph: &mut CompositionGraph, consumer: &Part, suppliers: &[&Part]) -> Result<()> {
-    for name in consumer.imports(graph) {
-        let supplier = suppliers
-            .iter()
-            .find(|supplier| supplier.exports(graph).contains(&name));
-        match supplier {
-            Some(supplier) => {
-                let export = graph.alias_instance_export(supplier.node, &name)?;
-                graph
-                    .set_instantiation_argument(consumer.node, &name, export)
-                    .with_context(|| {
-                        format!(
-                            "wiring `{name}` of `{}` to `{}`",
-                            consumer.name, supplier.name
-                        )
-                    })?;
-            }
-            None => ensure!(
-                name.starts_with("wasi:"),
-                "nothing in the composition exports `{name}`, which `{}` imports",
-                consumer.name
-            ),
-        }
-    }
-    Ok(())
-}
-
 /// Encodes (and validates) a composition; the components are embedded
 /// whole, unchanged.
 fn encode(graph: &CompositionGraph) -> Result<Vec<u8>> {
     Ok(graph.encode(EncodeOptions::default())?)
-}
-
-fn read(path: &Path) -> Result<Vec<u8>> {
-    fs::read(path).with_context(|| format!("reading {}", path.display()))
-}
-
-/// Writes `bytes` to `path` through a file beside it, unless `path` already
-/// holds them (its time stays, and two builds writing at once do not tear
-/// it).
-fn write_if_changed(path: &Path, bytes: &[u8]) -> Result<()> {
-    if fs::read(path).is_ok_and(|old| old == bytes) {
-        return Ok(());
-    }
-    let mut partial = path.as_os_str().to_owned();
-    partial.push(format!(".{}.partial", std::process::id()));
-    let partial = PathBuf::from(partial);
-    fs::write(&partial, bytes).with_context(|| format!("writing {}", partial.display()))?;
-    fs::rename(&partial, path).with_context(|| format!("writing {}", path.display()))
 }
 
 /// Runs `command`; on failure, the error carries its output.
