@@ -9,7 +9,6 @@ mod rust_target;
 use anyhow::{Context, Result, bail};
 use std::env;
 use std::path::PathBuf;
-use std::process::Command;
 
 const TARGET: &str = "wasm32-unknown-unknown";
 const PROFILE: &str = "guest";
@@ -37,27 +36,11 @@ fn main() -> Result<()> {
 
     rust_target::ensure(TARGET, "the engine")?;
     let target_dir = out_dir.join("guest-target");
-    let cargo = env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let mut build = Command::new(cargo);
+    let mut build = rust_target::cargo(workspace, &target_dir);
     build
-        .current_dir(workspace)
         .args(["rustc", "--package", "engram-guest", "--lib"])
         .args(["--crate-type", "cdylib", "--target", TARGET])
-        .args(["--profile", PROFILE])
-        .arg("--target-dir")
-        .arg(&target_dir);
-    // Flags and wrappers meant for the host build (coverage, clippy) do not
-    // apply to the guest.
-    for var in [
-        "CARGO_ENCODED_RUSTFLAGS",
-        "RUSTFLAGS",
-        "CARGO_BUILD_RUSTFLAGS",
-        "RUSTC_WRAPPER",
-        "RUSTC_WORKSPACE_WRAPPER",
-        "CARGO_TARGET_DIR",
-    ] {
-        build.env_remove(var);
-    }
+        .args(["--profile", PROFILE]);
     let status = build
         .status()
         .context("running cargo to build the engine")?;

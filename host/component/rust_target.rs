@@ -1,11 +1,34 @@
-//! Adding a Rust target a build script compiles for, shared by the build
-//! scripts of `engram-component` (the engine, `wasm32-unknown-unknown`) and
-//! `engram-wasi` (the WASI components, `wasm32-wasip2`).
+//! Building guests for a Rust target from a build script, shared by the
+//! build scripts of `engram-component` (the engine,
+//! `wasm32-unknown-unknown`), `engram-wasi` (the WASI components,
+//! `wasm32-wasip2`) and `engram-js` (the JavaScript package's components,
+//! `wasm32-unknown-unknown`): adding the target, and the cargo command.
 
 use anyhow::{Context, Result, bail};
 use std::env;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
+
+/// A cargo command run in `workspace` with its own `target_dir`, for the
+/// caller to add its subcommand and arguments to: the flags and wrappers
+/// meant for the host build (coverage, clippy) do not apply to the guests.
+pub fn cargo(workspace: &Path, target_dir: &Path) -> Command {
+    let cargo = env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut command = Command::new(cargo);
+    command.current_dir(workspace);
+    for var in [
+        "CARGO_ENCODED_RUSTFLAGS",
+        "RUSTFLAGS",
+        "CARGO_BUILD_RUSTFLAGS",
+        "RUSTC_WRAPPER",
+        "RUSTC_WORKSPACE_WRAPPER",
+    ] {
+        command.env_remove(var);
+    }
+    // Not the host build's own target folder: one of the guests'.
+    command.env("CARGO_TARGET_DIR", target_dir);
+    command
+}
 
 /// Makes sure the standard library for `target` is installed, so that `what`
 /// can be built: a toolchain installed without the target (or with rustup's

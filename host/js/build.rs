@@ -29,7 +29,6 @@ use compose::{Part, read, wire, write_if_changed};
 use std::env;
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use wac_graph::{CompositionGraph, EncodeOptions};
 
 /// The target the components are built for: no WASI, as the engine.
@@ -109,10 +108,8 @@ fn main() -> Result<()> {
 /// Builds the JSON layer and the algorithms for `wasm32-unknown-unknown`
 /// in `target_dir`; the folder their core modules are in.
 fn build_modules(workspace: &Path, target_dir: &Path) -> Result<PathBuf> {
-    let cargo = env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let mut build = Command::new(cargo);
+    let mut build = rust_target::cargo(workspace, target_dir);
     build
-        .current_dir(workspace)
         .args([
             "build",
             "--locked",
@@ -121,21 +118,7 @@ fn build_modules(workspace: &Path, target_dir: &Path) -> Result<PathBuf> {
             "--profile",
             PROFILE,
         ])
-        .args(["--package", API.0, "--package", ALGORITHMS.0])
-        .arg("--target-dir")
-        .arg(target_dir);
-    // Flags and wrappers meant for the host build (coverage, clippy) do not
-    // apply to the components.
-    for var in [
-        "CARGO_ENCODED_RUSTFLAGS",
-        "RUSTFLAGS",
-        "CARGO_BUILD_RUSTFLAGS",
-        "RUSTC_WRAPPER",
-        "RUSTC_WORKSPACE_WRAPPER",
-        "CARGO_TARGET_DIR",
-    ] {
-        build.env_remove(var);
-    }
+        .args(["--package", API.0, "--package", ALGORITHMS.0]);
     let status = build
         .status()
         .context("running cargo to build the JavaScript package's components")?;

@@ -268,10 +268,8 @@ fn write_script(path: &Path, text: &str) -> Result<()> {
 /// Builds the provider and the command for `wasm32-wasip2` in `target_dir`;
 /// the folder their components are in.
 fn build_components(workspace: &Path, target_dir: &Path, zig: &Zig) -> Result<PathBuf> {
-    let cargo = env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let mut build = Command::new(cargo);
+    let mut build = rust_target::cargo(workspace, target_dir);
     build
-        .current_dir(workspace)
         .args([
             "build",
             "--locked",
@@ -280,21 +278,7 @@ fn build_components(workspace: &Path, target_dir: &Path, zig: &Zig) -> Result<Pa
             "--profile",
             PROFILE,
         ])
-        .args(["--package", PROVIDER.0, "--package", COMMAND.0])
-        .arg("--target-dir")
-        .arg(target_dir);
-    // Flags and wrappers meant for the host build (coverage, clippy) do not
-    // apply to the components.
-    for var in [
-        "CARGO_ENCODED_RUSTFLAGS",
-        "RUSTFLAGS",
-        "CARGO_BUILD_RUSTFLAGS",
-        "RUSTC_WRAPPER",
-        "RUSTC_WORKSPACE_WRAPPER",
-        "CARGO_TARGET_DIR",
-    ] {
-        build.env_remove(var);
-    }
+        .args(["--package", PROVIDER.0, "--package", COMMAND.0]);
     let target_var = TARGET.replace('-', "_");
     build
         .env(format!("CC_{target_var}"), &zig.cc)
