@@ -276,3 +276,103 @@ fn io_w8_a_read_is_audited_before_it_is_answered_and_survives_a_killed_process()
             .all(|e| e.request_id == "r" && e.count == Some(1))
     );
 }
+
+#[test]
+fn io_w8_reads_and_writes_of_processes_sharing_a_file_leave_every_entry_once() {
+    // proves IO-W8: read entries appended with no lock by two processes
+    // while a third commits (and so moves the trail file past what it
+    // read) all reach the table, each exactly once, with every write's.
+    use std::process::{Command, Stdio};
+    const READS: usize = 1500;
+    const WRITES: usize = 150;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("engram.db");
+    let id = {
+        let store = Arc::new(SqliteBackend::open(&path).unwrap());
+        let mut alice = engram()
+            .open("alice", engram::Mode::Online, store.clone(), store)
+            .unwrap();
+        accept(&mut alice, "seed", ingested(5, "Asked about Paris"))
+    };
+    let batch = |name: &str, lines: Vec<String>| {
+        let file = dir.path().join(name);
+        std::fs::write(&file, lines.join("\n")).unwrap();
+        file
+    };
+    let reads = |reader: &str| {
+        batch(
+            &format!("{reader}.jsonl"),
+            (0..READS)
+                .map(|i| {
+                    format!(
+                        r#"{{"record_type":"EVENT","selector":{{"ById":{{"id":"{id}"}}}},"request_id":"{reader}-{i}"}}"#
+                    )
+                })
+                .collect(),
+        )
+    };
+    let writes = batch(
+        "writes.jsonl",
+        (0..WRITES)
+            .map(|i| {
+                format!(
+                    r#"{{"request_id":"w-{i}","source":{{"agent_id":"alice","component":"COGNITION","actor":"USER"}},"record":{{"record_type":"FACT","key":"user.note{i}","payload":{{"semantic":{{"content":"Note {i}","context":"notes","valid_at":1767225600000,"strength":1.0,"last_accessed":1767225600000,"access_count":0,"sources":[],"confidence":0.9,"privacy_tier":"public"}}}}}}}}"#
+                )
+            })
+            .collect(),
+    );
+    let spawn = |op: &str, file: &std::path::Path| {
+        Command::new(env!("CARGO_BIN_EXE_engram"))
+            .arg("--store")
+            .arg(&path)
+            .args([op, "--agent", "alice", "--batch"])
+            .arg(file)
+            .env(
+                "ENGRAM_CACHE_DIR",
+                concat!(env!("CARGO_TARGET_TMPDIR"), "/engram-cache"),
+            )
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let children = [
+        spawn("read", &reads("ra")),
+        spawn("write", &writes),
+        spawn("read", &reads("rb")),
+    ];
+    for child in children {
+        let out = child.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let store = Arc::new(SqliteBackend::open(&path).unwrap());
+    let trail = store
+        .audit_trail(&engram::AuditQuery {
+            agent: Some("alice".into()),
+            limit: 100_000,
+            ..engram::AuditQuery::default()
+        })
+        .unwrap();
+    let mut seen = std::collections::BTreeMap::<&str, usize>::new();
+    for entry in &trail {
+        *seen.entry(entry.request_id.as_str()).or_default() += 1;
+    }
+    for reader in ["ra", "rb"] {
+        for i in 0..READS {
+            assert_eq!(seen.get(format!("{reader}-{i}").as_str()), Some(&1));
+        }
+    }
+    for i in 0..WRITES {
+        assert_eq!(seen.get(format!("w-{i}").as_str()), Some(&1));
+    }
+    assert_eq!(trail.len(), 2 * READS + WRITES + 1);
+    // Everything moved and nobody else has the store open: the file was
+    // emptied by the last move.
+    let mut trail_file = path.as_os_str().to_owned();
+    trail_file.push("-trail");
+    assert_eq!(std::fs::metadata(trail_file).unwrap().len(), 0);
+}

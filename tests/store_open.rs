@@ -203,3 +203,75 @@ fn a_lock_that_keeps_failing_ends_the_command_with_one_line() {
     one_line_naming(&out, "locks.db");
     assert!(String::from_utf8_lossy(&out.stderr).contains("lock"));
 }
+
+#[test]
+fn a_version_1_store_is_upgraded_and_a_newer_one_refused() {
+    // A store of schema version 1 (no `engram_trail`) with an entry
+    // pending in its trail file: opening it upgrades it, and the entry is
+    // moved into the table; a newer version is refused with one line.
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("old.db");
+    let written = engram(&[], &store, &["write", "--agent", "alice"], dir.path())
+        .stdin(Stdio::piped())
+        .spawn()
+        .and_then(|mut child| {
+            use std::io::Write;
+            child
+                .stdin
+                .take()
+                .unwrap()
+                .write_all(request("w").as_bytes())?;
+            child.wait_with_output()
+        })
+        .unwrap();
+    assert!(written.status.success(), "{written:?}");
+    {
+        let db = rusqlite::Connection::open(&store).unwrap();
+        db.execute_batch("DROP TABLE engram_trail; PRAGMA user_version = 1;")
+            .unwrap();
+    }
+    let mut trail = store.as_os_str().to_owned();
+    trail.push("-trail");
+    std::fs::write(
+        &trail,
+        "{\"at\":7,\"agent_id\":\"alice\",\"request_id\":\"old-read\",\"operation\":\"READ\",\"record_type\":\"STATE\",\"outcome\":\"RETURNED\",\"count\":0}\n",
+    )
+    .unwrap();
+    let audit = engram(&[], &store, &["audit", "--agent", "alice"], dir.path())
+        .output()
+        .unwrap();
+    assert!(audit.status.success(), "{audit:?}");
+    let lines = String::from_utf8(audit.stdout).unwrap();
+    let ids: Vec<&str> = lines
+        .lines()
+        .map(|l| {
+            l.split("\"request_id\":\"")
+                .nth(1)
+                .unwrap()
+                .split('"')
+                .next()
+                .unwrap()
+        })
+        .collect();
+    assert_eq!(ids, ["w", "old-read"]);
+    assert_eq!(std::fs::metadata(&trail).unwrap().len(), 0);
+    let version: i32 = rusqlite::Connection::open(&store)
+        .unwrap()
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(version, 2);
+
+    rusqlite::Connection::open(&store)
+        .unwrap()
+        .execute_batch("PRAGMA user_version = 3;")
+        .unwrap();
+    let refused = engram(&[], &store, &["audit", "--agent", "alice"], dir.path())
+        .output()
+        .unwrap();
+    assert!(!refused.status.success());
+    let message = String::from_utf8(refused.stderr).unwrap();
+    assert!(
+        message.contains("schema version 3") && message.lines().count() == 1,
+        "{message}"
+    );
+}

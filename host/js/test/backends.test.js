@@ -86,10 +86,11 @@ test('sqlite: the file format every host shares', () => {
   new SqliteBackend(path).close();
   const db = new DatabaseSync(path);
   assert.equal(db.prepare('PRAGMA application_id').get().application_id, 0x454e4752);
-  assert.equal(db.prepare('PRAGMA user_version').get().user_version, 1);
+  assert.equal(db.prepare('PRAGMA user_version').get().user_version, 2);
   assert.equal(db.prepare('PRAGMA journal_mode').get().journal_mode, 'wal');
   const tables = db.prepare("SELECT name FROM sqlite_schema WHERE type IN ('table','index') ORDER BY name").all().map((r) => r.name);
-  assert.deepEqual(tables, ['engram_audit', 'engram_audit_agent', 'engram_kv']);
+  assert.deepEqual(tables, ['engram_audit', 'engram_audit_agent', 'engram_kv', 'engram_trail']);
+  assert.equal(db.prepare('SELECT moved FROM engram_trail WHERE id = 1').get().moved, 0);
   db.close();
   const header = readFileSync(path).subarray(18, 20);
   assert.deepEqual(Array.from(header), [2, 2]);
@@ -113,12 +114,27 @@ test('sqlite: another database, or a newer schema, is refused and left alone', (
   const newer = join(dir, 'newer.db');
   new SqliteBackend(newer).close();
   const db2 = new DatabaseSync(newer);
-  db2.exec('PRAGMA user_version = 2');
+  db2.exec('PRAGMA user_version = 3');
   db2.close();
-  assert.throws(() => new SqliteBackend(newer), /schema version 2/);
+  assert.throws(() => new SqliteBackend(newer), /schema version 3/);
   const text = join(dir, 'text.db');
   writeFileSync(text, 'hello, this is not a database at all, not even close to one.....................................................................');
   assert.throws(() => new SqliteBackend(text), /not an Engram store/);
+});
+
+test('sqlite: a version-1 store is upgraded, and its trail file moved from the start', () => {
+  const path = join(dir, 'version1.db');
+  new SqliteBackend(path).close();
+  const db = new DatabaseSync(path);
+  db.exec('DROP TABLE engram_trail; PRAGMA user_version = 1');
+  db.close();
+  const line = { at: 7, agent_id: 'alice', request_id: 'old-read', operation: 'READ', record_type: 'FACT', outcome: 'RETURNED', count: 0 };
+  writeFileSync(`${path}-trail`, `${JSON.stringify(line)}\n`);
+  const store = new SqliteBackend(path);
+  assert.equal(store.db.prepare('PRAGMA user_version').get().user_version, 2);
+  assert.deepEqual(store.auditRows({}).map((row) => row.request_id), ['old-read']);
+  assert.equal(readFileSync(`${path}-trail`).length, 0);
+  store.close();
 });
 
 test('sqlite: read entries go to the trail file, and the next commit moves them ahead of its own; a torn line is skipped', () => {

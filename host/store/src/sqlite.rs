@@ -26,7 +26,7 @@
 //!   every later one out.
 
 use super::group::{Commit, GroupQueue};
-use super::trail::TrailFile;
+use super::trail::{Exclusive, TrailFile};
 use super::{Backend, Op, Order, Pair, Precondition, StoreError};
 use anyhow::{Context, Result, bail};
 use engram_model::audit::{AuditEntry, AuditQuery, AuditSink};
@@ -38,7 +38,9 @@ use std::time::Duration;
 /// Marks a SQLite file as an Engram store (`PRAGMA application_id`).
 const APPLICATION_ID: i32 = 0x454e_4752; // "ENGR"
 /// The schema version this build reads and writes (`PRAGMA user_version`).
-const SCHEMA_VERSION: i32 = 1;
+/// Version 2 added `engram_trail`; a version-1 store is brought to it when
+/// opened.
+const SCHEMA_VERSION: i32 = 2;
 
 const SCHEMA: &str = "
 CREATE TABLE engram_kv (
@@ -59,6 +61,16 @@ CREATE TABLE engram_audit (
     reason          TEXT
 );
 CREATE INDEX engram_audit_agent ON engram_audit (agent_id, seq);
+";
+
+/// Version 2: how far the trail file's entries are moved into
+/// `engram_audit` (see [`trail`](super::trail)).
+const TRAIL_SCHEMA: &str = "
+CREATE TABLE engram_trail (
+    id    INTEGER PRIMARY KEY CHECK (id = 1),
+    moved INTEGER NOT NULL
+);
+INSERT INTO engram_trail (id, moved) VALUES (1, 0);
 ";
 
 /// How hard SQLite works to make a commit durable (`PRAGMA synchronous`).
@@ -202,6 +214,7 @@ impl SqliteBackend {
             let created = if found == (0, 0, 0) {
                 conn.execute_batch(&format!(
                     "{SCHEMA}
+                     {TRAIL_SCHEMA}
                      PRAGMA application_id = {APPLICATION_ID};
                      PRAGMA user_version = {SCHEMA_VERSION};"
                 ))
@@ -214,6 +227,26 @@ impl SqliteBackend {
                 let _ = conn.execute_batch("ROLLBACK");
             }
             found = finished.map_err(failed("cannot create the store"))?;
+        }
+        if found.0 == APPLICATION_ID && found.1 == 1 {
+            // Version 1 had no `engram_trail`: its trail file is moved from
+            // the start.
+            conn.execute_batch("BEGIN IMMEDIATE")
+                .map_err(failed("cannot upgrade the store"))?;
+            found = identify(&conn)?;
+            let upgraded = if found.1 == 1 {
+                conn.execute_batch(&format!(
+                    "{TRAIL_SCHEMA} PRAGMA user_version = {SCHEMA_VERSION};"
+                ))
+                .map(|()| (APPLICATION_ID, SCHEMA_VERSION, found.2))
+            } else {
+                Ok(found)
+            };
+            let finished = upgraded.and_then(|u| conn.execute_batch("COMMIT").map(|()| u));
+            if finished.is_err() {
+                let _ = conn.execute_batch("ROLLBACK");
+            }
+            found = finished.map_err(failed("cannot upgrade the store"))?;
         }
         match found {
             (APPLICATION_ID, SCHEMA_VERSION, _) => {}
@@ -244,8 +277,14 @@ impl SqliteBackend {
             Synchronous::Full => "FULL",
             Synchronous::Normal => "NORMAL",
         };
-        conn.execute_batch(&format!("PRAGMA synchronous = {sync};"))
-            .map_err(failed("cannot set the durability"))?;
+        // A checkpoint every 4,096 pages (16 MiB of WAL at most) instead of
+        // SQLite's 1,000: a write touches several pages, often the same ones
+        // (the counter, the audit rows, index pages), which fewer
+        // checkpoints copy to the file fewer times.
+        conn.execute_batch(&format!(
+            "PRAGMA synchronous = {sync}; PRAGMA wal_autocheckpoint = 4096;"
+        ))
+        .map_err(failed("cannot set the durability"))?;
         let trail = TrailFile::open(&path, options.busy_timeout)?;
         Ok(SqliteBackend {
             path,
@@ -542,26 +581,28 @@ impl SqliteBackend {
             Ok(conn) => conn,
             Err(error) => return every(error.to_string()),
         };
-        let Ok(gate) = self.trail_gate.write() else {
+        // Appends wait while the file is read, moved and perhaps emptied.
+        let Ok(_gate) = self.trail_gate.write() else {
             return every("the audit trail's lock was poisoned".into());
         };
-        let pending = match self.trail.take() {
-            Ok(pending) => pending,
+        let length = match self.trail.len() {
+            Ok(length) => length,
             Err(error) => return every(format!("{error:#}")),
         };
-        // Appends wait only while taken entries are being moved.
-        let _gate = pending.as_ref().map(|_| gate);
-        if pending.is_none() && group.iter().all(Commit::is_empty) {
+        if length == 0 && group.iter().all(Commit::is_empty) {
             return group.iter().map(|_| Ok(())).collect();
         }
         let tx = match conn.transaction_with_behavior(TransactionBehavior::Immediate) {
             Ok(tx) => tx,
             Err(error) => return every(describe(&error)),
         };
-        // Entries of earlier calls go first.
-        for entry in pending.iter().flat_map(|(entries, _)| entries) {
-            if let Err(error) = insert_audit(&tx, entry) {
-                return every(format!("{error:#}"));
+        // Entries of earlier calls go first; the file is emptied after the
+        // commit when this process is alone on it.
+        let mut alone = None;
+        if length > 0 {
+            match move_trail(&tx, &self.trail) {
+                Ok(exclusive) => alone = exclusive,
+                Err(error) => return every(format!("{error:#}")),
             }
         }
         let answers = match group {
@@ -607,13 +648,34 @@ impl SqliteBackend {
         if let Err(error) = tx.commit() {
             return every(describe(&error));
         }
-        if let Some((_, taken)) = pending {
+        if let Some(alone) = alone {
             // Should emptying fail, the entries are moved again later: the
             // trail may then hold one twice, never lose it.
-            let _ = taken.moved();
+            let _ = alone.empty();
         }
         answers
     }
+}
+
+/// Moves the trail file's complete lines past the recorded offset into
+/// `engram_audit`, in the transaction `tx` is in, and records the new
+/// offset: 0 when this process is alone on the file and will empty it
+/// after the commit (the answer holds it alone until then).
+fn move_trail<'a>(tx: &Connection, trail: &'a TrailFile) -> Result<Option<Exclusive<'a>>> {
+    let moved: i64 = tx
+        .prepare_cached("SELECT moved FROM engram_trail WHERE id = 1")?
+        .query_row([], |row| row.get(0))
+        .context("reading how far the audit trail is moved")?;
+    let pending = trail.pending(u64::try_from(moved).unwrap_or(0))?;
+    for entry in &pending.entries {
+        insert_audit(tx, entry)?;
+    }
+    let alone = trail.exclusive()?;
+    let moved = if alone.is_some() { 0 } else { pending.end };
+    tx.prepare_cached("UPDATE engram_trail SET moved = ?1 WHERE id = 1")?
+        .execute([i64::try_from(moved).unwrap_or(i64::MAX)])
+        .context("recording how far the audit trail is moved")?;
+    Ok(alone)
 }
 
 /// Checks the preconditions of `commit`, then applies its ops and appends

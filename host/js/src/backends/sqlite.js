@@ -1,8 +1,8 @@
 // A store in one SQLite file through Node's built-in node:sqlite, in the
 // format every host shares (docs/store-format.md): application_id
-// 0x454E4752, user_version 1, the WAL journal, `engram_kv` and
-// `engram_audit`, and the `STORE-trail` file of audit entries of calls
-// that commit nothing.
+// 0x454E4752, user_version 2, the WAL journal, `engram_kv`,
+// `engram_audit` and `engram_trail`, and the `STORE-trail` file of audit
+// entries of calls that commit nothing.
 //
 // Node has no file locks (flock): like the WASI host, a Node process must
 // be the only process using its store while it writes it. Nothing
@@ -20,7 +20,16 @@ import {
 /** Marks a SQLite file as an Engram store (`PRAGMA application_id`). */
 export const APPLICATION_ID = 0x454e4752;
 /** The schema version this host reads and writes (`PRAGMA user_version`). */
-export const SCHEMA_VERSION = 1;
+export const SCHEMA_VERSION = 2;
+
+/** Version 2: how far the trail file is moved into `engram_audit`. */
+const TRAIL_SCHEMA = `
+CREATE TABLE engram_trail (
+    id    INTEGER PRIMARY KEY CHECK (id = 1),
+    moved INTEGER NOT NULL
+);
+INSERT INTO engram_trail (id, moved) VALUES (1, 0);
+`;
 
 const SCHEMA = `
 CREATE TABLE engram_kv (
@@ -85,7 +94,7 @@ export class SqliteBackend {
           found = identify(db, path);
           if (found.app === 0 && found.version === 0 && found.objects === 0) {
             db.exec(
-              `${SCHEMA} PRAGMA application_id = ${APPLICATION_ID}; PRAGMA user_version = ${SCHEMA_VERSION};`,
+              `${SCHEMA} ${TRAIL_SCHEMA} PRAGMA application_id = ${APPLICATION_ID}; PRAGMA user_version = ${SCHEMA_VERSION};`,
             );
             found = { app: APPLICATION_ID, version: SCHEMA_VERSION, objects: 1 };
           }
@@ -97,6 +106,22 @@ export class SqliteBackend {
       }
       if (found.app !== APPLICATION_ID) {
         throw new Error(`${path}: not an Engram store (it is another SQLite database)`);
+      }
+      if (found.version === 1) {
+        // Version 1 had no `engram_trail`: its trail file is moved from
+        // the start.
+        db.exec('BEGIN IMMEDIATE');
+        try {
+          found = identify(db, path);
+          if (found.version === 1) {
+            db.exec(`${TRAIL_SCHEMA} PRAGMA user_version = ${SCHEMA_VERSION};`);
+            found = { ...found, version: SCHEMA_VERSION };
+          }
+          db.exec('COMMIT');
+        } catch (error) {
+          if (db.isTransaction) db.exec('ROLLBACK');
+          throw new Error(`${path}: cannot upgrade the store: ${error.message}`);
+        }
       }
       if (found.version !== SCHEMA_VERSION) {
         throw new Error(
@@ -136,6 +161,8 @@ export class SqliteBackend {
         `INSERT INTO engram_audit (at, agent_id, request_id, operation, source, record_type,
            outcome, stored_id, count, reason) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       ),
+      moved: db.prepare('SELECT moved FROM engram_trail WHERE id = 1'),
+      setMoved: db.prepare('UPDATE engram_trail SET moved = ? WHERE id = 1'),
       trail: db.prepare(
         `SELECT at, agent_id, request_id, operation, source, record_type, outcome,
                 stored_id, count, reason
@@ -181,22 +208,27 @@ export class SqliteBackend {
   }
 
   /**
-   * One `BEGIN IMMEDIATE` transaction: the trail file's pending entries
-   * into `engram_audit`, the preconditions, the ops and `auditRows`; the
-   * trail file is emptied after `COMMIT`.
+   * One `BEGIN IMMEDIATE` transaction: the trail file's entries past the
+   * offset `engram_trail` records into `engram_audit`, the preconditions,
+   * the ops and `auditRows`; the file is emptied after `COMMIT`, having
+   * recorded offset 0 (this process is alone on its store).
    * @param {import('../backend.js').Precondition[]} preconditions
    * @param {import('../backend.js').Op[]} ops
    * @param {import('../backend.js').AuditRow[]} auditRows
    */
   commit(preconditions, ops, auditRows) {
-    const pending = this.#pending();
-    if (pending === undefined && preconditions.length === 0 && ops.length === 0 && auditRows.length === 0) {
+    const text = this.#trailText();
+    if (text.length === 0 && preconditions.length === 0 && ops.length === 0 && auditRows.length === 0) {
       return true;
     }
     const { db, statements } = this;
     db.exec('BEGIN IMMEDIATE');
     try {
-      for (const row of pending ?? []) insertAudit(statements.audit, row);
+      if (text.length > 0) {
+        const moved = Number(statements.moved.get().moved);
+        for (const row of pendingRows(text, moved)) insertAudit(statements.audit, row);
+        statements.setMoved.run(0);
+      }
       for (const p of preconditions) {
         const held = this.get(p.key);
         if (p.type === 'absent' ? held !== undefined : !sameBytes(held, p.value)) {
@@ -214,34 +246,18 @@ export class SqliteBackend {
       if (db.isTransaction) db.exec('ROLLBACK');
       throw error;
     }
-    if (pending !== undefined) fs.truncateSync(this.trailPath, 0);
+    if (text.length > 0) fs.truncateSync(this.trailPath, 0);
     return true;
   }
 
-  /**
-   * The entries of the trail file, parsed (a torn line skipped), or
-   * undefined when it holds none.
-   * @returns {import('../backend.js').AuditRow[]|undefined}
-   */
-  #pending() {
-    let text;
+  /** The trail file's bytes (none when it is absent). */
+  #trailText() {
     try {
-      text = fs.readFileSync(this.trailPath, 'utf8');
+      return fs.readFileSync(this.trailPath);
     } catch (error) {
-      if (error.code === 'ENOENT') return undefined;
+      if (error.code === 'ENOENT') return Buffer.alloc(0);
       throw new Error(`${this.trailPath}: cannot read the audit trail: ${error.message}`);
     }
-    if (text.length === 0) return undefined;
-    const rows = [];
-    for (const line of text.split('\n')) {
-      if (line.trim() === '') continue;
-      try {
-        rows.push(auditRowOfLine(JSON.parse(line)));
-      } catch {
-        // A line a power loss tore is skipped.
-      }
-    }
-    return rows;
   }
 
   /**
@@ -303,6 +319,31 @@ export class SqliteBackend {
     }
     if (this.db.isOpen) this.db.close();
   }
+}
+
+/**
+ * The entries of the trail file's lines past byte `moved` (all of them
+ * when the file is shorter), parsed: a line a power loss tore is skipped,
+ * but an entry appended after the torn part, on the same line, is kept.
+ * @param {Buffer} text
+ * @param {number} moved
+ * @returns {import('../backend.js').AuditRow[]}
+ */
+function pendingRows(text, moved) {
+  const from = moved > text.length ? 0 : moved;
+  const rows = [];
+  for (const line of text.subarray(from).toString('utf8').split('\n')) {
+    if (line.trim() === '') continue;
+    for (const candidate of [line, line.slice(Math.max(0, line.lastIndexOf('{"at":')))]) {
+      try {
+        rows.push(auditRowOfLine(JSON.parse(candidate)));
+        break;
+      } catch {
+        // A line a power loss tore is skipped.
+      }
+    }
+  }
+  return rows;
 }
 
 /** The marks of the file: application id, schema version, schema objects. */
