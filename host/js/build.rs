@@ -1,22 +1,29 @@
-//! Builds the components of Engram's JavaScript package and composes the
-//! JSON layer with the engine component, unchanged (`engram-component`):
+//! Builds the components of Engram's JavaScript and Python packages and
+//! composes the JSON layer with the engine component, unchanged
+//! (`engram-component`):
 //!
 //! 1. adds the `wasm32-unknown-unknown` target with rustup when the
 //!    toolchain lacks it;
-//! 2. builds the JSON layer (`host/js/api`) and the default algorithms
-//!    (`host/js/algorithms`) for `wasm32-unknown-unknown` with the `guest`
+//! 2. builds the JSON layer (`host/js/api`), the default algorithms
+//!    (`host/js/algorithms`) and the Python package's persistence adapter
+//!    (`host/python/adapter`) for `wasm32-unknown-unknown` with the `guest`
 //!    profile, in a target folder of their own in `OUT_DIR`;
-//! 3. encodes both core modules as components with `wit-component`, as
+//! 3. encodes the core modules as components with `wit-component`, as
 //!    `engram-component` does the engine;
 //! 4. composes the JSON layer with the engine with `wac-graph`:
 //!    `engram-js.wasm`, whose imports are the engine's
 //!    (`engram:memory/persistence`, `audit`, `domain`, `summarizer`,
 //!    `ranker`, `types`) and `engram:js/host`, and whose export is
 //!    `engram:js/calls`; the algorithms are `engram-algorithms.wasm` as
-//!    they are;
-//! 5. writes both to `OUT_DIR` for the crate (`ENGRAM_JS_API`,
-//!    `ENGRAM_JS_ALGORITHMS`) and copies them to `js/` in the workspace's
-//!    target folder, where the JavaScript package's build takes them.
+//!    they are; `engram-py.wasm` is `engram-js.wasm` with the engine's
+//!    `persistence`, `audit` and `domain` imports and the JSON layer's
+//!    `engram:js/host` supplied by the adapter, which imports
+//!    `engram:py/store` instead (`host/python/wit`), and
+//!    `engram-py-builtin.wasm` is that with the algorithms inside too;
+//! 5. writes them to `OUT_DIR` for the crate (`ENGRAM_JS_API`,
+//!    `ENGRAM_JS_ALGORITHMS`, `ENGRAM_PY_API`) and copies them to `js/` in
+//!    the workspace's target folder, where the JavaScript package's build
+//!    and the Python package's `setup.py` take them.
 
 #[path = "../component/rust_target.rs"]
 mod rust_target;
@@ -40,14 +47,26 @@ const PROFILE: &str = "guest";
 const API: (&str, &str) = ("engram-js-api", "engram_js_api.wasm");
 /// The algorithms' package, and their core module as cargo names it.
 const ALGORITHMS: (&str, &str) = ("engram-js-algorithms", "engram_js_algorithms.wasm");
+/// The Python package's persistence adapter, and its core module.
+const ADAPTER: (&str, &str) = ("engram-py-adapter", "engram_py_adapter.wasm");
 /// The composed JSON layer and engine.
 const API_FILE: &str = "engram-js.wasm";
+/// The same, with the Python package's persistence adapter.
+const PY_API_FILE: &str = "engram-py.wasm";
+/// The same, with the default algorithms inside (no summarizer or ranker
+/// to import).
+const PY_BUILTIN_FILE: &str = "engram-py-builtin.wasm";
 /// The algorithms' component.
 const ALGORITHMS_FILE: &str = "engram-algorithms.wasm";
 /// The interface the composition exports.
 const CALLS: &str = "engram:js/calls@0.1.0";
 /// What the composition leaves for the JavaScript host to supply.
 const HOST: &[&str] = &["engram:memory/", "engram:js/"];
+/// An engine import the Python package's adapter supplies (with `audit`
+/// and `domain`).
+const PERSISTENCE: &str = "engram:memory/persistence@0.1.0";
+/// What the Python composition leaves for the Python host to supply.
+const PY_HOST: &[&str] = &["engram:memory/", "engram:js/", "engram:py/"];
 
 fn main() -> Result<()> {
     let out_dir = PathBuf::from(env::var_os("OUT_DIR").context("OUT_DIR is not set")?);
@@ -64,6 +83,9 @@ fn main() -> Result<()> {
         "host/js/algorithms/src",
         "host/js/algorithms/Cargo.toml",
         "host/js/wit",
+        "host/python/adapter/src",
+        "host/python/adapter/Cargo.toml",
+        "host/python/wit",
         "host/model",
         "host/algorithms",
         "wit",
@@ -86,7 +108,13 @@ fn main() -> Result<()> {
     let api = componentize(&read(&built.join(API.1))?).context("encoding the JSON layer")?;
     let algorithms =
         componentize(&read(&built.join(ALGORITHMS.1))?).context("encoding the algorithms")?;
-    let composed = compose_api(&engine, &api).context("composing engram-js.wasm")?;
+    let adapter = componentize(&read(&built.join(ADAPTER.1))?)
+        .context("encoding the Python package's persistence adapter")?;
+    let composed = compose_api(&engine, &api, None, None).context("composing engram-js.wasm")?;
+    let composed_py =
+        compose_api(&engine, &api, Some(&adapter), None).context("composing engram-py.wasm")?;
+    let composed_builtin = compose_api(&engine, &api, Some(&adapter), Some(&algorithms))
+        .context("composing engram-py-builtin.wasm")?;
 
     let js_dir = env::var_os("CARGO_TARGET_DIR")
         .filter(|dir| !dir.is_empty())
@@ -96,6 +124,8 @@ fn main() -> Result<()> {
     for (name, bytes, var) in [
         (API_FILE, &composed, "ENGRAM_JS_API"),
         (ALGORITHMS_FILE, &algorithms, "ENGRAM_JS_ALGORITHMS"),
+        (PY_API_FILE, &composed_py, "ENGRAM_PY_API"),
+        (PY_BUILTIN_FILE, &composed_builtin, "ENGRAM_PY_BUILTIN"),
     ] {
         let path = out_dir.join(name);
         write_if_changed(&path, bytes)?;
@@ -118,7 +148,8 @@ fn build_modules(workspace: &Path, target_dir: &Path) -> Result<PathBuf> {
             "--profile",
             PROFILE,
         ])
-        .args(["--package", API.0, "--package", ALGORITHMS.0]);
+        .args(["--package", API.0, "--package", ALGORITHMS.0])
+        .args(["--package", ADAPTER.0]);
     let status = build
         .status()
         .context("running cargo to build the JavaScript package's components")?;
@@ -142,13 +173,43 @@ fn componentize(module: &[u8]) -> Result<Vec<u8>> {
 /// `engram-js.wasm`: the JSON layer's imports of the engine's interfaces
 /// wired to the engine; what neither supplies (the engine's imports,
 /// `engram:memory/types`, `engram:js/host`) is imported by the
-/// composition, once per name; exports `engram:js/calls`.
-fn compose_api(engine: &[u8], api: &[u8]) -> Result<Vec<u8>> {
+/// composition, once per name; exports `engram:js/calls`. With the Python
+/// package's `adapter`, `engram-py.wasm`: the engine's `persistence`,
+/// `audit` and `domain` and the JSON layer's `engram:js/host` are the
+/// adapter's, which imports `engram:py/store`; with the `algorithms` too,
+/// `engram-py-builtin.wasm`: the engine's summarizer and ranker are theirs.
+fn compose_api(
+    engine: &[u8],
+    api: &[u8],
+    adapter: Option<&[u8]>,
+    algorithms: Option<&[u8]>,
+) -> Result<Vec<u8>> {
     let mut graph = CompositionGraph::new();
     let engine = Part::register(&mut graph, "engram:engine", engine)?;
     let api = Part::register(&mut graph, "engram:js-api", api)?;
-    wire(&mut graph, &engine, &[], HOST)?;
-    wire(&mut graph, &api, &[&engine], HOST)?;
+    let mut suppliers = Vec::new();
+    if let Some(adapter) = adapter {
+        let adapter = Part::register(&mut graph, "engram:py-adapter", adapter)?;
+        wire(&mut graph, &adapter, &[], PY_HOST)?;
+        ensure!(
+            adapter
+                .exports(&graph)
+                .iter()
+                .any(|name| name == PERSISTENCE),
+            "the adapter does not supply the engine's `{PERSISTENCE}`"
+        );
+        suppliers.push(adapter);
+    }
+    if let Some(algorithms) = algorithms {
+        let algorithms = Part::register(&mut graph, "engram:algorithms", algorithms)?;
+        wire(&mut graph, &algorithms, &[], PY_HOST)?;
+        suppliers.push(algorithms);
+    }
+    let suppliers: Vec<&Part> = suppliers.iter().collect();
+    wire(&mut graph, &engine, &suppliers, HOST)?;
+    let mut api_suppliers = vec![&engine];
+    api_suppliers.extend(suppliers.iter().copied());
+    wire(&mut graph, &api, &api_suppliers, HOST)?;
     ensure!(
         api.exports(&graph).iter().any(|name| name == CALLS),
         "the JSON layer does not export `{CALLS}`"

@@ -17,7 +17,7 @@
 //!   algorithm of its own.
 //!
 //! `cargo build -p engram-js` (or a build of a crate that depends on this
-//! one) also copies both files to `target/js/` in the workspace (to
+//! one) also copies the files to `target/js/` in the workspace (to
 //! `$CARGO_TARGET_DIR/js/` when that is set).
 
 /// The path of `engram-js.wasm`, the JSON layer composed with the engine,
@@ -28,9 +28,19 @@ pub const API: &str = env!("ENGRAM_JS_API");
 /// build script's output folder.
 pub const ALGORITHMS: &str = env!("ENGRAM_JS_ALGORITHMS");
 
+/// The path of `engram-py.wasm`: `engram-js.wasm` whose engine's
+/// `engram:memory/persistence`, `audit` and `domain` and whose JSON
+/// layer's `engram:js/host` are supplied by the Python package's adapter
+/// (`host/python/adapter`), which imports `engram:py/store` instead.
+pub const PY_API: &str = env!("ENGRAM_PY_API");
+
+/// The path of `engram-py-builtin.wasm`: [`PY_API`] with the default
+/// algorithms composed in, so it imports no summarizer and no ranker.
+pub const PY_BUILTIN: &str = env!("ENGRAM_PY_BUILTIN");
+
 #[cfg(test)]
 mod tests {
-    use super::{ALGORITHMS, API};
+    use super::{ALGORITHMS, API, PY_API, PY_BUILTIN};
     use wasmparser::{Parser, Payload};
 
     /// The names a component imports and exports itself (not those of the
@@ -79,6 +89,35 @@ mod tests {
         .map(String::from)
         .to_vec();
         assert_eq!(imports, expected);
+        assert_eq!(exports, ["engram:js/calls@0.1.0"]);
+    }
+
+    /// The Python composition imports `engram:py/store` where the
+    /// JavaScript one imports `persistence`, `audit`, `domain` and
+    /// `engram:js/host`, and the rest the same.
+    #[test]
+    fn the_python_api_imports_the_store_instead_of_persistence() {
+        let (imports, exports) = world(PY_API);
+        let expected: Vec<String> = [
+            "engram:memory/ranker@0.1.0",
+            "engram:memory/summarizer@0.1.0",
+            "engram:memory/types@0.1.0",
+            "engram:py/store@0.1.0",
+        ]
+        .map(String::from)
+        .to_vec();
+        assert_eq!(imports, expected);
+        assert_eq!(exports, ["engram:js/calls@0.1.0"]);
+    }
+
+    /// With the algorithms inside, no summarizer or ranker is imported.
+    #[test]
+    fn the_builtin_python_api_imports_the_store_and_the_types_only() {
+        let (imports, exports) = world(PY_BUILTIN);
+        assert_eq!(
+            imports,
+            ["engram:memory/types@0.1.0", "engram:py/store@0.1.0"]
+        );
         assert_eq!(exports, ["engram:js/calls@0.1.0"]);
     }
 

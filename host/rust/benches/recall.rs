@@ -13,6 +13,12 @@
 //! run, on the same turns and questions, plain BM25 (the `bm25` crate: its
 //! English tokenizer stems and drops stop words) over the raw turn texts is
 //! the baseline. It prints recall@5 and recall@10 of both and the ratio.
+//!
+//! With `ENGRAM_RECALL_DATASET=FILE` it also writes the turns and questions
+//! to FILE as JSON Lines (`{"message","response","time"}` per turn, then
+//! `{"question","evidence"}` per question, `evidence` the index of the turn
+//! that answers it), for other hosts' recall runs on the same data
+//! (`host/python/bench/recall.py`).
 
 use engram::cycle::{Stage, StepOutput, TurnInput};
 use engram::{Config, Engram, Mode, Storage};
@@ -244,6 +250,19 @@ fn main() -> anyhow::Result<()> {
     let seed = args.first().copied().unwrap_or(7);
     let sessions = args.get(1).copied().unwrap_or(240) as usize;
     let (turns, questions) = conversations(seed, sessions);
+    if let Some(path) = std::env::var_os("ENGRAM_RECALL_DATASET") {
+        let mut lines = String::new();
+        for turn in &turns {
+            let line = serde_json::json!({"message": turn.message, "response": turn.response, "time": turn.time});
+            lines.push_str(&format!("{line}\n"));
+        }
+        for question in &questions {
+            let line =
+                serde_json::json!({"question": question.text, "evidence": question.evidence});
+            lines.push_str(&format!("{line}\n"));
+        }
+        std::fs::write(&path, lines)?;
+    }
 
     // Engram: every turn through an ingest cycle at its own time.
     let now = Arc::new(AtomicI64::new(0));

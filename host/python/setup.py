@@ -1,0 +1,56 @@
+"""Puts the engine's components into the package when it is built.
+
+The components are built by cargo from this repository (``engram-js``'s
+build script writes ``engram-py.wasm``, ``engram-py-builtin.wasm`` and
+``engram-algorithms.wasm`` to
+``js/`` in the workspace's target folder); ``ENGRAM_WASM_DIR`` names a
+folder that already holds them instead.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+from setuptools import setup
+from setuptools.command.build_py import build_py
+
+COMPONENTS = ("engram-py.wasm", "engram-py-builtin.wasm", "engram-algorithms.wasm")
+REPOSITORY = Path(__file__).resolve().parent.parent.parent
+
+
+def components() -> Path:
+    """The folder that holds the components, built first if need be."""
+    given = os.environ.get("ENGRAM_WASM_DIR")
+    if given:
+        return Path(given)
+    if not (REPOSITORY / "Cargo.toml").is_file():
+        raise SystemExit(
+            "engram-memory: the engine's components are built from the Engram repository; "
+            "set ENGRAM_WASM_DIR to a folder holding " + " and ".join(COMPONENTS)
+        )
+    subprocess.run(["cargo", "build", "-p", "engram-js"], cwd=REPOSITORY, check=True)
+    metadata = subprocess.run(
+        ["cargo", "metadata", "--no-deps", "--format-version", "1"],
+        cwd=REPOSITORY,
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return Path(json.loads(metadata.stdout)["target_directory"]) / "js"
+
+
+class BuildWithComponents(build_py):
+    def run(self) -> None:
+        super().run()
+        source = components()
+        target = Path(self.build_lib) / "engram" / "wasm"
+        target.mkdir(parents=True, exist_ok=True)
+        for name in COMPONENTS:
+            if not (source / name).is_file():
+                raise SystemExit(f"engram-memory: {source / name} is missing")
+            shutil.copyfile(source / name, target / name)
+
+
+setup(cmdclass={"build_py": BuildWithComponents})

@@ -1,0 +1,595 @@
+"""Engram, a memory engine for AI agents: the engine is the same
+WebAssembly component every host runs, loaded by wasmtime-py, with the JSON
+model of the ``engram`` command line, in the seeds' names, so a request that
+works with ``engram write`` works here::
+
+    from engram import Engram
+
+    with Engram("engram.db") as mem:          # a SQLite file, the Rust host's format
+        alice = mem.open("alice")
+        alice.write({...})                    # {"ACCEPTED": {"stored_id": ...}} or "REJECTED"
+        alice.read({"record_type": "FACT", "selector": {"ByKey": {"key": "user.diet"}}, "request_id": "q"})
+
+Answers are the lines the command line prints, parsed. Invalid input raises
+:class:`InputError` (nothing ran); a refused plan, cycle or maintenance call
+raises :class:`RefusedError` with the refusal in ``answer``; a call during
+which the engine stopped raises :class:`EngineStopped`, and the next call
+gets a fresh instance.
+"""
+
+from __future__ import annotations
+
+import builtins
+import json
+import os
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+import wasmtime
+
+from ._component import AlgorithmError, Candidate, Failure, Instance, Runtime, Turn
+from ._maintenance import LockError, LockGuard, break_lock
+from ._maintenance import forget as _forget
+from ._scope import Limits, Ranker, Scope, Summarizer
+from ._store import MAX_AGENT_ID_BYTES, AuditRow, Backend, audit_line, compact, source_text
+from .memory import MemoryStore
+from .sqlite import SqliteStore, StoreError
+from .types import Answer, Plan, ReadAnswer, ReadRequest, WriteAnswer, WriteRequest
+
+__all__ = [
+    "Engram",
+    "Domain",
+    "Cycle",
+    "Limits",
+    "Candidate",
+    "Backend",
+    "MemoryStore",
+    "SqliteStore",
+    "EngramError",
+    "InputError",
+    "RefusedError",
+    "EngineStopped",
+    "StoreError",
+    "LockError",
+    "AlgorithmError",
+    "Summarizer",
+    "Ranker",
+    "WriteRequest",
+    "WriteAnswer",
+    "ReadRequest",
+    "ReadAnswer",
+    "Plan",
+    "Answer",
+    "default_algorithms",
+]
+
+
+def default_algorithms() -> tuple[Summarizer, Ranker]:
+    """The summarizer and ranker every host uses when given none (the
+    engine's own, ``engram-algorithms.wasm``), as callables: to wrap, or to
+    combine with a ranker of one's own."""
+    return Runtime.shared().default_algorithms()
+
+
+class EngramError(Exception):
+    """Every error of a call of this package."""
+
+
+class InputError(EngramError, ValueError):
+    """The input is not a valid request: nothing ran. The message names the
+    input (and the line of a batch) and the problem."""
+
+
+class RefusedError(EngramError):
+    """The contract refused the call: nothing of it was persisted.
+    ``answer`` is the line the command line prints for it, parsed
+    (``{"plan_error": …}``, ``{"cycle_error": …}``, ``{"error": …}``)."""
+
+    def __init__(self, line: str) -> None:
+        super().__init__(line)
+        self.answer: Any = json.loads(line)
+
+
+class EngineStopped(EngramError):
+    """The engine instance stopped during the call (a trap, or an import
+    that failed where the contract has no error to give): the call did not
+    answer, and the domain's next call gets a fresh instance. A single write
+    or read that stopped so is audited FAILED with why."""
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def _text(request: Any) -> str:
+    return request if isinstance(request, str) else compact(request)
+
+
+#: The command line's defaults of the graph and history calls' optional fields.
+_DEFAULTS: dict[str, dict[str, Any]] = {
+    "history": {"limit": 10},
+    "as-of": {"limit": 100},
+    "list": {"limit": 100},
+    "entities": {"limit": 100},
+    "relationships": {"incoming": False, "types": [], "limit": 100},
+    "traverse": {
+        "depth_first": False,
+        "incoming": False,
+        "types": [],
+        "max_depth": 2,
+        "max_nodes": 100,
+        "max_edges": 1000,
+    },
+}
+
+#: The `export` page size.
+_EXPORT_PAGE = 1000
+
+_TIERS = ("public", "sensitive", "private")
+
+
+class Engram:
+    """A store and the engine that serves its agents' domains.
+
+    ``store``: the path of a SQLite file (created if absent, the format of
+    every host), a :class:`Backend` object, or None / ``":memory:"`` for a
+    fresh in-memory store. ``synchronous`` and ``busy_timeout`` are for a
+    store given by path. ``summarizer`` and ``ranker`` are the defaults of
+    every domain opened here (every host's own when None); ``clock`` answers
+    ms since the epoch.
+    """
+
+    def __init__(
+        self,
+        store: str | os.PathLike[str] | Backend | None = None,
+        *,
+        synchronous: str = "FULL",
+        busy_timeout: float = 5.0,
+        summarizer: Summarizer | None = None,
+        ranker: Ranker | None = None,
+        limits: Limits | None = None,
+        clock: Callable[[], int] | None = None,
+    ) -> None:
+        if store is None or store == ":memory:":
+            self.store: Backend = MemoryStore()
+            self._owned = True
+        elif isinstance(store, (str, os.PathLike)):
+            self.store = SqliteStore(store, synchronous=synchronous, busy_timeout=busy_timeout)
+            self._owned = True
+        else:
+            self.store = store
+            self._owned = False
+        self._runtime = Runtime.shared()
+        self._summarizer = summarizer
+        self._ranker = ranker
+        self._limits = limits or Limits()
+        self._clock = clock or _now_ms
+        self._closed = False
+
+    def open(
+        self,
+        agent: str,
+        *,
+        mode: str = "online",
+        tier_ceiling: str = "private",
+        summarizer: Summarizer | None = None,
+        ranker: Ranker | None = None,
+        input: str = "request",
+    ) -> Domain:
+        """The memory domain of one agent: an engine instance of its own
+        whose keys the host scopes to that agent (IO-W6). ``mode``
+        ``"maintenance"`` takes the domain's maintenance lock until
+        :meth:`Domain.close` (only MAINTENANCE may write then);
+        ``tier_ceiling`` is the highest privacy tier reads may return;
+        ``input`` names the input in input errors."""
+        if self._closed:
+            raise EngramError("the store is closed")
+        if not isinstance(agent, str) or not agent or len(agent.encode("utf-8")) > MAX_AGENT_ID_BYTES:
+            raise ValueError(f"an agent id must be 1 to {MAX_AGENT_ID_BYTES} bytes long")
+        if mode not in ("online", "maintenance"):
+            raise ValueError(f"mode must be online or maintenance, not {mode!r}")
+        if tier_ceiling not in _TIERS:
+            raise ValueError(f"tier_ceiling must be public, sensitive or private, not {tier_ceiling!r}")
+        summarizer = summarizer or self._summarizer
+        ranker = ranker or self._ranker
+        if (summarizer is None) != (ranker is None):
+            # One given: the other is the engine's own, called from here.
+            default_summarizer, default_ranker = self._runtime.default_algorithms()
+            summarizer = summarizer or default_summarizer
+            ranker = ranker or default_ranker
+        # Neither given: the engine's own, composed in (no call leaves the engine).
+        lock = LockGuard.acquire(self.store, agent, self._clock()) if mode == "maintenance" else None
+        scope = Scope(
+            agent_id=agent,
+            backend=self.store,
+            mode=mode,
+            tier_ceiling=tier_ceiling,
+            limits=self._limits,
+            clock=self._clock,
+            summarizer=summarizer,
+            ranker=ranker,
+            lock_value=None if lock is None else lock.value,
+        )
+        try:
+            return Domain(self._runtime, scope, lock, input)
+        except BaseException:
+            if lock is not None:
+                lock.release()
+            raise
+
+    def audit(
+        self,
+        agent: str | None = None,
+        *,
+        operation: str | None = None,
+        outcome: str | None = None,
+        since: int | None = None,
+        until: int | None = None,
+        limit: int = 100,
+    ) -> list[dict]:
+        """The audit trail, oldest first, in the ``engram audit`` line form:
+        the newest ``limit`` entries that match."""
+        if not isinstance(limit, int) or not 1 <= limit <= 100000:
+            raise ValueError("an audit limit must be 1 to 100000")
+        rows = self.store.audit_rows(agent, operation, outcome, since, until, limit)
+        return [audit_line(row) for row in rows]
+
+    def domains(self) -> list[str]:
+        """The agents whose domains hold anything, in key order."""
+        return self.store.domains()
+
+    def export(self, agents: Iterable[str] | None = None) -> list[dict]:
+        """Domains (every one when ``agents`` is None) as export lines
+        ``{"agent_id", "item"}``, each under its maintenance lock."""
+        lines: list[dict] = []
+        for agent in list(agents) if agents is not None else self.domains():
+            with self.open(agent, mode="maintenance") as domain:
+                lines.extend(domain.export())
+        return lines
+
+    def import_(self, lines: Iterable[Mapping[str, Any]]) -> list[dict]:
+        """Imports export lines, each run of lines of one agent into its
+        domain under its maintenance lock: one ``{"agent_id", "items",
+        "new"}`` per run."""
+        groups: list[list[Mapping[str, Any]]] = []
+        for line in lines:
+            if groups and groups[-1][0]["agent_id"] == line["agent_id"]:
+                groups[-1].append(line)
+            else:
+                groups.append([line])
+        answers = []
+        for group in groups:
+            with self.open(group[0]["agent_id"], mode="maintenance") as domain:
+                answers.append(domain.import_(group))
+        return answers
+
+    def forget(self, agent: str) -> dict:
+        """Forgets an agent: removes every key of its domain under its
+        maintenance lock and audits it with the count."""
+        return {"agent_id": agent, "removed": _forget(self.store, agent, self._clock())}
+
+    def unlock(self, agent: str) -> dict:
+        """Breaks the maintenance lock of an agent, whoever holds it (a lock
+        left behind by a process that died)."""
+        return {"agent_id": agent, "unlocked": break_lock(self.store, agent)}
+
+    def close(self) -> None:
+        """Closes a store this object opened."""
+        if not self._closed:
+            self._closed = True
+            if self._owned:
+                self.store.close()
+
+    def __enter__(self) -> Engram:
+        return self
+
+    def __exit__(self, *_: Any) -> None:
+        self.close()
+
+
+class Domain:
+    """One agent's memory domain. Every call answers the lines the ``engram``
+    command line prints, parsed. Not for several threads at once."""
+
+    def __init__(self, runtime: Runtime, scope: Scope, lock: LockGuard | None, input: str) -> None:
+        self._runtime = runtime
+        self._scope = scope
+        self._lock = lock
+        self._input = input
+        self._instance: Instance | None = Instance(runtime, scope)
+        self._generation = 0
+        self._cycles: set[Cycle] = set()
+        self._closed = False
+        self._mutex = threading.RLock()
+
+    @property
+    def agent(self) -> str:
+        """The agent whose domain this is."""
+        return self._scope.agent_id
+
+    @property
+    def mode(self) -> str:
+        """``online`` or ``maintenance``."""
+        return self._scope.mode
+
+    def _live(self) -> Instance:
+        if self._closed:
+            raise EngramError("the domain is closed")
+        if self._instance is None:
+            self._instance = Instance(self._runtime, self._scope)
+            self._generation += 1
+        return self._instance
+
+    def _call(self, f: Callable[[Instance], Any], audited: tuple | None = None) -> Any:
+        with self._mutex:
+            instance = self._live()
+            try:
+                return f(instance)
+            except Failure as failure:
+                if failure.kind == "input":
+                    raise InputError(failure.text) from None
+                raise RefusedError(failure.text) from None
+            except (wasmtime.WasmtimeError, Exception) as error:
+                self._instance = None
+                for cycle in list(self._cycles):
+                    cycle._lost()
+                self._cycles.clear()
+                why = f"{error}; its instance was stopped, and the next call gets a fresh one"
+                if audited is not None:
+                    self._audit_stopped(audited[0], audited[1], why)
+                raise EngineStopped(why) from error
+
+    def _audit_stopped(self, operation: str, text: str, why: str) -> None:
+        """Audits a single write or read whose instance stopped before it
+        answered, as FAILED with why (IO-W8). Best effort: the store may be
+        what failed."""
+        try:
+            request = json.loads(text)
+        except ValueError:
+            return
+        if not isinstance(request, dict) or not isinstance(request.get("request_id"), str):
+            return
+        source = request.get("source") if operation == "WRITE" else None
+        record = request.get("record") if operation == "WRITE" else request
+        record_type = record.get("record_type") if isinstance(record, dict) else None
+        try:
+            self._scope.backend.append_audit(
+                [
+                    AuditRow(
+                        at=self._scope.now(),
+                        agent_id=self.agent,
+                        request_id=request["request_id"],
+                        operation=operation,
+                        source=source_text(source) if isinstance(source, dict) else None,
+                        record_type=record_type if record_type in ("FACT", "EVENT", "STATE") else None,
+                        outcome="FAILED",
+                        stored_id=None,
+                        count=None,
+                        reason=why,
+                    )
+                ]
+            )
+        except Exception:
+            pass  # the trail could not take it either; the call's error says why
+
+    def _batch(self, request: Any, batch: bool | None) -> tuple:
+        if isinstance(request, (list, tuple)):
+            return "\n".join(_text(r) for r in request), True
+        return _text(request), bool(batch)
+
+    def write(self, request: WriteRequest | str | Sequence[Any], *, batch: bool | None = None) -> Any:
+        """Writes a request (a dict, or JSON text), or each of a list (a
+        batch: nothing runs unless every request parses; with
+        ``batch=True`` text holds one request a line). Answers
+        ``{"ACCEPTED": {"stored_id": …}}`` or ``"REJECTED"``, or a list of
+        them for a batch."""
+        text, many = self._batch(request, batch)
+        lines = self._call(
+            lambda i: i.write(self._input, text, many),
+            None if many else ("WRITE", text),
+        )
+        answers = [json.loads(line) for line in lines]
+        return answers if many else answers[0]
+
+    def read(self, request: ReadRequest | str | Sequence[Any], *, batch: bool | None = None) -> Any:
+        """Reads a request, or each of a list, as :meth:`write` takes them.
+        Answers ``{"records": […]}`` or ``{"error": …}``, or a list."""
+        text, many = self._batch(request, batch)
+        lines = self._call(
+            lambda i: i.read(self._input, text, many),
+            None if many else ("READ", text),
+        )
+        answers = [json.loads(line) for line in lines]
+        return answers if many else answers[0]
+
+    def _named(self, call: str, args: Mapping[str, Any] | None, kwargs: dict[str, Any]) -> Any:
+        full: dict[str, Any] = dict(_DEFAULTS[call])
+        full.update(args or {})
+        full.update(kwargs)
+        if full.get("request_id") is None:
+            full["request_id"] = f"{call}-{_now_ms()}"
+        text = compact(full)
+        return json.loads(self._call(lambda i: i.named(call, text)))
+
+    def history(self, args: Mapping[str, Any] | None = None, /, **kwargs: Any) -> Any:
+        """The versions of a FACT key, newest first: ``key``, ``limit``
+        (10), ``request_id``."""
+        return self._named("history", args, kwargs)
+
+    def as_of(self, args: Mapping[str, Any] | None = None, /, **kwargs: Any) -> Any:
+        """The version of a FACT key as of a time: ``key``, exactly one of
+        ``valid`` or ``known`` (ms), ``limit`` (100)."""
+        return self._named("as-of", args, kwargs)
+
+    def list(self, args: Mapping[str, Any] | None = None, /, **kwargs: Any) -> Any:
+        """The FACTs of a namespace, in key order: ``namespace`` (segments),
+        ``limit`` (100), ``after`` (a fact key, to continue a page)."""
+        return self._named("list", args, kwargs)
+
+    def entities(self, args: Mapping[str, Any] | None = None, /, **kwargs: Any) -> Any:
+        """The entities of a type: ``entity_type``, ``limit`` (100)."""
+        return self._named("entities", args, kwargs)
+
+    def relationships(self, args: Mapping[str, Any] | None = None, /, **kwargs: Any) -> Any:
+        """The relationships of an entity: ``entity``, ``incoming``,
+        ``types``, ``valid_at``, ``limit``."""
+        return self._named("relationships", args, kwargs)
+
+    def traverse(self, args: Mapping[str, Any] | None = None, /, **kwargs: Any) -> Any:
+        """A bounded traversal from an entity: ``start``, ``depth_first``,
+        ``incoming``, ``types``, ``valid_at``, ``max_depth``, ``max_nodes``,
+        ``max_edges``. Answers ``{"nodes": […], "edges": […]}``."""
+        return self._named("traverse", args, kwargs)
+
+    def cycle(self, plan: Plan | str, *, session: str = "python", request_id: str | None = None) -> Cycle:
+        """Begins a cycle of ``plan``, to run stage by stage; raises
+        :class:`RefusedError` with the ``{"plan_error": …}``. Use it in a
+        ``with`` block: leaving it without a commit persists nothing."""
+        rid = request_id or f"cycle-{_now_ms()}"
+        text = _text(plan)
+        turn = self._call(lambda i: i.begin(text, session, rid))
+        cycle = Cycle(self, turn, self._generation)
+        self._cycles.add(cycle)
+        return cycle
+
+    def run_cycle(
+        self,
+        plan: Plan | str,
+        *,
+        message: str | None = None,
+        response: str | None = None,
+        session: str = "python",
+        request_id: str | None = None,
+    ) -> builtins.list[Any]:
+        """Runs a turn as ``engram cycle`` does: every stage with steps, then
+        the commit. Answers the lines the command line prints: one
+        ``{"stage", "steps"}`` per stage, then ``{"committed": […]}``, or a
+        ``{"plan_error"}`` or ``{"cycle_error"}`` last."""
+        rid = request_id or f"cycle-{_now_ms()}"
+        text = _text(plan)
+        lines = self._call(lambda i: i.run_cycle(text, session, rid, message, response))
+        return [json.loads(line) for line in lines]
+
+    def audit(self, **query: Any) -> builtins.list[dict]:
+        """This domain's audit trail, oldest first: ``operation``,
+        ``outcome``, ``since``, ``until``, ``limit`` (100)."""
+        limit = query.pop("limit", 100)
+        if not isinstance(limit, int) or not 1 <= limit <= 100000:
+            raise ValueError("an audit limit must be 1 to 100000")
+        rows = self._scope.backend.audit_rows(
+            self.agent, query.get("operation"), query.get("outcome"), query.get("since"), query.get("until"), limit
+        )
+        return [audit_line(row) for row in rows]
+
+    def export(self) -> builtins.list[dict]:
+        """Every item of a domain opened for maintenance, as export lines
+        ``{"agent_id", "item"}``."""
+        lines: list[dict] = []
+        start: bytes | None = None
+        while True:
+            items, start = self._call(lambda i, start=start: i.export(start, _EXPORT_PAGE))
+            lines.extend({"agent_id": self.agent, "item": json.loads(item)} for item in items)
+            if start is None:
+                return lines
+
+    def import_(self, lines: Iterable[Any]) -> dict:
+        """Imports items into a domain opened for maintenance: export lines
+        of this agent, or bare items (dicts or JSON text). Answers
+        ``{"agent_id", "items", "new"}``."""
+        items: list[str] = []
+        for line in lines:
+            if isinstance(line, str):
+                items.append(line)
+            elif isinstance(line, Mapping) and "item" in line and "agent_id" in line:
+                if line["agent_id"] != self.agent:
+                    raise ValueError(
+                        f"an export line of {json.dumps(line['agent_id'])} given to the domain of "
+                        f"{json.dumps(self.agent)}"
+                    )
+                items.append(compact(line["item"]))
+            else:
+                items.append(compact(line))
+        added = self._call(lambda i: i.import_(items))
+        return {"agent_id": self.agent, "items": len(items), "new": added}
+
+    def forget(self) -> dict:
+        """Forgets this agent (see :meth:`Engram.forget`), under this
+        domain's lock in maintenance mode."""
+        if self._closed:
+            raise EngramError("the domain is closed")
+        removed = _forget(self._scope.backend, self.agent, self._scope.now(), self._lock)
+        return {"agent_id": self.agent, "removed": removed}
+
+    def close(self) -> None:
+        """Drops the instance and releases the maintenance lock."""
+        if self._closed:
+            return
+        for cycle in list(self._cycles):
+            cycle.close()
+        self._closed = True
+        self._instance = None
+        if self._lock is not None:
+            self._lock.release()
+
+    def __enter__(self) -> Domain:
+        return self
+
+    def __exit__(self, *_: Any) -> None:
+        self.close()
+
+
+class Cycle:
+    """One execution cycle, stage by stage (:meth:`Domain.cycle`). Leaving
+    its ``with`` block (or :meth:`close`) without a commit persists
+    nothing."""
+
+    def __init__(self, domain: Domain, turn: Turn, generation: int) -> None:
+        self._domain = domain
+        self._turn: Turn | None = turn
+        self._generation = generation
+
+    def _lost(self) -> None:
+        self._turn = None
+
+    def _live(self) -> Turn:
+        if self._turn is None or self._generation != self._domain._generation:
+            raise EngramError("the cycle is gone: it was closed, or the engine stopped")
+        return self._turn
+
+    def run_stage(self, stage: str, *, message: str | None = None, response: str | None = None) -> Any:
+        """Runs every step of ``stage`` (``ContextSelect``,
+        ``PromptAssemble``, ``SummarizeMemory``, ``PersistMemory``) with the
+        turn's inputs: ``{"stage", "steps"}``; raises :class:`RefusedError`
+        with the ``{"cycle_error"}``."""
+        turn = self._live()
+        return json.loads(self._domain._call(lambda _: turn.run_stage(stage, message, response)))
+
+    def output(self, step: str) -> Any:
+        """The output of a step that has run, parsed; None if none."""
+        turn = self._live()
+        text = self._domain._call(lambda _: turn.output(step))
+        return None if text is None else json.loads(text)
+
+    def commit(self) -> Any:
+        """Persists the cycle's memories in one commit: ``{"committed":
+        [ids]}``; raises :class:`RefusedError` with the ``{"cycle_error"}``."""
+        turn = self._live()
+        return json.loads(self._domain._call(lambda _: turn.commit()))
+
+    def close(self) -> None:
+        """Drops the cycle; nothing not committed is persisted."""
+        turn, self._turn = self._turn, None
+        self._domain._cycles.discard(self)
+        if turn is not None and self._generation == self._domain._generation and self._domain._instance is not None:
+            try:
+                turn.drop()
+            except wasmtime.WasmtimeError:
+                pass
+
+    def __enter__(self) -> Cycle:
+        return self
+
+    def __exit__(self, *_: Any) -> None:
+        self.close()

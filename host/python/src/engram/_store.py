@@ -1,0 +1,217 @@
+"""What every store shares: the backend interface, key order, domain
+prefixes, maintenance-lock keys, audit rows and their line form
+(docs/store-format.md).
+
+Keys a backend sees are full keys: the domain's scope has already put the
+domain's prefix in front of every key the engine names, and the maintenance
+locks live outside every domain's range. A backend interprets nothing: it
+keeps bytes in bytewise key order.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Protocol, TypedDict
+
+#: The longest agent id a domain may be opened for, in bytes.
+MAX_AGENT_ID_BYTES = 256
+
+#: Where the maintenance locks live: above every domain's keys.
+LOCK_AREA = b"\xffengram-maintenance-lock\x00"
+
+
+class AuditRow(TypedDict):
+    """One row of the audit trail: the columns of ``engram_audit`` but
+    ``seq``, which the store gives in append order."""
+
+    at: int
+    agent_id: str
+    request_id: str
+    operation: str
+    source: str | None
+    record_type: str | None
+    outcome: str
+    stored_id: str | None
+    count: int | None
+    reason: str | None
+
+
+class Condition(TypedDict):
+    """A condition a commit checks before it changes anything: ``value``
+    None means the key must hold nothing, else exactly ``value``."""
+
+    key: bytes
+    value: bytes | None
+
+
+class Change(TypedDict):
+    """One change of a commit: ``value`` None removes the key."""
+
+    key: bytes
+    value: bytes | None
+
+
+class Backend(Protocol):
+    """A store: an ordered, transactional map of bytes and the audit trail.
+
+    A method that cannot do its work (I/O, a lost connection) raises an
+    exception whose message is for the audit trail; nothing is changed then.
+    """
+
+    def get(self, key: bytes) -> bytes | None:
+        """The value under ``key``, if any."""
+
+    def get_many(self, keys: Sequence[bytes]) -> list[bytes | None]:
+        """The value under each key, if any, read at one point in time."""
+
+    def scan(self, start: bytes, end: bytes, limit: int, descending: bool) -> list[tuple[bytes, bytes]]:
+        """At most ``limit`` pairs with ``start <= key < end``, smallest key
+        first, or largest first when ``descending``."""
+
+    def commit(self, conditions: Sequence[Condition], changes: Sequence[Change], rows: Sequence[AuditRow]) -> bool:
+        """Atomically checks every condition, applies every change and
+        appends every row; durable when it returns. False when a condition
+        did not hold (nothing changed)."""
+
+    def append_audit(self, rows: Sequence[AuditRow]) -> None:
+        """Appends the rows of calls that commit nothing (reads, refusals)."""
+
+    def audit_rows(
+        self,
+        agent: str | None,
+        operation: str | None,
+        outcome: str | None,
+        since: int | None,
+        until: int | None,
+        limit: int,
+    ) -> list[AuditRow]:
+        """The newest ``limit`` rows that match, oldest first."""
+
+    def domains(self) -> list[str]:
+        """The agents whose domains hold any key, in key order."""
+
+    def close(self) -> None:
+        """Lets the store go; no call may follow."""
+
+
+def domain_prefix(agent_id: str) -> bytes:
+    """The prefix of every key of an agent's domain: the id's length in
+    bytes, 4 bytes big-endian, then its UTF-8 bytes."""
+    raw = agent_id.encode("utf-8")
+    return struct.pack(">I", len(raw)) + raw
+
+
+def lock_key(agent_id: str) -> bytes:
+    """The key of an agent's maintenance lock."""
+    return LOCK_AREA + domain_prefix(agent_id)
+
+
+def successor(prefix: bytes) -> bytes:
+    """The smallest key above every key that starts with ``prefix``."""
+    end = bytearray(prefix)
+    while end:
+        last = end.pop()
+        if last < 0xFF:
+            end.append(last + 1)
+            return bytes(end)
+    return b"\xff" * (len(prefix) + 1)
+
+
+def domains_by_scan(backend: Any) -> list[str]:
+    """The agents whose domains hold anything, in key order, found with one
+    ``scan`` of one pair per domain."""
+    agents: list[str] = []
+    start = b"\x00\x00\x00\x00"
+    end = LOCK_AREA[:1]
+    while True:
+        pairs = backend.scan(start, end, 1, False)
+        if not pairs:
+            return agents
+        key = pairs[0][0]
+        (length,) = struct.unpack(">I", key[:4])
+        if len(key) < 4 + length:
+            raise ValueError("a key shorter than its domain id")
+        agents.append(key[4 : 4 + length].decode("utf-8"))
+        start = successor(key[: 4 + length])
+
+
+def compact(value: Any) -> str:
+    """JSON text as every host writes it: no spaces, non-ASCII as is."""
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def source_text(source: Mapping[str, Any]) -> str:
+    """The JSON text of a write's source, its fields in the order every host
+    writes them."""
+    return compact({"agent_id": source["agent_id"], "component": source["component"], "actor": source["actor"]})
+
+
+def audit_line(row: AuditRow) -> dict:
+    """An audit row in the ``engram audit`` line form: its columns by name,
+    the source parsed, empty columns left out."""
+    line: dict = {
+        "at": row["at"],
+        "agent_id": row["agent_id"],
+        "request_id": row["request_id"],
+        "operation": row["operation"],
+    }
+    if row["source"] is not None:
+        line["source"] = json.loads(row["source"])
+    if row["record_type"] is not None:
+        line["record_type"] = row["record_type"]
+    line["outcome"] = row["outcome"]
+    if row["stored_id"] is not None:
+        line["stored_id"] = row["stored_id"]
+    if row["count"] is not None:
+        line["count"] = int(row["count"])
+    if row["reason"] is not None:
+        line["reason"] = row["reason"]
+    return line
+
+
+def row_of_line(line: Mapping[str, Any], at: int | None = None, agent_id: str | None = None) -> AuditRow:
+    """The audit row of an entry in the line form (as the trail file holds
+    it); ``at`` and ``agent_id`` fill what the line lacks."""
+
+    def text(value: Any) -> str | None:
+        return None if value is None else str(value)
+
+    source = line.get("source")
+    count = line.get("count")
+    return AuditRow(
+        at=int(line["at"] if line.get("at") is not None else at),  # type: ignore[arg-type]
+        agent_id=str(line["agent_id"] if line.get("agent_id") is not None else agent_id),
+        request_id=str(line["request_id"]),
+        operation=str(line["operation"]),
+        source=None if source is None else source_text(source),
+        record_type=text(line.get("record_type")),
+        outcome=str(line["outcome"]),
+        stored_id=text(line.get("stored_id")),
+        count=None if count is None else int(count),
+        reason=text(line.get("reason")),
+    )
+
+
+def audit_matches(
+    row: AuditRow,
+    agent: str | None,
+    operation: str | None,
+    outcome: str | None,
+    since: int | None,
+    until: int | None,
+) -> bool:
+    """Whether ``row`` passes every filter that is set."""
+    return (
+        (agent is None or row["agent_id"] == agent)
+        and (since is None or row["at"] >= since)
+        and (until is None or row["at"] < until)
+        and (operation is None or row["operation"] == operation)
+        and (outcome is None or row["outcome"] == outcome)
+    )
+
+
+def rows_of(rows: Iterable[AuditRow]) -> list[AuditRow]:
+    """Copies of ``rows``."""
+    return [AuditRow(**row) for row in rows]  # type: ignore[typeddict-item]

@@ -1,0 +1,429 @@
+"""A store in one SQLite file through the standard ``sqlite3`` module, in
+the format every host shares (docs/store-format.md): application id
+0x454E4752, schema version 2, the WAL journal, ``synchronous=FULL`` by
+default, the tables ``engram_kv``, ``engram_audit`` and ``engram_trail``,
+and the ``STORE-trail`` file beside it of the audit entries of calls that
+commit nothing.
+
+Processes share a file as the Rust host's do: each holds a shared ``flock``
+on the trail file from open to close; an audit entry is appended with one
+``write`` and no lock; a commit moves the complete lines past the offset
+``engram_trail`` records into ``engram_audit`` in its own transaction, and
+empties the file only when it can turn its lock exclusive (no other process
+has the store open). Where there is no ``flock`` (Windows), a process must
+be the only one using its store.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from ._store import AuditRow, Change, Condition, audit_line, compact, domains_by_scan, row_of_line
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - not on Unix
+    fcntl = None  # type: ignore[assignment]
+
+#: Marks a SQLite file as an Engram store (``PRAGMA application_id``).
+APPLICATION_ID = 0x454E4752
+#: The schema version this host reads and writes (``PRAGMA user_version``).
+SCHEMA_VERSION = 2
+
+_SCHEMA = """
+CREATE TABLE engram_kv (
+    key   BLOB PRIMARY KEY NOT NULL,
+    value BLOB NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE engram_audit (
+    seq             INTEGER PRIMARY KEY,
+    at              INTEGER NOT NULL,
+    agent_id        TEXT NOT NULL,
+    request_id      TEXT NOT NULL,
+    operation       TEXT NOT NULL,
+    source          TEXT,
+    record_type     TEXT,
+    outcome         TEXT NOT NULL,
+    stored_id       TEXT,
+    count           INTEGER,
+    reason          TEXT
+);
+CREATE INDEX engram_audit_agent ON engram_audit (agent_id, seq);
+"""
+
+_TRAIL_SCHEMA = """
+CREATE TABLE engram_trail (
+    id    INTEGER PRIMARY KEY CHECK (id = 1),
+    moved INTEGER NOT NULL
+);
+INSERT INTO engram_trail (id, moved) VALUES (1, 0);
+"""
+
+_INSERT_AUDIT = """INSERT INTO engram_audit (at, agent_id, request_id, operation, source, record_type,
+    outcome, stored_id, count, reason) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"""
+
+_SELECT_AUDIT = """SELECT at, agent_id, request_id, operation, source, record_type, outcome,
+    stored_id, count, reason FROM engram_audit
+    WHERE (?1 IS NULL OR agent_id = ?1)
+      AND (?2 IS NULL OR at >= ?2)
+      AND (?3 IS NULL OR at < ?3)
+      AND (?4 IS NULL OR operation = ?4)
+      AND (?5 IS NULL OR outcome = ?5)
+    ORDER BY seq DESC LIMIT ?6"""
+
+
+class StoreError(Exception):
+    """A store that cannot be opened: the message names the file and why."""
+
+
+class _Busy(Exception):
+    pass
+
+
+class SqliteStore:
+    """A :class:`engram.Backend` in one SQLite file.
+
+    ``synchronous``: ``"FULL"`` (the default) survives power loss;
+    ``"NORMAL"`` may lose the last commits on power loss.
+    ``busy_timeout``: seconds to wait for another process's write lock.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, synchronous: str = "FULL", busy_timeout: float = 5.0) -> None:
+        if synchronous not in ("FULL", "NORMAL"):
+            raise ValueError(f"synchronous must be FULL or NORMAL, not {synchronous!r}")
+        self.path = os.fspath(path)
+        self.trail_path = self.path + "-trail"
+        self._busy_timeout = busy_timeout
+        self._lock = threading.RLock()
+        deadline = time.monotonic() + busy_timeout
+        pause = 0.001
+        while True:
+            try:
+                self._conn = self._open(synchronous)
+                break
+            except _Busy as busy:
+                if time.monotonic() >= deadline:
+                    raise StoreError(str(busy)) from None
+                time.sleep(pause)
+                pause = min(pause * 2, 0.05)
+        try:
+            self._trail = os.open(self.trail_path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+        except OSError as error:
+            self._conn.close()
+            raise StoreError(f"{self.trail_path}: cannot open the audit trail file: {error.strerror}") from None
+        try:
+            self._share()
+        except Exception:
+            os.close(self._trail)
+            self._conn.close()
+            raise
+        self._closed = False
+
+    # -- opening -----------------------------------------------------------
+
+    def _failed(self, doing: str, error: sqlite3.Error) -> Exception:
+        message = f"{self.path}: {doing}: {error}"
+        code = getattr(error, "sqlite_errorcode", None)
+        if code in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED) or "locked" in str(error) or "busy" in str(error):
+            return _Busy(message)
+        return StoreError(message)
+
+    def _identify(self, conn: sqlite3.Connection) -> tuple[int, int, int]:
+        try:
+            row = conn.execute(
+                """SELECT (SELECT application_id FROM pragma_application_id),
+                          (SELECT user_version FROM pragma_user_version),
+                          (SELECT count(*) FROM sqlite_schema)"""
+            ).fetchone()
+        except sqlite3.DatabaseError as error:
+            if "not a database" in str(error):
+                raise StoreError(f"{self.path}: not an Engram store (not a SQLite database)") from None
+            raise self._failed("cannot read the store", error) from None
+        return int(row[0]), int(row[1]), int(row[2])
+
+    def _transaction(self, conn: sqlite3.Connection, doing: str, script: str, still: Any) -> tuple[int, int, int]:
+        """Runs ``script`` in ``BEGIN IMMEDIATE`` if ``still(found)`` holds
+        once the write lock is taken; the marks found after."""
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            found = self._identify(conn)
+            if still(found):
+                for statement in _statements(script):
+                    conn.execute(statement)
+                found = self._identify(conn)
+            conn.execute("COMMIT")
+            return found
+        except sqlite3.Error as error:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise self._failed(doing, error) from None
+
+    def _open(self, synchronous: str) -> sqlite3.Connection:
+        try:
+            conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=self._busy_timeout)
+        except sqlite3.Error as error:
+            raise self._failed("cannot open the store", error) from None
+        try:
+            found = self._identify(conn)
+            if found == (0, 0, 0):
+                # Another process may be creating it: look again under the
+                # write lock, and create it only if it is still empty.
+                found = self._transaction(
+                    conn,
+                    "cannot create the store",
+                    _SCHEMA
+                    + _TRAIL_SCHEMA
+                    + f"PRAGMA application_id = {APPLICATION_ID};\nPRAGMA user_version = {SCHEMA_VERSION};",
+                    lambda f: f == (0, 0, 0),
+                )
+            if found[0] == APPLICATION_ID and found[1] == 1:
+                # Version 1 had no `engram_trail`: its trail file is moved
+                # from the start.
+                found = self._transaction(
+                    conn,
+                    "cannot upgrade the store",
+                    _TRAIL_SCHEMA + f"PRAGMA user_version = {SCHEMA_VERSION};",
+                    lambda f: f[1] == 1,
+                )
+            if found[0] != APPLICATION_ID:
+                raise StoreError(f"{self.path}: not an Engram store (it is another SQLite database)")
+            if found[1] != SCHEMA_VERSION:
+                raise StoreError(
+                    f"{self.path}: Engram store of schema version {found[1]}; this host reads version {SCHEMA_VERSION}"
+                )
+            try:
+                conn.execute("PRAGMA journal_mode = WAL").fetchone()
+            except sqlite3.Error as error:
+                raise self._failed("cannot switch the store to the WAL journal", error) from None
+            # What the file itself says: bytes 18 and 19 of the header are 2
+            # in WAL mode.
+            with open(self.path, "rb") as file:
+                header = file.read(20)
+            if header[18:20] != b"\x02\x02":
+                raise StoreError(f"{self.path}: the switch to the WAL journal did not reach the disk; check the disk")
+            conn.execute(f"PRAGMA synchronous = {synchronous}")
+            conn.execute("PRAGMA wal_autocheckpoint = 4096")
+            return conn
+        except BaseException:
+            conn.close()
+            raise
+
+    # -- the trail file ----------------------------------------------------
+
+    def _share(self) -> None:
+        if fcntl is None:
+            return
+        deadline = time.monotonic() + self._busy_timeout
+        while True:
+            try:
+                fcntl.flock(self._trail, fcntl.LOCK_SH | fcntl.LOCK_NB)
+                return
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise StoreError(
+                        f"{self.trail_path}: the audit trail file stayed locked for {self._busy_timeout} s"
+                    ) from None
+                time.sleep(0.0002)
+            except OSError as error:
+                raise StoreError(f"{self.trail_path}: cannot lock the audit trail: {error.strerror}") from None
+
+    def _alone(self) -> bool:
+        """Turns the shared lock exclusive if no other process holds the
+        file; shares it again and answers False if one does."""
+        if fcntl is None:
+            return True
+        try:
+            fcntl.flock(self._trail, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except OSError:
+            self._share()
+            return False
+
+    def _pending(self, moved: int) -> tuple[list[AuditRow], int]:
+        """The entries of the complete lines past byte ``moved`` (of the
+        whole file when it is shorter), and where they end."""
+        size = os.fstat(self._trail).st_size
+        text = os.pread(self._trail, size, 0) if size else b""
+        start = 0 if moved > len(text) else moved
+        tail = text[start:]
+        complete = tail.rfind(b"\n") + 1
+        rows: list[AuditRow] = []
+        for line in tail[:complete].split(b"\n"):
+            if line:
+                row = _parse_line(line)
+                if row is not None:
+                    rows.append(row)
+        return rows, start + complete
+
+    # -- the backend -------------------------------------------------------
+
+    def get(self, key: bytes) -> bytes | None:
+        with self._lock:
+            row = self._conn.execute("SELECT value FROM engram_kv WHERE key = ?", (key,)).fetchone()
+            return None if row is None else bytes(row[0])
+
+    def get_many(self, keys: Sequence[bytes]) -> list[bytes | None]:
+        with self._lock:
+            self._conn.execute("BEGIN")
+            try:
+                return [self.get(key) for key in keys]
+            finally:
+                self._conn.execute("COMMIT")
+
+    def scan(self, start: bytes, end: bytes, limit: int, descending: bool) -> list[tuple[bytes, bytes]]:
+        order = "DESC" if descending else "ASC"
+        with self._lock:
+            rows = self._conn.execute(
+                f"SELECT key, value FROM engram_kv WHERE key >= ? AND key < ? ORDER BY key {order} LIMIT ?",
+                (start, end, limit),
+            ).fetchall()
+        return [(bytes(k), bytes(v)) for k, v in rows]
+
+    def commit(self, conditions: Sequence[Condition], changes: Sequence[Change], rows: Sequence[AuditRow]) -> bool:
+        """One ``BEGIN IMMEDIATE`` transaction: the trail file's pending
+        entries into ``engram_audit``, the conditions, the changes and
+        ``rows``; the file is emptied after ``COMMIT`` when this process is
+        alone on it."""
+        with self._lock:
+            conn = self._conn
+            length = os.fstat(self._trail).st_size
+            if length == 0 and not conditions and not changes and not rows:
+                return True
+            conn.execute("BEGIN IMMEDIATE")
+            alone = False
+            committed = False
+            try:
+                if length > 0:
+                    (moved,) = conn.execute("SELECT moved FROM engram_trail WHERE id = 1").fetchone()
+                    pending, end = self._pending(int(moved))
+                    conn.executemany(_INSERT_AUDIT, [_audit_values(r) for r in pending])
+                    alone = self._alone()
+                    conn.execute("UPDATE engram_trail SET moved = ? WHERE id = 1", (0 if alone else end,))
+                for condition in conditions:
+                    held = conn.execute("SELECT value FROM engram_kv WHERE key = ?", (condition["key"],)).fetchone()
+                    if (None if held is None else bytes(held[0])) != condition["value"]:
+                        conn.execute("ROLLBACK")
+                        return False
+                for change in changes:
+                    if change["value"] is None:
+                        conn.execute("DELETE FROM engram_kv WHERE key = ?", (change["key"],))
+                    else:
+                        conn.execute(
+                            "INSERT OR REPLACE INTO engram_kv (key, value) VALUES (?, ?)",
+                            (change["key"], change["value"]),
+                        )
+                conn.executemany(_INSERT_AUDIT, [_audit_values(r) for r in rows])
+                conn.execute("COMMIT")
+                committed = True
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+            finally:
+                if alone:
+                    if committed:
+                        # Should emptying fail, the entries are moved again
+                        # later: the trail may then hold one twice, never
+                        # lose one.
+                        try:
+                            os.ftruncate(self._trail, 0)
+                        except OSError:
+                            pass
+                    self._share()
+            return True
+
+    def append_audit(self, rows: Sequence[AuditRow]) -> None:
+        """Appends the rows to the trail file, one JSON line each, with one
+        write: they are in the operating system's hands when this returns."""
+        if not rows:
+            return
+        text = "".join(compact(audit_line(row)) + "\n" for row in rows).encode("utf-8")
+        try:
+            written = os.write(self._trail, text)
+            while written < len(text):
+                written += os.write(self._trail, text[written:])
+        except OSError as error:
+            raise OSError(f"{self.trail_path}: cannot append to the audit trail: {error.strerror}") from None
+
+    def audit_rows(
+        self,
+        agent: str | None,
+        operation: str | None,
+        outcome: str | None,
+        since: int | None,
+        until: int | None,
+        limit: int,
+    ) -> list[AuditRow]:
+        """The newest matching rows, oldest first, after moving the trail
+        file's entries into the table."""
+        with self._lock:
+            self.commit([], [], [])
+            found = self._conn.execute(_SELECT_AUDIT, (agent, since, until, operation, outcome, limit)).fetchall()
+        return [
+            AuditRow(
+                at=int(r[0]),
+                agent_id=r[1],
+                request_id=r[2],
+                operation=r[3],
+                source=r[4],
+                record_type=r[5],
+                outcome=r[6],
+                stored_id=r[7],
+                count=None if r[8] is None else int(r[8]),
+                reason=r[9],
+            )
+            for r in reversed(found)
+        ]
+
+    def domains(self) -> list[str]:
+        return domains_by_scan(self)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            os.close(self._trail)
+            self._conn.close()
+
+    def __enter__(self) -> SqliteStore:
+        return self
+
+    def __exit__(self, *_: Any) -> None:
+        self.close()
+
+
+def _statements(script: str) -> list[str]:
+    return [s.strip() for s in script.split(";") if s.strip()]
+
+
+def _parse_line(line: bytes) -> AuditRow | None:
+    """A trail line's entry; a line a power loss tore is skipped, but an
+    entry appended after the torn part, on the same line, is kept."""
+    for candidate in (line, line[max(0, line.rfind(b'{"at":')) :]):
+        try:
+            return row_of_line(json.loads(candidate))
+        except (ValueError, KeyError, TypeError):
+            continue
+    return None
+
+
+def _audit_values(row: AuditRow) -> tuple:
+    return (
+        row["at"],
+        row["agent_id"],
+        row["request_id"],
+        row["operation"],
+        row["source"],
+        row["record_type"],
+        row["outcome"],
+        row["stored_id"],
+        row["count"],
+        row["reason"],
+    )

@@ -1,0 +1,340 @@
+"""The backends (the same tests for each) and the SQLite file every host
+shares (docs/store-format.md): its format, its trail file, the command
+line reading what Python wrote and the other way round, and two Python
+processes writing one file at once."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from conftest import by_key, cli, fact
+
+from engram import Backend, Engram, SqliteStore, StoreError
+from engram._maintenance import LockError, LockGuard, forget, lock_key
+from engram._store import LOCK_AREA, domain_prefix
+
+
+def row(request_id: str, **extra) -> dict:
+    base = dict(
+        at=5,
+        agent_id="alice",
+        request_id=request_id,
+        operation="READ",
+        source=None,
+        record_type="STATE",
+        outcome="RETURNED",
+        stored_id=None,
+        count=0,
+        reason=None,
+    )
+    base.update(extra)
+    return base
+
+
+def put(key: bytes, value: bytes) -> dict:
+    return {"key": key, "value": value}
+
+
+def test_bytewise_order_scans_both_ways_and_limits(make_store: Callable[[], Backend]) -> None:
+    store = make_store()
+    assert store.commit([], [put(k, k) for k in (b"\x02", b"\x01\xff", b"\x01", b"\x80")], [])
+    keys = lambda pairs: [k for k, _ in pairs]  # noqa: E731
+    assert keys(store.scan(b"", b"\xff", 10, False)) == [b"\x01", b"\x01\xff", b"\x02", b"\x80"]
+    assert keys(store.scan(b"\x01", b"\x02", 10, True)) == [b"\x01\xff", b"\x01"]
+    assert keys(store.scan(b"", b"\xff", 2, True)) == [b"\x80", b"\x02"]
+    assert store.get(b"\x01\xff") == b"\x01\xff"
+    assert store.get(b"\x09") is None
+    assert store.get_many([b"\x09", b"\x02"]) == [None, b"\x02"]
+
+
+def test_a_failed_precondition_changes_nothing_and_is_a_conflict(make_store: Callable[[], Backend]) -> None:
+    store = make_store()
+    assert store.commit([{"key": b"\x01", "value": None}], [put(b"\x01", b"\x07")], [row("w1")])
+    assert not store.commit([{"key": b"\x01", "value": None}], [put(b"\x02", b"\x07")], [row("w2")])
+    assert not store.commit([{"key": b"\x01", "value": b"\x08"}], [{"key": b"\x01", "value": None}], [])
+    assert store.get(b"\x02") is None
+    assert store.commit([{"key": b"\x01", "value": b"\x07"}], [{"key": b"\x01", "value": None}], [])
+    assert store.get(b"\x01") is None
+    assert [r["request_id"] for r in store.audit_rows(None, None, None, None, None, 100)] == ["w1"]
+
+
+def test_audit_rows_in_order_filtered_and_the_newest_kept(make_store: Callable[[], Backend]) -> None:
+    store = make_store()
+    store.append_audit([row("r1")])
+    written = row("w1", operation="WRITE", outcome="ACCEPTED", stored_id="x", count=None)
+    store.commit([], [put(b"\x01", b"\x01")], [written])
+    store.append_audit([row("r2", agent_id="bob")])
+    ids = lambda rows: [r["request_id"] for r in rows]  # noqa: E731
+    assert ids(store.audit_rows(None, None, None, None, None, 100)) == ["r1", "w1", "r2"]
+    assert ids(store.audit_rows("alice", None, None, None, None, 100)) == ["r1", "w1"]
+    assert store.audit_rows(None, "WRITE", None, None, None, 100) == [written]
+    assert ids(store.audit_rows(None, None, None, None, None, 1)) == ["r2"]
+
+
+# proves IO-W7: forget runs under the maintenance lock, and is audited as MAINTENANCE
+def test_io_w7_domains_the_maintenance_lock_and_forget(make_store: Callable[[], Backend]) -> None:
+    store = make_store()
+    for agent in ("bob", "alice", "al"):
+        store.commit([], [put(domain_prefix(agent) + b"\x01", b"\x01")], [])
+    lock = LockGuard.acquire(store, "alice", 1)
+    assert store.domains() == ["al", "bob", "alice"]
+    with pytest.raises(LockError, match="locked for maintenance by process"):
+        LockGuard.acquire(store, "alice", 2)
+    assert forget(store, "alice", 3, lock) == 1
+    lock.release()
+    assert store.get(lock_key("alice")) is None
+    assert store.domains() == ["al", "bob"]
+    [audited] = store.audit_rows(None, "FORGET", None, None, None, 100)
+    assert audited["count"] == 1
+    assert audited["source"] == '{"agent_id":"alice","component":"MAINTENANCE","actor":"SYSTEM"}'
+
+
+def test_the_lock_area_is_above_every_domain() -> None:
+    assert LOCK_AREA[0] == 0xFF
+    assert domain_prefix("alice") == b"\x00\x00\x00\x05alice"
+
+
+def test_sqlite_the_file_format_every_host_shares(tmp_path: Path) -> None:
+    path = tmp_path / "format.db"
+    SqliteStore(path).close()
+    db = sqlite3.connect(path)
+    assert db.execute("PRAGMA application_id").fetchone()[0] == 0x454E4752
+    assert db.execute("PRAGMA user_version").fetchone()[0] == 2
+    assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    names = [r[0] for r in db.execute("SELECT name FROM sqlite_schema WHERE type IN ('table','index') ORDER BY name")]
+    assert names == ["engram_audit", "engram_audit_agent", "engram_kv", "engram_trail"]
+    assert db.execute("SELECT moved FROM engram_trail WHERE id = 1").fetchone()[0] == 0
+    db.close()
+    assert path.read_bytes()[18:20] == b"\x02\x02"
+
+
+def test_sqlite_synchronous_full_by_default_normal_on_request(tmp_path: Path) -> None:
+    full = SqliteStore(tmp_path / "full.db")
+    assert full._conn.execute("PRAGMA synchronous").fetchone()[0] == 2
+    full.close()
+    normal = SqliteStore(tmp_path / "normal.db", synchronous="NORMAL")
+    assert normal._conn.execute("PRAGMA synchronous").fetchone()[0] == 1
+    normal.close()
+    with pytest.raises(ValueError):
+        SqliteStore(tmp_path / "off.db", synchronous="OFF")
+
+
+def test_sqlite_another_database_or_a_newer_schema_is_refused_and_left_alone(tmp_path: Path) -> None:
+    other = tmp_path / "other.db"
+    db = sqlite3.connect(other)
+    db.execute("CREATE TABLE t (x)")
+    db.close()
+    with pytest.raises(StoreError, match="not an Engram store"):
+        SqliteStore(other)
+    db = sqlite3.connect(other)
+    assert [r[0] for r in db.execute("SELECT name FROM sqlite_schema")] == ["t"]
+    db.close()
+    newer = tmp_path / "newer.db"
+    SqliteStore(newer).close()
+    db = sqlite3.connect(newer)
+    db.execute("PRAGMA user_version = 3")
+    db.close()
+    with pytest.raises(StoreError, match="schema version 3"):
+        SqliteStore(newer)
+    text = tmp_path / "text.db"
+    text.write_bytes(b"hello, this is not a database at all, not even close to one" + b"." * 100)
+    with pytest.raises(StoreError, match="not an Engram store"):
+        SqliteStore(text)
+
+
+def test_sqlite_a_version_1_store_is_upgraded_and_its_trail_file_moved_from_the_start(tmp_path: Path) -> None:
+    path = tmp_path / "version1.db"
+    SqliteStore(path).close()
+    db = sqlite3.connect(path)
+    db.executescript("DROP TABLE engram_trail; PRAGMA user_version = 1;")
+    db.close()
+    line = {"at": 7, "agent_id": "alice", "request_id": "old-read", "operation": "READ", "record_type": "FACT",
+            "outcome": "RETURNED", "count": 0}  # fmt: skip
+    Path(f"{path}-trail").write_text(json.dumps(line) + "\n")
+    store = SqliteStore(path)
+    assert store._conn.execute("PRAGMA user_version").fetchone()[0] == 2
+    assert [r["request_id"] for r in store.audit_rows(None, None, None, None, None, 100)] == ["old-read"]
+    assert Path(f"{path}-trail").read_bytes() == b""
+    store.close()
+
+
+def test_sqlite_read_entries_go_to_the_trail_file_and_the_next_commit_moves_them(tmp_path: Path) -> None:
+    path = tmp_path / "trail.db"
+    trail = Path(f"{path}-trail")
+    store = SqliteStore(path)
+    source = '{"agent_id":"alice","component":"COGNITION","actor":"USER"}'
+    store.append_audit([row("r1"), row("r2", source=source)])
+    lines = [json.loads(line) for line in trail.read_text().splitlines()]
+    assert lines[0] == {"at": 5, "agent_id": "alice", "request_id": "r1", "operation": "READ", "record_type": "STATE",
+                        "outcome": "RETURNED", "count": 0}  # fmt: skip
+    assert lines[1]["source"] == json.loads(source)
+    with open(trail, "ab") as file:
+        file.write(b'{"at":5,"agent_id":"ali')  # a torn line: skipped
+    store.commit([], [put(b"\x01", b"\x01")], [row("w1", operation="WRITE")])
+    assert trail.read_text() == ""
+    db = sqlite3.connect(path)
+    rows = db.execute("SELECT request_id, source FROM engram_audit ORDER BY seq").fetchall()
+    db.close()
+    assert [r[0] for r in rows] == ["r1", "r2", "w1"]
+    assert rows[1][1] == source
+    store.append_audit([row("r3")])
+    assert [r["request_id"] for r in store.audit_rows(None, None, None, None, None, 100)] == ["r1", "r2", "w1", "r3"]
+    store.close()
+
+
+# proves IO-W6 IO-W2 (across hosts): the CLI reads what Python wrote, and a retry through it is one
+def test_a_store_written_from_python_is_read_by_the_engram_command_line(tmp_path: Path, engram_bin: str) -> None:
+    store = tmp_path / "from-python.db"
+    with Engram(store) as mem:
+        alice = mem.open("alice")
+        written = alice.write(fact("w1", "Alice is vegetarian"))
+        read = alice.read(by_key("q-python"))
+    stored = written["ACCEPTED"]["stored_id"]
+    [answer] = cli(engram_bin, store, ["read", "--agent", "alice"], json.dumps(by_key("q-cli")))
+    assert answer == read and answer["records"][0]["id"] == stored
+    [retry] = cli(engram_bin, store, ["write", "--agent", "alice"], json.dumps(fact("w1", "Alice is vegetarian")))
+    assert retry == {"ACCEPTED": {"stored_id": stored}}
+    [bob] = cli(engram_bin, store, ["read", "--agent", "bob"], json.dumps(by_key("q-bob")))
+    assert bob == {"records": []}
+    trail = [
+        (e["request_id"], e["operation"], e["outcome"]) for e in cli(engram_bin, store, ["audit", "--agent", "alice"])
+    ]
+    assert trail == [
+        ("w1", "WRITE", "ACCEPTED"),
+        ("q-python", "READ", "RETURNED"),
+        ("q-cli", "READ", "RETURNED"),
+        ("w1", "WRITE", "REPLAYED"),
+    ]
+
+
+def test_a_store_written_by_the_engram_command_line_is_read_from_python(tmp_path: Path, engram_bin: str) -> None:
+    store = tmp_path / "from-cli.db"
+    [written] = cli(
+        engram_bin, store, ["write", "--agent", "bob"], json.dumps(fact("w1", "Bob eats fish", agent="bob"))
+    )
+    stored = written["ACCEPTED"]["stored_id"]
+    [from_cli] = cli(engram_bin, store, ["read", "--agent", "bob"], json.dumps(by_key("q-cli")))
+    with Engram(store) as mem:
+        bob = mem.open("bob")
+        read = bob.read(by_key("q-python"))
+        assert read == from_cli and read["records"][0]["id"] == stored
+        assert bob.write(fact("w1", "Bob eats fish", agent="bob")) == {"ACCEPTED": {"stored_id": stored}}
+        trail = [(e["request_id"], e["operation"], e["outcome"]) for e in bob.audit()]
+        assert trail == [
+            ("w1", "WRITE", "ACCEPTED"),
+            ("q-cli", "READ", "RETURNED"),
+            ("q-python", "READ", "RETURNED"),
+            ("w1", "WRITE", "REPLAYED"),
+        ]
+        # And what the CLI exports, Python exports the same.
+        assert mem.export() == cli(engram_bin, store, ["maintenance", "export"])
+
+
+# proves IO-W2 IO-W8: every acknowledged write of two processes on one file is there, and audited once
+def test_two_python_processes_writing_one_file_keep_every_acknowledged_write(tmp_path: Path) -> None:
+    store = tmp_path / "shared.db"
+    SqliteStore(store).close()
+    count = 200
+    writers = [
+        subprocess.Popen(
+            [sys.executable, str(Path(__file__).with_name("writer.py")), str(store), "alice", name, str(count)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=os.environ.copy(),
+        )
+        for name in ("p", "q")
+    ]
+    for writer in writers:
+        assert writer.stdout is not None and writer.stdout.readline().strip() == "ready", writer.stderr
+    for writer in writers:
+        assert writer.stdin is not None
+        writer.stdin.write("go\n")
+        writer.stdin.flush()
+    acknowledged = {}
+    for writer in writers:
+        out, err = writer.communicate(timeout=600)
+        assert writer.returncode == 0, err
+        for line in out.splitlines():
+            request_id, stored = line.split()
+            acknowledged[request_id] = stored
+    assert len(acknowledged) > count, f"only {len(acknowledged)} of {2 * count} writes were ACCEPTED"
+    check_every_write_kept(store, acknowledged, reads=2 * count)
+
+
+# proves IO-W2 IO-W8: Python and the engram command line writing one file at once lose nothing
+def test_a_python_process_and_the_engram_command_line_writing_one_file_keep_every_write(
+    tmp_path: Path, engram_bin: str
+) -> None:
+    store = tmp_path / "mixed.db"
+    SqliteStore(store).close()
+    # The command line compiles the engine at its first run on a machine:
+    # done here, so that the writers below start together.
+    warm = {"record_type": "STATE", "selector": {"Latest": {"limit": 1}}, "request_id": "warm"}
+    cli(engram_bin, store, ["read", "--agent", "someone-else"], json.dumps(warm))
+    count = 150
+    python = subprocess.Popen(
+        [sys.executable, str(Path(__file__).with_name("writer.py")), str(store), "alice", "p", str(count)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert python.stdout is not None and python.stdout.readline().strip() == "ready"
+    batch = "\n".join(
+        json.dumps(
+            {
+                "request_id": f"c-{i}",
+                "source": {"agent_id": "alice", "component": "COGNITION", "actor": "USER"},
+                "record": {"record_type": "STATE", "timestamp": i, "payload": {"subject": "c", "properties": {}}},
+            }
+        )
+        for i in range(count)
+    )
+    cli_process = subprocess.Popen(
+        [engram_bin, "--store", str(store), "write", "--agent", "alice", "--batch"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert python.stdin is not None
+    python.stdin.write("go\n")
+    python.stdin.flush()
+    cli_out, cli_err = cli_process.communicate(batch, timeout=600)
+    py_out, py_err = python.communicate(timeout=600)
+    assert python.returncode == 0, py_err
+    assert cli_process.returncode in (0, 1), cli_err
+    acknowledged = dict(line.split() for line in py_out.splitlines())
+    for i, line in enumerate(cli_out.splitlines()):
+        answer = json.loads(line)
+        if answer != "REJECTED":
+            acknowledged[f"c-{i}"] = answer["ACCEPTED"]["stored_id"]
+    assert len(acknowledged) > count
+    check_every_write_kept(store, acknowledged, reads=count)
+
+
+def check_every_write_kept(store: Path, acknowledged: dict[str, str], reads: int) -> None:
+    """Every acknowledged write is in the store and audited once, the
+    writers overlapped, and each of the ``reads`` reads is audited once."""
+    with Engram(store) as mem:
+        alice = mem.open("alice")
+        for request_id, stored in acknowledged.items():
+            read = alice.read({"record_type": "STATE", "selector": {"ById": {"id": stored}}, "request_id": "check"})
+            assert [r["id"] for r in read["records"]] == [stored], request_id
+        trail = mem.audit("alice", limit=100000)
+    accepted = [e["request_id"] for e in trail if e["operation"] == "WRITE" and e["outcome"] == "ACCEPTED"]
+    assert sorted(accepted) == sorted(acknowledged), "each acknowledged write audited once"
+    # The writers ran at once: their writes interleave in the trail.
+    switches = sum(1 for a, b in zip(accepted, accepted[1:], strict=False) if a[0] != b[0])
+    assert switches > 1, f"the writers did not overlap: {switches} switches"
+    audited = [e["request_id"] for e in trail if e["operation"] == "READ" and e["request_id"] != "check"]
+    assert len(audited) == len(set(audited)) == reads, "each read audited once"

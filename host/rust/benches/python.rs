@@ -1,0 +1,54 @@
+//! The Python host against the Rust host, in one run: each writes N FACTs
+//! into a fresh SQLite store (synchronous=FULL, the default of both) and then
+//! reads each back by its id, the requests given as JSON text and the
+//! answers made JSON, the way a caller of either uses it: the Rust library
+//! through the JSON model of `engram::json`, the Python package
+//! (`host/python`, its `bench/io.py`, on the standard `sqlite3` module under
+//! wasmtime-py) through its API. Three interleaved rounds; medians of µs per
+//! call and the ratio.
+//!
+//! `cargo bench --bench python` (N = 1000), or `cargo bench --bench python
+//! -- 3000`. Runs the package installed in the virtual environment that
+//! `cargo test --test python` makes (run that first).
+
+#[path = "common/rust_json.rs"]
+mod rust_json;
+
+use rust_json::compare;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The package's folder.
+fn package() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../python")
+}
+
+/// µs per write and per read by id of the Python host.
+fn python(n: usize, path: &Path) -> anyhow::Result<(f64, f64)> {
+    let python = Path::new(env!("CARGO_TARGET_TMPDIR")).join("python-venv/bin/python");
+    anyhow::ensure!(
+        python.exists(),
+        "the Python package is not installed: run `cargo test --test python` first"
+    );
+    let out = Command::new(python)
+        .arg(package().join("bench/io.py"))
+        .arg(n.to_string())
+        .arg(path)
+        .env_remove("ENGRAM_WASM_DIR")
+        .output()?;
+    anyhow::ensure!(
+        out.status.success(),
+        "bench/io.py: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let answer: serde_json::Value = serde_json::from_slice(&out.stdout)?;
+    let field = |name: &str| answer[name].as_f64();
+    match (field("write_us"), field("read_us")) {
+        (Some(write), Some(read)) => Ok((write, read)),
+        _ => anyhow::bail!("bench/io.py answered {answer}"),
+    }
+}
+
+fn main() -> anyhow::Result<()> {
+    compare("Python", python)
+}
