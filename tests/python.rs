@@ -133,11 +133,15 @@ fn the_python_package_installs_and_passes_its_tests() {
 }
 
 #[test]
-fn the_python_package_is_lint_clean_and_formatted() {
+fn the_python_package_is_lint_clean_formatted_and_type_checked() {
     let python = environment();
-    for args in [&["check", "."][..], &["format", "--check", "."][..]] {
-        let mut ruff = Command::new(&python);
-        ruff.args(["-m", "ruff"]).args(args).current_dir(package());
-        run(ruff, &format!("ruff {}", args.join(" ")));
+    for args in [
+        &["ruff", "check", "."][..],
+        &["ruff", "format", "--check", "."][..],
+        &["mypy"][..],
+    ] {
+        let mut check = Command::new(&python);
+        check.arg("-m").args(args).current_dir(package());
+        run(check, &args.join(" "));
     }
 }

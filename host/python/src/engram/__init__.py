@@ -489,7 +489,11 @@ class Domain:
         lines: list[dict] = []
         start: bytes | None = None
         while True:
-            items, start = self._call(lambda i, start=start: i.export(start, _EXPORT_PAGE))
+
+            def page(instance: Instance, start: bytes | None = start) -> tuple[builtins.list[str], bytes | None]:
+                return instance.export(start, _EXPORT_PAGE)
+
+            items, start = self._call(page)
             lines.extend({"agent_id": self.agent, "item": json.loads(item)} for item in items)
             if start is None:
                 return lines

@@ -30,7 +30,7 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from importlib import resources
-from typing import Any
+from typing import Any, Protocol
 
 import wasmtime
 from wasmtime import component as wc
@@ -100,7 +100,7 @@ def _wasm(name: str) -> bytes:
         if override:
             with open(os.path.join(override, name), "rb") as file:
                 return file.read()
-        return resources.files("engram").joinpath("wasm", name).read_bytes()
+        return resources.files("engram").joinpath("wasm").joinpath(name).read_bytes()
     except FileNotFoundError:
         where = override or "the package (install it with pip, which builds it)"
         raise RuntimeError(f"engram: the engine's component {name} is not in {where}") from None
@@ -215,7 +215,7 @@ def _export(store: wasmtime.Store, instance: wc.Instance, interface: str, name: 
     return func
 
 
-class Imports:
+class Imports(Protocol):
     """What an engine instance imports, as plain Python: a domain's scope
     supplies these methods."""
 
@@ -242,7 +242,8 @@ class Imports:
 
     # algorithms: when False, the engine's own are composed in and these
     # are never called
-    algorithms: bool
+    @property
+    def algorithms(self) -> bool: ...
 
     def summarize(self, user_message: str, model_response: str | None) -> Any: ...
     def rank(self, query_keywords: list[str], candidates: list[Candidate], k: int) -> list[str]: ...
@@ -457,7 +458,7 @@ class Instance:
         comes tagged; T never is a ``Variant``.)"""
         answer = self._call(name, *args)
         if isinstance(answer, wc.Variant):
-            raise Failure(answer.tag, answer.payload)
+            raise Failure(answer.tag, str(answer.payload))
         return answer
 
     def write(self, input: str, text: str, batch: bool) -> list[str]:

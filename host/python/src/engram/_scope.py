@@ -113,7 +113,11 @@ class Scope:
         size = 0
         for i in range(0, len(keys), 16):
             chunk = [self.prefix + key for key in keys[i : i + 16]]
-            for value in self._store(lambda chunk=chunk: self.backend.get_many(chunk)):
+
+            def read(chunk: list[bytes] = chunk) -> list[bytes | None]:
+                return self.backend.get_many(chunk)
+
+            for value in self._store(read):
                 size += 0 if value is None else len(value)
                 values.append(value)
                 if size >= budget:

@@ -214,4 +214,4 @@ def audit_matches(
 
 def rows_of(rows: Iterable[AuditRow]) -> list[AuditRow]:
     """Copies of ``rows``."""
-    return [AuditRow(**row) for row in rows]  # type: ignore[typeddict-item]
+    return [AuditRow(**row) for row in rows]

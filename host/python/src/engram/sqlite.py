@@ -129,8 +129,10 @@ class SqliteStore:
 
     def _failed(self, doing: str, error: sqlite3.Error) -> Exception:
         message = f"{self.path}: {doing}: {error}"
+        # SQLITE_BUSY (5) or SQLITE_LOCKED (6), extended codes included; the
+        # code is there from Python 3.11, the message always.
         code = getattr(error, "sqlite_errorcode", None)
-        if code in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED) or "locked" in str(error) or "busy" in str(error):
+        if (code is not None and code & 0xFF in (5, 6)) or "locked" in str(error) or "busy" in str(error):
             return _Busy(message)
         return StoreError(message)
 
