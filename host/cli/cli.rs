@@ -232,6 +232,20 @@ enum Command {
     /// import, forget, unlock (IO-W7).
     #[command(subcommand)]
     Maintenance(maintenance::Maintenance),
+    /// Serve one agent's memory to an MCP client (Claude, Cursor, an agent
+    /// framework) over stdio: tools recall, remember, write, read, history,
+    /// as_of, entities, relationships, traverse. The agent and the tier
+    /// ceiling are fixed here: no tool can reach another agent's memory or
+    /// raise the ceiling.
+    Mcp {
+        /// The agent whose memory domain the server serves.
+        #[arg(long, env = "ENGRAM_AGENT", value_parser = parse_agent)]
+        agent: String,
+        /// Serve streamable HTTP at http://ADDR/mcp instead of stdio; ADDR
+        /// is a loopback IP:PORT (port 0 picks one, printed on stderr).
+        #[arg(long, value_name = "ADDR")]
+        http: Option<String>,
+    },
     /// Print the audit trail as JSON Lines, oldest first: the newest
     /// entries that pass every filter given.
     Audit {
@@ -541,6 +555,11 @@ fn run(cli: Cli) -> Result<u8, Exit> {
             print_facts(answer.map(|found| found.into_iter().collect()))
         }
         Command::Maintenance(command) => maintenance::run(&cli.store, command),
+        Command::Mcp { agent, http } => {
+            let domain = open_domain(&cli.store, cli.tier_ceiling, &agent, true)?;
+            platform::mcp(domain, &agent, http.as_deref()).map_err(failure)?;
+            Ok(OK)
+        }
         Command::Audit {
             agent,
             since,

@@ -5,6 +5,8 @@
 #[path = "../../cli/cli.rs"]
 mod cli;
 
+mod mcp;
+
 /// What the command line is written against: this crate's binding of the
 /// WIT and its `Domain`.
 mod binding {
@@ -79,6 +81,12 @@ mod platform {
             engram::system_time_ms(),
             &mut |n| progress.0.set_position(n),
         )
+    }
+
+    /// Serves one agent's domain as MCP tools over stdio until the client
+    /// closes the connection, or over streamable HTTP at `http`.
+    pub fn mcp(domain: Domain, agent: &str, http: Option<&str>) -> Result<()> {
+        crate::mcp::serve(domain, agent, http)
     }
 
     /// Breaks an agent's maintenance lock; whether there was one.

@@ -340,6 +340,14 @@ mod platform {
         host_store::forget(agent).map_err(|e| anyhow!(e))
     }
 
+    /// `engram mcp` needs sockets and threads a WASI 0.2 command does not
+    /// have: the native build serves it.
+    pub fn mcp(_domain: Domain, _agent: &str, _http: Option<&str>) -> Result<()> {
+        Err(anyhow!(
+            "`engram mcp` is served by the native `engram` only, not under WASI"
+        ))
+    }
+
     /// Breaks an agent's maintenance lock; whether there was one.
     pub fn break_lock(_store: &Store, agent: &str) -> Result<bool> {
         host_store::unlock(agent).map_err(|e| anyhow!(e))

@@ -1,0 +1,244 @@
+"""`engram mcp` driven by a client nobody here wrote: the MCP Python SDK's
+stdio client (PyPI `mcp`), against the `engram` binary that ``ENGRAM_BIN``
+names. One agent's memory as tools; the agent and the tier ceiling are the
+server's, fixed when it starts."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from conftest import cli, fact
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
+
+TOOLS = ["as_of", "entities", "history", "read", "recall", "relationships", "remember", "traverse", "write"]
+
+
+class Server:
+    """A connected client session: ``call`` answers (is_error, JSON)."""
+
+    def __init__(self, session: ClientSession) -> None:
+        self.session = session
+
+    async def call(self, tool: str, arguments: dict[str, Any]) -> tuple[bool, Any]:
+        result = await self.session.call_tool(tool, arguments)
+        [content] = result.content
+        text = content.text  # type: ignore[union-attr]
+        try:
+            return bool(result.is_error), json.loads(text)
+        except ValueError:
+            return bool(result.is_error), text
+
+
+def serve(bin: str, store: Path, agent: str, body: Callable[[Server], Awaitable[Any]], tier: str = "private") -> Any:
+    """Runs ``body`` against a server for ``agent`` on ``store``."""
+
+    async def main() -> Any:
+        params = StdioServerParameters(
+            command=bin, args=["--store", str(store), "--tier-ceiling", tier, "mcp", "--agent", agent]
+        )
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            return await body(Server(session))
+
+    return asyncio.run(main())
+
+
+TURNS = [
+    ("I booked the Hotel Avenida in Lisbon for our anniversary in May.", "Lovely, it is close to the old town."),
+    ("My partner Sarah is vegetarian, so dinners need a veggie menu.", "Noted: vegetarian restaurants only."),
+]
+
+
+# proves B5-D1 B5-D2 B5-S3 IO-W2: remember two turns, recall them (id, summary, timestamp only)
+def test_b5_d2_a_client_lists_the_tools_remembers_two_turns_and_recalls_them(tmp_path: Path, engram_bin: str) -> None:
+    async def body(server: Server) -> None:
+        tools = await server.session.list_tools()
+        assert sorted(t.name for t in tools.tools) == TOOLS
+        assert all(t.description and t.input_schema.get("type") == "object" for t in tools.tools)
+        ids = []
+        for i, (message, response) in enumerate(TURNS):
+            error, answer = await server.call(
+                "remember", {"message": message, "response": response, "request_id": f"turn-{i}"}
+            )
+            assert not error and len(answer["committed"]) == 1, answer
+            ids.extend(answer["committed"])
+        # IO-W2: the same turn again stores nothing new.
+        error, again = await server.call(
+            "remember", {"message": TURNS[0][0], "response": TURNS[0][1], "request_id": "turn-0"}
+        )
+        assert not error and again["committed"] == [ids[0]]
+        error, recalled = await server.call("recall", {"question": "Which hotel did I book in Lisbon?", "top_k": 2})
+        assert not error
+        assert recalled["memories"][0]["id"] == ids[0]
+        assert all(set(m) == {"id", "summary", "timestamp"} for m in recalled["memories"])
+        assert "Avenida" in recalled["memories"][0]["summary"]
+        error, recalled = await server.call("recall", {"question": "What does Sarah eat?", "top_k": 2})
+        assert not error and recalled["memories"][0]["id"] == ids[1]
+
+    serve(engram_bin, tmp_path / "m.db", "alice", body)
+
+
+# proves IO-R4 IO-G6 IO-W8: read by key; a refused read is a tool error with its typed error; REJECTED is an answer
+def test_io_g6_read_by_key_a_refused_read_and_a_rejected_write(tmp_path: Path, engram_bin: str) -> None:
+    async def body(server: Server) -> None:
+        error, written = await server.call("write", {"request": fact("w1", "Alice is vegetarian")})
+        assert not error and "ACCEPTED" in written
+        by_key = {"record_type": "FACT", "selector": {"ByKey": {"key": "user.diet"}}, "request_id": "q1"}
+        error, read = await server.call("read", {"request": by_key})
+        assert not error and read["records"][0]["id"] == written["ACCEPTED"]["stored_id"]
+        too_many = {"record_type": "STATE", "selector": {"Limit": {"limit": 100000}}, "request_id": "q2"}
+        error, refused = await server.call("read", {"request": too_many})
+        assert error and refused == {"error": {"LimitOutOfBounds": {"max": 1000}}}
+        error, rejected = await server.call("write", {"request": fact("w1", "Alice eats fish")})
+        assert not error and rejected == "REJECTED"
+        error, history = await server.call("history", {"key": "user.diet"})
+        assert not error and len(history["records"]) == 1
+
+    store = tmp_path / "m.db"
+    serve(engram_bin, store, "alice", body)
+    trail = {(e["request_id"], e["outcome"]) for e in cli(engram_bin, store, ["audit", "--agent", "alice"])}
+    assert {("w1", "ACCEPTED"), ("q1", "RETURNED"), ("q2", "FAILED"), ("w1", "REJECTED")} <= trail
+
+
+# proves IO-W3: malformed arguments get a clear error and change nothing
+def test_malformed_arguments_get_a_clear_error_and_change_nothing(tmp_path: Path, engram_bin: str) -> None:
+    async def body(server: Server) -> list[Any]:
+        answers = [
+            await server.call("read", {"request": {"record_type": "STATE"}}),
+            await server.call("write", {"request": {"request_id": "x", "importance": 0.9}}),
+            await server.call("recall", {"question": "anything", "top_k": 0}),
+            await server.call("recall", {"question": "anything"}),
+            await server.call("as_of", {"key": "user.diet"}),
+        ]
+        return answers
+
+    store = tmp_path / "m.db"
+    answers = serve(engram_bin, store, "alice", body)
+    assert all(error for error, _ in answers), answers
+    assert "missing field `selector`" in json.dumps(answers[0][1])
+    assert "top_k must be 1 to 50" in json.dumps(answers[2][1])
+    assert "top_k" in json.dumps(answers[3][1])
+    assert cli(engram_bin, store, ["maintenance", "export"]) == []
+
+
+# proves IO-W6: a second agent's server sees nothing of the first, and cannot write as it
+def test_io_w6_a_second_agents_server_sees_nothing_of_the_first(tmp_path: Path, engram_bin: str) -> None:
+    store = tmp_path / "m.db"
+
+    async def alice(server: Server) -> None:
+        await server.call("remember", {"message": TURNS[0][0], "response": TURNS[0][1], "request_id": "t1"})
+        await server.call("write", {"request": fact("w1", "Alice is vegetarian")})
+
+    async def bob(server: Server) -> list[Any]:
+        return [
+            await server.call("recall", {"question": "Which hotel did I book in Lisbon?", "top_k": 5}),
+            await server.call(
+                "read",
+                {"request": {"record_type": "FACT", "selector": {"ByKey": {"key": "user.diet"}}, "request_id": "b"}},
+            ),
+            await server.call("write", {"request": fact("w2", "Bob claims to be Alice")}),
+        ]
+
+    serve(engram_bin, store, "alice", alice)
+    recalled, read, written = serve(engram_bin, store, "bob", bob)
+    assert recalled == (False, {"memories": []})
+    assert read == (False, {"records": []})
+    assert written == (False, "REJECTED")
+
+
+# proves MT-1: a server with a public ceiling sees no sensitive memory
+def test_mt_1_a_tier_restricted_server_sees_no_sensitive_memory(tmp_path: Path, engram_bin: str) -> None:
+    store = tmp_path / "m.db"
+
+    async def write(server: Server) -> None:
+        await server.call("write", {"request": fact("w1", "Alice is diabetic", key="user.health", tier="sensitive")})
+        await server.call("write", {"request": fact("w2", "Alice likes green", key="user.color", tier="public")})
+
+    async def read(server: Server) -> list[Any]:
+        limit = {"record_type": "FACT", "selector": {"Limit": {"limit": 10}}, "request_id": "p1"}
+        by_key = {"record_type": "FACT", "selector": {"ByKey": {"key": "user.health"}}, "request_id": "p2"}
+        return [
+            await server.call("read", {"request": limit}),
+            await server.call("read", {"request": by_key}),
+            await server.call("history", {"key": "user.health"}),
+        ]
+
+    serve(engram_bin, store, "alice", write)
+    (_, listed), (_, by_key), (_, history) = serve(engram_bin, store, "alice", read, tier="public")
+    assert [r["key"] for r in listed["records"]] == ["user.color"]
+    assert by_key == {"records": []} and history == {"records": []}
+    (_, listed), _, _ = serve(engram_bin, store, "alice", read)
+    assert sorted(r["key"] for r in listed["records"]) == ["user.color", "user.health"]
+
+
+# proves B5-D2 IO-W6: the same tools over streamable HTTP on a loopback port
+def test_b5_d2_the_same_tools_over_streamable_http(tmp_path: Path, engram_bin: str) -> None:
+    store = tmp_path / "m.db"
+    args = ["--store", str(store), "mcp", "--agent", "alice", "--http", "127.0.0.1:0"]
+    server = subprocess.Popen([engram_bin, *args], stderr=subprocess.PIPE, text=True)
+    try:
+        assert server.stderr is not None
+        line = server.stderr.readline()
+        url = line.rsplit(" at ", 1)[-1].strip()
+        assert url.startswith("http://127.0.0.1:") and url.endswith("/mcp"), line
+
+        async def main() -> list[Any]:
+            async with streamable_http_client(url) as (read, write), ClientSession(read, write) as session:
+                await session.initialize()
+                client = Server(session)
+                tools = await session.list_tools()
+                remembered = await client.call(
+                    "remember", {"message": TURNS[0][0], "response": TURNS[0][1], "request_id": "h1"}
+                )
+                recalled = await client.call("recall", {"question": "Which hotel did I book?", "top_k": 1})
+                return [sorted(t.name for t in tools.tools), remembered, recalled]
+
+        tools, (error, remembered), (_, recalled) = asyncio.run(main())
+        assert tools == TOOLS and not error
+        assert [m["id"] for m in recalled["memories"]] == remembered["committed"]
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    refused = subprocess.run(
+        [engram_bin, "--store", str(store), "mcp", "--agent", "alice", "--http", "0.0.0.0:0"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert refused.returncode != 0 and "loopback address only" in refused.stderr
+
+
+# proves IO-W2 IO-W8: every tool call is in the audit trail with its request id
+def test_io_w8_every_tool_call_is_audited_with_its_request_id(tmp_path: Path, engram_bin: str) -> None:
+    calls = [
+        ("remember", {"message": TURNS[0][0], "response": TURNS[0][1], "request_id": "c-remember"}),
+        ("recall", {"question": "Which hotel did I book?", "top_k": 2, "request_id": "c-recall"}),
+        ("write", {"request": fact("c-write", "Alice is vegetarian")}),
+        (
+            "read",
+            {"request": {"record_type": "FACT", "selector": {"ByKey": {"key": "user.diet"}}, "request_id": "c-read"}},
+        ),
+        ("history", {"key": "user.diet", "request_id": "c-history"}),
+        ("as_of", {"key": "user.diet", "known": 2**62, "request_id": "c-as-of"}),
+        ("entities", {"entity_type": "person", "request_id": "c-entities"}),
+        ("relationships", {"entity": "USER", "request_id": "c-relationships"}),
+        ("traverse", {"start": "USER", "request_id": "c-traverse"}),
+    ]
+
+    async def body(server: Server) -> list[Any]:
+        return [await server.call(tool, arguments) for tool, arguments in calls]
+
+    store = tmp_path / "m.db"
+    answers = serve(engram_bin, store, "alice", body)
+    assert not any(error for error, _ in answers), answers
+    audited = [e["request_id"] for e in cli(engram_bin, store, ["audit", "--agent", "alice"])]
+    for tool, arguments in calls:
+        wanted = arguments.get("request_id") or arguments["request"]["request_id"]
+        assert any(r == wanted or r.startswith(wanted + "#") for r in audited), (tool, audited)

@@ -1,0 +1,564 @@
+//! `engram mcp`: one agent's memory domain as Model Context Protocol tools,
+//! served over stdio, or streamable HTTP on a loopback address, with the
+//! official Rust SDK (`rmcp`). The agent, the
+//! store and the tier ceiling are fixed when the server starts: no tool
+//! takes an agent id (IO-W6) or a tier (MT-1). Every tool answers the JSON
+//! the command line prints for the same call; a refused call (a read's
+//! typed error, a refused plan, a failed cycle, malformed arguments) is a
+//! tool error carrying that JSON, while `"REJECTED"` stays a normal answer
+//! (IO-G1). Every call goes through the engine, so it is bounded and
+//! audited as the command line's is.
+
+use engram::cycle::{ExecutionPlan, Stage, StepOutput, TurnInput};
+use engram::graph::{EdgeDirection, RelationshipsRequest, TraversalOrder, TraverseRequest};
+use engram::history::{AsOfRequest, TimeAxis, VersionsRequest};
+use engram::json::{self, ReadAnswer, ReadRequest, WriteAnswer, WriteRequest};
+use engram::types::{EntityType, StoredFact, StoredRecord};
+use engram::{Domain, plans};
+use rmcp::handler::server::router::tool::ToolRouter;
+use rmcp::handler::server::wrapper::Parameters;
+use rmcp::model::{CallToolResult, ContentBlock, ServerCapabilities, ServerConfig};
+use rmcp::{ServerHandler, ServiceExt, schemars, tool, tool_handler, tool_router};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use std::sync::{Arc, Mutex};
+
+/// The most memories `recall` may bring back.
+const MAX_TOP_K: u32 = 50;
+
+/// The server: one domain, one call at a time.
+#[derive(Clone)]
+pub struct Memory {
+    domain: Arc<Mutex<Domain>>,
+    agent: String,
+    #[allow(dead_code)] // read by the code `tool_handler` generates
+    tool_router: ToolRouter<Self>,
+}
+
+/// A request id for a call that was given none.
+fn request_id(given: Option<String>, tool: &str) -> String {
+    given.unwrap_or_else(|| format!("mcp-{tool}-{}", engram::system_time_ms()))
+}
+
+/// A tool's answer: the JSON, as a normal result or as a tool error.
+fn answer(value: Value, refused: bool) -> CallToolResult {
+    let content = vec![ContentBlock::text(value.to_string())];
+    if refused {
+        CallToolResult::error(content)
+    } else {
+        CallToolResult::success(content)
+    }
+}
+
+/// A failure of the store or the engine: a tool error saying why.
+fn failed(error: impl std::fmt::Display) -> CallToolResult {
+    answer(json!({"failure": error.to_string()}), true)
+}
+
+/// Arguments that do not make a valid call: a tool error, nothing run.
+fn malformed(what: &str, error: impl std::fmt::Display) -> CallToolResult {
+    answer(
+        json!({"input_error": format!("not a valid {what}: {error}")}),
+        true,
+    )
+}
+
+/// FACT versions as a read answer; refused when the read was.
+fn facts(
+    answer_of: anyhow::Result<Result<Vec<StoredFact>, engram::io::ReadError>>,
+) -> CallToolResult {
+    match answer_of {
+        Err(error) => failed(error),
+        Ok(found) => {
+            let answer_json = json::read_answer(found.map(|facts| engram::io::ReadResult {
+                records: facts.into_iter().map(StoredRecord::Fact).collect(),
+            }));
+            let refused = matches!(answer_json, ReadAnswer::Error { .. });
+            match serde_json::to_value(&answer_json) {
+                Ok(value) => answer(value, refused),
+                Err(error) => failed(error),
+            }
+        }
+    }
+}
+
+/// The name of a refusal's kind, as the command line prints it.
+fn kind_name(error: &impl std::fmt::Debug) -> String {
+    let debug = format!("{error:?}");
+    debug
+        .split(['(', ' ', '{'])
+        .next()
+        .unwrap_or(&debug)
+        .to_owned()
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RecallArgs {
+    /// The question or message to find memories for, in the user's words.
+    pub question: String,
+    /// How many memories to bring back, 1 to 50.
+    pub top_k: u32,
+    /// An id for this call in the audit trail (made up when absent).
+    #[serde(default)]
+    pub request_id: Option<String>,
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RememberArgs {
+    /// What the user said this turn.
+    pub message: String,
+    /// What the assistant answered.
+    pub response: String,
+    /// The conversation the turn belongs to.
+    #[serde(default)]
+    pub session: Option<String>,
+    /// The turn's id: remembering the same turn again with the same id stores nothing new.
+    pub request_id: String,
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WriteArgs {
+    /// A write request: {"request_id", "source": {"agent_id", "component": "COGNITION", "actor": "USER"|"SYSTEM"|"EXTERNAL"}, "record": a FACT {"record_type":"FACT","key","payload":{"semantic":{…}}}, an EVENT {"record_type":"EVENT","timestamp","payload":…} or a STATE {"record_type":"STATE","timestamp","payload":{"subject","properties"}}}.
+    pub request: Value,
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReadArgs {
+    /// A read request: {"record_type": "FACT"|"EVENT"|"STATE", "selector": one of {"ById":{"id"}}, {"ByKey":{"key"}} (FACT), {"ByTimeRange":{"from","to","limit"}} (EVENT, STATE), {"Latest":{"limit"}} (EVENT, STATE), {"Limit":{"limit"}}, "request_id"}.
+    pub request: Value,
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct HistoryArgs {
+    /// A FACT key (dotted segments: `user.diet`).
+    pub key: String,
+    /// How many versions, newest first (default 10).
+    #[serde(default)]
+    pub limit: Option<u32>,
+    /// An id for this call in the audit trail.
+    #[serde(default)]
+    pub request_id: Option<String>,
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AsOfArgs {
+    /// A FACT key.
+    pub key: String,
+    /// The version true in the world at this time (ms since the epoch).
+    #[serde(default)]
+    pub valid: Option<i64>,
+    /// The version the memory knew at this time (ms since the epoch).
+    #[serde(default)]
+    pub known: Option<i64>,
+    /// At most this many versions (default 100).
+    #[serde(default)]
+    pub limit: Option<u32>,
+    /// An id for this call in the audit trail.
+    #[serde(default)]
+    pub request_id: Option<String>,
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EntitiesArgs {
+    /// person, organization, place, product or event.
+    pub entity_type: String,
+    /// At most this many (default 100).
+    #[serde(default)]
+    pub limit: Option<u32>,
+    /// An id for this call in the audit trail.
+    #[serde(default)]
+    pub request_id: Option<String>,
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RelationshipsArgs {
+    /// The entity's key (`entities.u1.sarah`) or `USER`.
+    pub entity: String,
+    /// The relationships that end at the entity, not those that start there.
+    #[serde(default)]
+    pub incoming: bool,
+    /// Only these types (KNOWS, VISITED, …); every type when empty.
+    #[serde(default)]
+    pub types: Vec<String>,
+    /// Only those valid at this time (ms since the epoch).
+    #[serde(default)]
+    pub valid_at: Option<i64>,
+    /// At most this many (default 100).
+    #[serde(default)]
+    pub limit: Option<u32>,
+    /// An id for this call in the audit trail.
+    #[serde(default)]
+    pub request_id: Option<String>,
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TraverseArgs {
+    /// The entity to start from.
+    pub start: String,
+    /// Depth first rather than breadth first.
+    #[serde(default)]
+    pub depth_first: bool,
+    /// Follow relationships backwards.
+    #[serde(default)]
+    pub incoming: bool,
+    /// Only these relationship types; every type when empty.
+    #[serde(default)]
+    pub types: Vec<String>,
+    /// Only relationships valid at this time (ms since the epoch).
+    #[serde(default)]
+    pub valid_at: Option<i64>,
+    /// How many hops (default 2).
+    #[serde(default)]
+    pub max_depth: Option<u32>,
+    /// At most this many entities (default 100).
+    #[serde(default)]
+    pub max_nodes: Option<u32>,
+    /// At most this many relationships read (default 1000).
+    #[serde(default)]
+    pub max_edges: Option<u32>,
+    /// An id for this call in the audit trail.
+    #[serde(default)]
+    pub request_id: Option<String>,
+}
+
+impl Memory {
+    pub fn new(domain: Domain, agent: &str) -> Self {
+        Self {
+            domain: Arc::new(Mutex::new(domain)),
+            agent: agent.to_owned(),
+            tool_router: Self::tool_router(),
+        }
+    }
+
+    /// Runs `f` on the domain (one call at a time).
+    fn with<T>(&self, f: impl FnOnce(&mut Domain) -> T) -> T {
+        let mut domain = self
+            .domain
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        f(&mut domain)
+    }
+
+    /// Runs the stages of `plan` that have steps, then commits: the
+    /// output of the step `wanted` (ContextSelect's `select`) or the
+    /// committed ids.
+    fn cycle(
+        &self,
+        plan: &ExecutionPlan,
+        session: &str,
+        request_id: &str,
+        input: &TurnInput,
+        wanted: Option<&str>,
+    ) -> CallToolResult {
+        self.with(|domain| {
+            let cycle = match domain.begin_cycle(plan, session, request_id) {
+                Err(error) => return failed(error),
+                Ok(Err(error)) => {
+                    return answer(
+                        json!({"plan_error": {"step": error.step, "rule": error.rule, "kind": kind_name(&error.kind)}}),
+                        true,
+                    );
+                }
+                Ok(Ok(cycle)) => cycle,
+            };
+            let mut result = None;
+            for stage in [Stage::ContextSelect, Stage::SummarizeMemory, Stage::PersistMemory] {
+                if result.is_some() || !plan.steps.iter().any(|s| s.stage == stage) {
+                    continue;
+                }
+                match domain.run_stage(&cycle, stage, input) {
+                    Err(error) => result = Some(failed(error)),
+                    Ok(Err(error)) => {
+                        result = Some(answer(json!({"cycle_error": kind_name(&error)}), true))
+                    }
+                    Ok(Ok(_)) => {}
+                }
+            }
+            let result = result.unwrap_or_else(|| match wanted {
+                Some(step) => match domain.step_output(&cycle, step) {
+                    Ok(Some(StepOutput::Selected(memories))) => {
+                        let memories: Vec<Value> = memories
+                            .into_iter()
+                            .map(|m| json!({"id": m.id, "summary": m.summary, "timestamp": m.timestamp}))
+                            .collect();
+                        answer(json!({"memories": memories}), false)
+                    }
+                    Ok(_) => failed("the cycle selected nothing"),
+                    Err(error) => failed(error),
+                },
+                None => match domain.commit_cycle(&cycle) {
+                    Ok(Ok(ids)) => answer(json!({"committed": ids}), false),
+                    Ok(Err(error)) => answer(json!({"cycle_error": kind_name(&error)}), true),
+                    Err(error) => failed(error),
+                },
+            });
+            match domain.drop_cycle(cycle) {
+                Ok(()) => result,
+                Err(error) => failed(error),
+            }
+        })
+    }
+}
+
+#[tool_router]
+impl Memory {
+    #[tool(
+        description = "Recall: the memories most relevant to a question, from this agent's memory (ContextSelect). Answers {\"memories\":[{\"id\",\"summary\",\"timestamp\"}]}, best first; summaries only, never raw transcripts."
+    )]
+    async fn recall(&self, Parameters(args): Parameters<RecallArgs>) -> CallToolResult {
+        if !(1..=MAX_TOP_K).contains(&args.top_k) {
+            return malformed("recall", format!("top_k must be 1 to {MAX_TOP_K}"));
+        }
+        let input = TurnInput {
+            user_message: Some(args.question),
+            model_response: None,
+        };
+        let request_id = request_id(args.request_id, "recall");
+        self.cycle(
+            &plans::recall(args.top_k),
+            "mcp",
+            &request_id,
+            &input,
+            Some("select"),
+        )
+    }
+
+    #[tool(
+        description = "Remember one conversation turn: the user's message and the assistant's response are summarized and stored as one memory (SummarizeMemory, PersistMemory, one commit). The raw text is not stored. Answers {\"committed\":[ids]}. The same request_id again stores nothing new."
+    )]
+    async fn remember(&self, Parameters(args): Parameters<RememberArgs>) -> CallToolResult {
+        let input = TurnInput {
+            user_message: Some(args.message),
+            model_response: Some(args.response),
+        };
+        let session = args.session.unwrap_or_else(|| "mcp".into());
+        self.cycle(&plans::ingest(), &session, &args.request_id, &input, None)
+    }
+
+    #[tool(
+        description = "Write one record (a FACT, EVENT or STATE) to this agent's memory. Answers {\"ACCEPTED\":{\"stored_id\"}} or \"REJECTED\" (the reason is in the audit trail). The source's agent_id must be this server's agent."
+    )]
+    async fn write(&self, Parameters(args): Parameters<WriteArgs>) -> CallToolResult {
+        let request: WriteRequest = match serde_json::from_value(args.request) {
+            Ok(request) => request,
+            Err(error) => return malformed("write request", error),
+        };
+        self.with(|domain| match domain.write(&request.into()) {
+            Ok(result) => answer(json!(WriteAnswer::from(result)), false),
+            Err(error) => failed(error),
+        })
+    }
+
+    #[tool(
+        description = "Read records of one type with one bounded selector (by id, by key, by time range, latest, first N). Answers {\"records\":[…]}, or a tool error {\"error\":…} when the read is refused (a limit above the ceiling, a key that is no fact key)."
+    )]
+    async fn read(&self, Parameters(args): Parameters<ReadArgs>) -> CallToolResult {
+        let request: ReadRequest = match serde_json::from_value(args.request) {
+            Ok(request) => request,
+            Err(error) => return malformed("read request", error),
+        };
+        self.with(|domain| match domain.read(&request.into()) {
+            Ok(result) => {
+                let answer_json = json::read_answer(result);
+                let refused = matches!(answer_json, ReadAnswer::Error { .. });
+                answer(json!(answer_json), refused)
+            }
+            Err(error) => failed(error),
+        })
+    }
+
+    #[tool(
+        description = "The versions of a FACT key, newest first: superseded versions are kept, closed in time. Answers {\"records\":[…]}."
+    )]
+    async fn history(&self, Parameters(args): Parameters<HistoryArgs>) -> CallToolResult {
+        let request = VersionsRequest {
+            request_id: request_id(args.request_id, "history"),
+            key: args.key,
+            limit: args.limit.unwrap_or(10),
+        };
+        facts(self.with(|domain| domain.versions(&request)))
+    }
+
+    #[tool(
+        description = "The version of a FACT key as of a time: give exactly one of valid (true in the world then) or known (what the memory knew then), in ms since the epoch. Answers {\"records\":[…]}."
+    )]
+    async fn as_of(&self, Parameters(args): Parameters<AsOfArgs>) -> CallToolResult {
+        let (axis, at) = match (args.valid, args.known) {
+            (Some(at), None) => (TimeAxis::Valid, at),
+            (None, Some(at)) => (TimeAxis::Transaction, at),
+            _ => return malformed("as_of", "give exactly one of valid or known"),
+        };
+        let request = AsOfRequest {
+            request_id: request_id(args.request_id, "as-of"),
+            key: args.key,
+            axis,
+            at,
+            limit: args.limit.unwrap_or(100),
+        };
+        facts(
+            self.with(|domain| domain.as_of(&request))
+                .map(|found| found.map(|f| f.into_iter().collect())),
+        )
+    }
+
+    #[tool(
+        description = "The entities of one type (person, organization, place, product, event) this agent knows, in key order. Answers {\"records\":[…]}."
+    )]
+    async fn entities(&self, Parameters(args): Parameters<EntitiesArgs>) -> CallToolResult {
+        let entity_type = match args.entity_type.as_str() {
+            "person" => EntityType::Person,
+            "organization" => EntityType::Organization,
+            "place" => EntityType::Place,
+            "product" => EntityType::Product,
+            "event" => EntityType::Event,
+            other => {
+                return malformed(
+                    "entity type",
+                    format!("{other:?} is none of person, organization, place, product, event"),
+                );
+            }
+        };
+        let request_id = request_id(args.request_id, "entities");
+        let limit = args.limit.unwrap_or(100);
+        facts(self.with(|domain| domain.entities_of_type(&request_id, entity_type, limit)))
+    }
+
+    #[tool(
+        description = "The relationships of an entity (those that start there, or with incoming those that end there), optionally of some types and valid at a time. Answers {\"records\":[…]}."
+    )]
+    async fn relationships(
+        &self,
+        Parameters(args): Parameters<RelationshipsArgs>,
+    ) -> CallToolResult {
+        let request = RelationshipsRequest {
+            request_id: request_id(args.request_id, "relationships"),
+            entity: args.entity,
+            direction: if args.incoming {
+                EdgeDirection::Incoming
+            } else {
+                EdgeDirection::Outgoing
+            },
+            relationship_types: args.types,
+            valid_at: args.valid_at,
+            limit: args.limit.unwrap_or(100),
+        };
+        facts(self.with(|domain| domain.relationships_of(&request)))
+    }
+
+    #[tool(
+        description = "Walk the graph of entities and relationships from an entity, bounded in depth, entities and relationships read. Answers {\"nodes\":[{\"key\",\"depth\",\"entity\"}],\"edges\":[…]}."
+    )]
+    async fn traverse(&self, Parameters(args): Parameters<TraverseArgs>) -> CallToolResult {
+        let request = TraverseRequest {
+            request_id: request_id(args.request_id, "traverse"),
+            start: args.start,
+            order: if args.depth_first {
+                TraversalOrder::DepthFirst
+            } else {
+                TraversalOrder::BreadthFirst
+            },
+            direction: if args.incoming {
+                EdgeDirection::Incoming
+            } else {
+                EdgeDirection::Outgoing
+            },
+            relationship_types: args.types,
+            valid_at: args.valid_at,
+            max_depth: args.max_depth.unwrap_or(2),
+            max_nodes: args.max_nodes.unwrap_or(100),
+            max_edges: args.max_edges.unwrap_or(1000),
+        };
+        match self.with(|domain| domain.traverse(&request)) {
+            Err(error) => failed(error),
+            Ok(Err(error)) => answer(json!({"error": json::ReadFailure::from(error)}), true),
+            Ok(Ok(traversal)) => {
+                let fact = |f: StoredFact| json::StoredRecord::from(StoredRecord::Fact(f));
+                let nodes: Vec<Value> = traversal
+                    .nodes
+                    .into_iter()
+                    .map(|n| json!({"key": n.key, "depth": n.depth, "entity": n.entity.map(fact)}))
+                    .collect();
+                let edges: Vec<_> = traversal.edges.into_iter().map(fact).collect();
+                answer(json!({"nodes": nodes, "edges": edges}), false)
+            }
+        }
+    }
+}
+
+#[tool_handler]
+impl ServerHandler for Memory {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build()).with_instructions(format!(
+            "The long-term memory of agent {:?}: recall memories relevant to a question, remember a \
+             conversation turn, and read or write typed records. Every call is bounded and audited; \
+             nothing here can reach another agent's memory, raise the privacy tier, or delete.",
+            self.agent
+        ))
+    }
+}
+
+/// Serves `domain` over stdio until the client closes it, or with `http`
+/// (a loopback address; port 0 picks one) over streamable HTTP at
+/// `http://ADDR/mcp` until interrupted. The address served is printed on
+/// standard error.
+pub fn serve(domain: Domain, agent: &str, http: Option<&str>) -> anyhow::Result<()> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    let memory = Memory::new(domain, agent);
+    runtime.block_on(async move {
+        let Some(address) = http else {
+            let service = memory
+                .serve(rmcp::transport::stdio())
+                .await
+                .map_err(|e| anyhow::anyhow!("starting the MCP server: {e}"))?;
+            service
+                .waiting()
+                .await
+                .map_err(|e| anyhow::anyhow!("the MCP server stopped: {e}"))?;
+            return Ok(());
+        };
+        let address: std::net::SocketAddr = address
+            .parse()
+            .map_err(|e| anyhow::anyhow!("--http {address}: not an address (IP:PORT): {e}"))?;
+        // Nobody is authenticated: only this machine may connect.
+        anyhow::ensure!(
+            address.ip().is_loopback(),
+            "--http {address}: the MCP server listens on a loopback address only (127.0.0.1, ::1)"
+        );
+        use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+        use rmcp::transport::streamable_http_server::{
+            StreamableHttpServerConfig, StreamableHttpService,
+        };
+        let service: StreamableHttpService<Memory, LocalSessionManager> =
+            StreamableHttpService::new(
+                move || Ok(memory.clone()),
+                Default::default(),
+                StreamableHttpServerConfig::default(),
+            );
+        let router = axum::Router::new().nest_service("/mcp", service);
+        let listener = tokio::net::TcpListener::bind(address)
+            .await
+            .map_err(|e| anyhow::anyhow!("--http {address}: {e}"))?;
+        eprintln!(
+            "engram mcp: agent {agent:?} at http://{}/mcp",
+            listener.local_addr()?
+        );
+        axum::serve(listener, router)
+            .with_graceful_shutdown(async {
+                let _ = tokio::signal::ctrl_c().await;
+            })
+            .await?;
+        Ok(())
+    })
+}
