@@ -442,26 +442,9 @@ fn run(cli: Cli) -> Result<u8, Exit> {
                 max_nodes,
                 max_edges,
             };
-            let line = match domain.traverse(&request).map_err(failure)? {
-                Ok(traversal) => {
-                    let fact = |f: engram::types::StoredFact| {
-                        json::StoredRecord::from(engram::types::StoredRecord::Fact(f))
-                    };
-                    let nodes: Vec<_> = traversal
-                        .nodes
-                        .into_iter()
-                        .map(|n| serde_json::json!({"key": n.key, "depth": n.depth, "entity": n.entity.map(fact)}))
-                        .collect();
-                    let edges: Vec<_> = traversal.edges.into_iter().map(fact).collect();
-                    (serde_json::json!({"nodes": nodes, "edges": edges}), OK)
-                }
-                Err(error) => (
-                    serde_json::json!({"error": json::ReadFailure::from(error)}),
-                    REFUSED,
-                ),
-            };
-            print_lines(vec![line.0.to_string()])?;
-            Ok(line.1)
+            let (line, refused) = traversal_answer(domain.traverse(&request).map_err(failure)?);
+            print_lines(vec![line.to_string()])?;
+            Ok(if refused { REFUSED } else { OK })
         }
         Command::List {
             namespace,
@@ -483,13 +466,8 @@ fn run(cli: Cli) -> Result<u8, Exit> {
             limit,
         } => {
             use engram::types::EntityType;
-            let entity_type = match entity_type.as_str() {
-                "person" => EntityType::Person,
-                "organization" => EntityType::Organization,
-                "place" => EntityType::Place,
-                "product" => EntityType::Product,
-                _ => EntityType::Event,
-            };
+            // clap has checked the name.
+            let entity_type = parse_entity_type(&entity_type).unwrap_or(EntityType::Event);
             let mut domain = open_domain(&cli.store, cli.tier_ceiling, &agent, false)?;
             let request_id = format!("entities-{}", engram::system_time_ms());
             print_facts(
@@ -594,20 +572,65 @@ fn run(cli: Cli) -> Result<u8, Exit> {
 fn print_facts(
     answer: Result<Vec<engram::types::StoredFact>, engram::io::ReadError>,
 ) -> Result<u8, Exit> {
-    let answer = json::read_answer(answer.map(|facts| {
-        engram::io::ReadResult {
-            records: facts
-                .into_iter()
-                .map(engram::types::StoredRecord::Fact)
-                .collect(),
-        }
-    }));
+    let answer = facts_answer(answer);
     let code = match answer {
         ReadAnswer::Error { .. } => REFUSED,
         ReadAnswer::Records { .. } => OK,
     };
     print_lines(vec![serde_json::to_string(&answer).map_err(failure)?])?;
     Ok(code)
+}
+
+/// FACT versions as a read answer: `{"records":[…]}` or `{"error":…}`.
+pub(crate) fn facts_answer(
+    answer: Result<Vec<engram::types::StoredFact>, engram::io::ReadError>,
+) -> ReadAnswer {
+    json::read_answer(answer.map(|facts| {
+        engram::io::ReadResult {
+            records: facts
+                .into_iter()
+                .map(engram::types::StoredRecord::Fact)
+                .collect(),
+        }
+    }))
+}
+
+/// A traversal as its line, `{"nodes":[…],"edges":[…]}` or `{"error":…}`,
+/// and whether it was refused.
+pub(crate) fn traversal_answer(
+    answer: Result<engram::graph::Traversal, engram::io::ReadError>,
+) -> (serde_json::Value, bool) {
+    match answer {
+        Ok(traversal) => {
+            let fact = |f: engram::types::StoredFact| {
+                json::StoredRecord::from(engram::types::StoredRecord::Fact(f))
+            };
+            let nodes: Vec<_> = traversal
+                .nodes
+                .into_iter()
+                .map(|n| serde_json::json!({"key": n.key, "depth": n.depth, "entity": n.entity.map(fact)}))
+                .collect();
+            let edges: Vec<_> = traversal.edges.into_iter().map(fact).collect();
+            (serde_json::json!({"nodes": nodes, "edges": edges}), false)
+        }
+        Err(error) => (
+            serde_json::json!({"error": json::ReadFailure::from(error)}),
+            true,
+        ),
+    }
+}
+
+/// An entity type by its seed name (MT-5).
+pub(crate) fn parse_entity_type(name: &str) -> Option<engram::types::EntityType> {
+    use engram::types::EntityType;
+    Some(match name {
+        "person" => EntityType::Person,
+        "organization" => EntityType::Organization,
+        "place" => EntityType::Place,
+        "product" => EntityType::Product,
+        "event" => EntityType::Event,
+        _ => return None,
+    })
 }
 
 #[derive(Default)]

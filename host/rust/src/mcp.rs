@@ -9,11 +9,12 @@
 //! (IO-G1). Every call goes through the engine, so it is bounded and
 //! audited as the command line's is.
 
+use crate::cli;
 use engram::cycle::{ExecutionPlan, Stage, StepOutput, TurnInput};
 use engram::graph::{EdgeDirection, RelationshipsRequest, TraversalOrder, TraverseRequest};
 use engram::history::{AsOfRequest, TimeAxis, VersionsRequest};
 use engram::json::{self, ReadAnswer, ReadRequest, WriteAnswer, WriteRequest};
-use engram::types::{EntityType, StoredFact, StoredRecord};
+use engram::types::StoredFact;
 use engram::{Domain, plans};
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
@@ -63,21 +64,17 @@ fn malformed(what: &str, error: impl std::fmt::Display) -> CallToolResult {
     )
 }
 
-/// FACT versions as a read answer; refused when the read was.
+/// FACT versions as a read answer (the command line's); refused when the
+/// read was.
 fn facts(
     answer_of: anyhow::Result<Result<Vec<StoredFact>, engram::io::ReadError>>,
 ) -> CallToolResult {
     match answer_of {
         Err(error) => failed(error),
         Ok(found) => {
-            let answer_json = json::read_answer(found.map(|facts| engram::io::ReadResult {
-                records: facts.into_iter().map(StoredRecord::Fact).collect(),
-            }));
+            let answer_json = cli::facts_answer(found);
             let refused = matches!(answer_json, ReadAnswer::Error { .. });
-            match serde_json::to_value(&answer_json) {
-                Ok(value) => answer(value, refused),
-                Err(error) => failed(error),
-            }
+            answer(json!(answer_json), refused)
         }
     }
 }
@@ -414,18 +411,14 @@ impl Memory {
         description = "The entities of one type (person, organization, place, product, event) this agent knows, in key order. Answers {\"records\":[…]}."
     )]
     async fn entities(&self, Parameters(args): Parameters<EntitiesArgs>) -> CallToolResult {
-        let entity_type = match args.entity_type.as_str() {
-            "person" => EntityType::Person,
-            "organization" => EntityType::Organization,
-            "place" => EntityType::Place,
-            "product" => EntityType::Product,
-            "event" => EntityType::Event,
-            other => {
-                return malformed(
-                    "entity type",
-                    format!("{other:?} is none of person, organization, place, product, event"),
-                );
-            }
+        let Some(entity_type) = cli::parse_entity_type(&args.entity_type) else {
+            return malformed(
+                "entity type",
+                format!(
+                    "{:?} is none of person, organization, place, product, event",
+                    args.entity_type
+                ),
+            );
         };
         let request_id = request_id(args.request_id, "entities");
         let limit = args.limit.unwrap_or(100);
@@ -479,16 +472,9 @@ impl Memory {
         };
         match self.with(|domain| domain.traverse(&request)) {
             Err(error) => failed(error),
-            Ok(Err(error)) => answer(json!({"error": json::ReadFailure::from(error)}), true),
-            Ok(Ok(traversal)) => {
-                let fact = |f: StoredFact| json::StoredRecord::from(StoredRecord::Fact(f));
-                let nodes: Vec<Value> = traversal
-                    .nodes
-                    .into_iter()
-                    .map(|n| json!({"key": n.key, "depth": n.depth, "entity": n.entity.map(fact)}))
-                    .collect();
-                let edges: Vec<_> = traversal.edges.into_iter().map(fact).collect();
-                answer(json!({"nodes": nodes, "edges": edges}), false)
+            Ok(found) => {
+                let (line, refused) = cli::traversal_answer(found);
+                answer(line, refused)
             }
         }
     }
