@@ -832,7 +832,7 @@ fn stage_name(stage: Stage) -> &'static str {
 }
 
 /// A typed error's name and payload, without its type's path.
-fn debug_name(error: &impl std::fmt::Debug) -> String {
+pub(crate) fn debug_name(error: &impl std::fmt::Debug) -> String {
     let text = format!("{error:?}");
     match text.split_once("::") {
         Some((_, rest)) => rest.to_owned(),

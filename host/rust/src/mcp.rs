@@ -79,16 +79,6 @@ fn facts(
     }
 }
 
-/// The name of a refusal's kind, as the command line prints it.
-fn kind_name(error: &impl std::fmt::Debug) -> String {
-    let debug = format!("{error:?}");
-    debug
-        .split(['(', ' ', '{'])
-        .next()
-        .unwrap_or(&debug)
-        .to_owned()
-}
-
 #[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RecallArgs {
@@ -261,7 +251,7 @@ impl Memory {
                 Err(error) => return failed(error),
                 Ok(Err(error)) => {
                     return answer(
-                        json!({"plan_error": {"step": error.step, "rule": error.rule, "kind": kind_name(&error.kind)}}),
+                        json!({"plan_error": {"step": error.step, "rule": error.rule, "kind": cli::debug_name(&error.kind)}}),
                         true,
                     );
                 }
@@ -275,7 +265,7 @@ impl Memory {
                 match domain.run_stage(&cycle, stage, input) {
                     Err(error) => result = Some(failed(error)),
                     Ok(Err(error)) => {
-                        result = Some(answer(json!({"cycle_error": kind_name(&error)}), true))
+                        result = Some(answer(json!({"cycle_error": cli::debug_name(&error)}), true))
                     }
                     Ok(Ok(_)) => {}
                 }
@@ -294,7 +284,7 @@ impl Memory {
                 },
                 None => match domain.commit_cycle(&cycle) {
                     Ok(Ok(ids)) => answer(json!({"committed": ids}), false),
-                    Ok(Err(error)) => answer(json!({"cycle_error": kind_name(&error)}), true),
+                    Ok(Err(error)) => answer(json!({"cycle_error": cli::debug_name(&error)}), true),
                     Err(error) => failed(error),
                 },
             });
