@@ -7,7 +7,7 @@ mod support;
 use engram::graph::{EdgeDirection, RelationshipsRequest, TraversalOrder, TraverseRequest};
 use engram::io::ReadError;
 use engram::types::*;
-use engram::{Config, Engram, MemoryAudit, MemoryBackend, Mode};
+use engram::{Config, Engram, MemoryAudit, MemoryBackend, Mode, Summarizer};
 use std::sync::Arc;
 use support::*;
 
@@ -119,12 +119,11 @@ fn io_g6_the_answer_bound_holds_to_the_byte() {
     }
 }
 
-#[test]
-fn io_g6_an_ingested_memory_is_a_summary_not_a_transcript() {
-    // proves IO-G6, B5-S1: a 1 MB "summary" is refused, so no retrieval can
-    // gather candidates past the engine's memory; the largest allowed ones
-    // are gathered and ranked.
-    for fx in fixtures() {
+backend_test! {
+    fn io_g6_an_ingested_memory_is_a_summary_not_a_transcript(fx) {
+        // proves IO-G6, B5-S1: a 1 MB "summary" is refused, so no retrieval can
+        // gather candidates past the engine's memory; the largest allowed ones
+        // are gathered and ranked.
         let mut alice = fx.open("alice");
         let huge = MemoryRecord::Event(Event {
             timestamp: 1,
@@ -136,31 +135,59 @@ fn io_g6_an_ingested_memory_is_a_summary_not_a_transcript() {
         });
         let answer = alice.write(&request("alice", "huge", huge)).unwrap();
         assert_eq!(answer, engram::io::WriteResult::Rejected, "{}", fx.name);
+        // The question's keyword as the summarizer normalizes it, last of
+        // the most keywords a memory may have.
+        let question = "Tell me about the pottery class";
+        let pottery = engram::ExtractiveSummarizer::default()
+            .summarize("pottery", None)
+            .unwrap()
+            .keywords;
+        assert_eq!(pottery.len(), 1);
         let mut keywords: Vec<String> = (0..127).map(|i| format!("{i:0>200}")).collect();
-        keywords.push("pottery".into());
+        keywords.extend(pottery);
+        let summary = |i: i64| format!("pottery {i:02} {}", "y".repeat(4_096 - 11));
+        let mut written = std::collections::BTreeMap::new();
         for i in 0..40 {
+            assert_eq!(summary(i).len(), 4_096, "the largest summary allowed");
             let largest = MemoryRecord::Event(Event {
                 timestamp: i,
                 payload: EventPayload::Ingested(IngestedMemory {
                     session_ref: "s".repeat(256),
-                    summary: format!("pottery {}", "y".repeat(4_000)),
+                    summary: summary(i),
                     keywords: keywords.clone(),
                 }),
             });
-            accept(&mut alice, &format!("big-{i}"), largest);
+            written.insert(accept(&mut alice, &format!("big-{i}"), largest), i);
         }
         let plan = engram::plans::recall(10);
         let cycle = alice.begin_cycle(&plan, "s", "q").unwrap().unwrap();
         let input = engram::cycle::TurnInput {
-            user_message: Some("Tell me about the pottery class".into()),
+            user_message: Some(question.into()),
             model_response: None,
         };
-        let stage = alice
+        let steps = alice
             .run_stage(&cycle, engram::cycle::Stage::ContextSelect, &input)
-            .unwrap();
-        assert!(stage.is_ok(), "{}: {stage:?}", fx.name);
+            .unwrap()
+            .unwrap_or_else(|e| panic!("{}: {e:?}", fx.name));
         alice.drop_cycle(cycle).unwrap();
         assert_eq!(alice.restarts(), 0);
+        // Ten of the forty, whole: each one written, with its own summary
+        // and time, none twice.
+        let selected = steps
+            .into_iter()
+            .find_map(|s| match s.output {
+                engram::cycle::StepOutput::Selected(memories) => Some(memories),
+                _ => None,
+            })
+            .expect("a selection");
+        assert_eq!(selected.len(), 10, "{}", fx.name);
+        let mut seen = std::collections::BTreeSet::new();
+        for memory in &selected {
+            let i = written[&memory.id];
+            assert!(seen.insert(i), "{} selected twice", memory.id);
+            assert_eq!(memory.timestamp, i);
+            assert_eq!(memory.summary, summary(i));
+        }
     }
 }
 
@@ -179,11 +206,10 @@ fn walk_from(start: &str) -> TraverseRequest {
     }
 }
 
-#[test]
-fn io_r4_lookups_and_traversals_refuse_a_key_that_is_not_normalized() {
-    // proves IO-R4, MT-8, MT-9: as `list` and `history` do, with InvalidKey
-    // rather than an empty answer; a relationship end must be a key too.
-    for fx in fixtures() {
+backend_test! {
+    fn io_r4_lookups_and_traversals_refuse_a_key_that_is_not_normalized(fx) {
+        // proves IO-R4, MT-8, MT-9: as `list` and `history` do, with InvalidKey
+        // rather than an empty answer; a relationship end must be a key too.
         let mut alice = fx.open("alice");
         for start in ["Sarah Smith", "entity..x", "", "user/diet"] {
             let lookup = alice
@@ -224,15 +250,16 @@ fn io_r4_lookups_and_traversals_refuse_a_key_that_is_not_normalized() {
     }
 }
 
-#[test]
-fn io_w1_properties_come_back_as_the_exact_text_written() {
-    // proves IO-W1, IO-R6: numbers in properties are not re-encoded on the
-    // way in, so a read gives back the very text written.
-    let line = r#"{"request_id":"s1","source":{"agent_id":"alice","component":"COGNITION","actor":"USER"},"record":{"record_type":"STATE","timestamp":5,"payload":{"subject":"mission.current","properties":{"n":1e5,"big":12345678901234567890,"x":1.50}}}}"#;
-    let request: engram::json::WriteRequest = serde_json::from_str(line).unwrap();
-    for fx in fixtures() {
+/// A write whose properties hold numbers in forms JSON allows.
+const EXACT_PROPERTIES: &str = r#"{"request_id":"s1","source":{"agent_id":"alice","component":"COGNITION","actor":"USER"},"record":{"record_type":"STATE","timestamp":5,"payload":{"subject":"mission.current","properties":{"n":1e5,"big":12345678901234567890,"x":1.50}}}}"#;
+
+backend_test! {
+    fn io_w1_properties_come_back_as_the_exact_text_written(fx) {
+        // proves IO-W1, IO-R6: numbers in properties are not re-encoded on the
+        // way in, so a read gives back the very text written.
+        let request: engram::json::WriteRequest = serde_json::from_str(EXACT_PROPERTIES).unwrap();
         let mut alice = fx.open("alice");
-        let answer = alice.write(&request.clone().into()).unwrap();
+        let answer = alice.write(&request.into()).unwrap();
         assert!(matches!(answer, engram::io::WriteResult::Accepted(_)));
         let found = records(&mut alice, RecordType::State, latest(1));
         let shown =
@@ -243,7 +270,16 @@ fn io_w1_properties_come_back_as_the_exact_text_written() {
             fx.name
         );
     }
-    // Properties that are not one JSON object are malformed input.
-    let bad = line.replace(r#"{"n":1e5,"big":12345678901234567890,"x":1.50}"#, "[1]");
-    assert!(serde_json::from_str::<engram::json::WriteRequest>(&bad).is_err());
+}
+
+#[test]
+fn properties_that_are_not_one_json_object_are_malformed_input() {
+    let bad = EXACT_PROPERTIES.replace(r#"{"n":1e5,"big":12345678901234567890,"x":1.50}"#, "[1]");
+    let error = serde_json::from_str::<engram::json::WriteRequest>(&bad).expect_err("refused");
+    assert!(
+        error
+            .to_string()
+            .contains("`properties` as one JSON object"),
+        "{error}"
+    );
 }

@@ -279,10 +279,25 @@ fn store_problems_exit_4_with_one_line() {
 }
 
 #[test]
-fn usage_errors_exit_2() {
+fn usage_errors_exit_2_with_what_was_wrong() {
     let cli = Cli::new();
-    assert_eq!(cli.run(&["write"], "").status.code(), Some(2), "no agent");
-    assert_eq!(cli.run(&["forget"], "").status.code(), Some(2));
+    for (args, says) in [
+        (&["write"][..], "--agent"),
+        (
+            &["forget", "--agent", "alice"][..],
+            "unrecognized subcommand 'forget'",
+        ),
+        (
+            &["read", "--agent", "alice", "--nope"][..],
+            "unexpected argument '--nope'",
+        ),
+    ] {
+        let out = cli.run(args, "");
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+        assert!(stderr(&out).contains(says), "{args:?}: {}", stderr(&out));
+        assert!(stdout(&out).is_empty());
+    }
+    assert!(!cli.store().exists(), "no store was made");
 }
 
 #[test]
@@ -318,9 +333,23 @@ fn the_audit_trail_shows_every_call_with_its_reason() {
     assert_eq!(writes.len(), 2);
     let at = trail[2]["at"].as_i64().unwrap();
     let after = json_lines(&cli.run(&["audit", "--since", &at.to_string()], ""));
+    assert_eq!(
+        after.len(),
+        trail
+            .iter()
+            .filter(|e| e["at"].as_i64().unwrap() >= at)
+            .count()
+    );
     assert!(after.iter().all(|e| e["at"].as_i64().unwrap() >= at));
     assert!(after.iter().any(|e| e["agent_id"] == "bob"));
     let before = json_lines(&cli.run(&["audit", "--until", &at.to_string()], ""));
+    assert_eq!(
+        before.len(),
+        trail
+            .iter()
+            .filter(|e| e["at"].as_i64().unwrap() < at)
+            .count()
+    );
     assert!(before.iter().all(|e| e["at"].as_i64().unwrap() < at));
     assert_eq!(
         json_lines(&cli.run(&["audit", "--limit", "1"], "")),
@@ -789,11 +818,34 @@ fn a_full_disk_gets_one_line_and_loses_nothing_acknowledged() {
             Some(v["ACCEPTED"]["stored_id"].as_str()?.to_owned())
         })
         .collect();
-    assert_ne!(out.status.code(), Some(0), "the limit was reached");
-    assert!(accepted.len() < 400);
+    assert!(accepted.len() < 400, "the limit was reached");
     let message = stderr(&out);
-    assert!(message.lines().count() <= 1, "{message}");
-    assert!(!message.contains("backtrace"), "{message}");
+    match out.status.code() {
+        // Each write past the limit answered REJECTED, the normal answer
+        // (IO-W8), with the I/O error as its reason in the trail.
+        Some(1) => {
+            assert!(message.is_empty(), "{message}");
+            let rejected: Vec<&str> = answers
+                .lines()
+                .filter(|l| !l.contains("ACCEPTED"))
+                .collect();
+            assert_eq!(rejected.len() + accepted.len(), 400, "one answer a write");
+            assert!(rejected.iter().all(|l| *l == "\"REJECTED\""), "{answers}");
+            let trail =
+                json_lines(&cli.run(&["audit", "--outcome", "rejected", "--limit", "1000"], ""));
+            assert_eq!(trail.len(), rejected.len(), "each rejection audited");
+            for entry in trail {
+                let reason = entry["reason"].as_str().unwrap_or_default();
+                assert!(reason.contains("writing the file failed"), "{entry}");
+            }
+        }
+        // The command stopped: one line naming the store.
+        _ => {
+            assert_eq!(message.lines().count(), 1, "{message}");
+            assert!(message.starts_with("engram: "), "{message}");
+            assert!(message.contains("memory.db"), "{message}");
+        }
+    }
     for id in &accepted {
         let read = format!(
             r#"{{"record_type":"EVENT","selector":{{"ById":{{"id":"{id}"}}}},"request_id":"r"}}"#

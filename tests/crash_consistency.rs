@@ -1,15 +1,20 @@
 //! Crash consistency: `engram` processes killed with SIGKILL at random
 //! moments, many times, on a real SQLite file. After every kill: every
 //! acknowledged write (an answer printed before the kill) is readable and
-//! has its audit entry; a replay of its request answers the same id; no
-//! record is visible through one index and not another; the file passes
-//! `integrity_check`.
+//! has its audit entry; a replay of its request answers the same id; every
+//! record is reached through every index that should reach it, and every
+//! index entry reaches a record (time, keyword and idempotency indexes, the
+//! audit trail, reads by id and by time); the file passes
+//! `integrity_check`. Each run must have killed at least one process in
+//! the middle of its batch, and acknowledged at least one write.
 //!
 //! `ENGRAM_CRASH_RUNS` sets how many kills of each kind (12 by default);
 //! `ENGRAM_CRASH_SEED` replays a run.
 
 mod support;
 
+use engram::backend::Order;
+use engram::export::ExportedItem;
 use engram::io::{ReadSelector, WriteResult};
 use engram::types::*;
 use engram::{AuditQuery, Mode, SqliteBackend};
@@ -72,9 +77,41 @@ fn write_line(request_id: &str, timestamp: i64) -> String {
     .to_string()
 }
 
+/// Runs `engram` once to the end, so that the engine is compiled into the
+/// cache before the runs that are killed: a process killed while it
+/// compiles would never get as far as writing.
+fn warm_cache() {
+    static WARM: std::sync::Once = std::sync::Once::new();
+    WARM.call_once(|| {
+        let dir = tempfile::tempdir().unwrap();
+        let line = dir.path().join("warm.json");
+        std::fs::write(&line, write_line("warm", 0)).unwrap();
+        let out = Command::new(env!("CARGO_BIN_EXE_engram"))
+            .env("ENGRAM_CACHE_DIR", CACHE_DIR)
+            .env_remove("ENGRAM_STORE")
+            .arg("--store")
+            .arg(dir.path().join("warm.db"))
+            .args(["write", "--agent", "alice"])
+            .arg(&line)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+    });
+}
+
+/// What a run printed before its process was killed, and whether the kill
+/// landed while the process was still running (rather than after it had
+/// finished its batch).
+struct Run {
+    lines: Vec<String>,
+    killed_mid_batch: bool,
+}
+
 /// Starts `engram ARGS`, reads answer lines until a random moment, kills
 /// the process with SIGKILL, and answers the lines it printed.
-fn run_and_kill(store: &Path, args: &[&str], rng: &mut Rng) -> Vec<String> {
+fn run_and_kill(store: &Path, args: &[&str], rng: &mut Rng) -> Run {
+    use std::os::unix::process::ExitStatusExt;
+    warm_cache();
     let mut child = Command::new(env!("CARGO_BIN_EXE_engram"))
         .env("ENGRAM_CACHE_DIR", CACHE_DIR)
         .env_remove("ENGRAM_STORE")
@@ -99,14 +136,17 @@ fn run_and_kill(store: &Path, args: &[&str], rng: &mut Rng) -> Vec<String> {
         lines
     });
     let started = Instant::now();
+    let mut finished = false;
     while started.elapsed() < kill_after {
         if child.try_wait().unwrap().is_some() {
+            finished = true;
             break;
         }
         std::thread::sleep(Duration::from_millis(2));
     }
     let _ = child.kill();
-    let _ = child.wait();
+    let status = child.wait().unwrap();
+    let killed_mid_batch = !finished && status.signal() == Some(9);
     let mut lines = reader.join().unwrap();
     // A line cut by the kill is no acknowledgement.
     if lines
@@ -115,10 +155,14 @@ fn run_and_kill(store: &Path, args: &[&str], rng: &mut Rng) -> Vec<String> {
     {
         lines.pop();
     }
-    lines
+    Run {
+        lines,
+        killed_mid_batch,
+    }
 }
 
-/// Every EVENT the time index reaches, by id, read in windows.
+/// Every EVENT a read by time reaches, by id, read in windows: the time
+/// index as the engine follows it.
 fn events_by_time(domain: &mut engram::Domain, until: i64) -> BTreeMap<String, i64> {
     let mut found = BTreeMap::new();
     let mut from = 0;
@@ -138,33 +182,95 @@ fn events_by_time(domain: &mut engram::Domain, until: i64) -> BTreeMap<String, i
             "a window holds fewer than the ceiling"
         );
         for record in window {
-            found.insert(id_of(&record).to_owned(), timestamp_of(&record));
+            assert!(
+                found
+                    .insert(id_of(&record).to_owned(), timestamp_of(&record))
+                    .is_none(),
+                "{} read twice by time",
+                id_of(&record)
+            );
         }
         from = to + 1;
     }
     found
 }
 
-/// What must hold of the store after a kill.
-fn check_store(path: &Path, acknowledged: &BTreeMap<String, String>, until: i64) {
+/// Alice's domain as the store holds it, key by key (the layout of
+/// `guest/src/keys.rs`): the records, and the entries of each index with
+/// the record id each one holds.
+#[derive(Default)]
+struct Layout {
+    records: BTreeSet<String>,
+    /// Time index: record id → (timestamp, sequence), one entry each.
+    time: BTreeMap<String, (i64, u64)>,
+    /// Keyword index: record id → its keywords.
+    keywords: BTreeMap<String, BTreeSet<String>>,
+    /// Idempotency entries.
+    requests: usize,
+}
+
+fn layout(store: &SqliteBackend) -> Layout {
+    let prefix = engram::backend::domain_prefix("alice");
+    let mut end = prefix.clone();
+    end.push(0xff);
+    let pairs = engram::Backend::scan(store, &prefix, &end, 1_000_000, Order::Ascending).unwrap();
+    let mut found = Layout::default();
+    for (key, value) in pairs {
+        let key = &key[prefix.len()..];
+        let (tag, rest) = (key[0], &key[1..]);
+        let target = || String::from_utf8(value.clone()).expect("an index entry holds an id");
+        match tag {
+            b'R' => {
+                found
+                    .records
+                    .insert(String::from_utf8(rest.to_vec()).unwrap());
+            }
+            b'T' => {
+                assert_eq!(rest[0], b'E', "only EVENTs are written here");
+                let stamp = u64::from_be_bytes(rest[1..9].try_into().unwrap()) ^ (1 << 63);
+                let seq = u64::from_be_bytes(rest[9..17].try_into().unwrap());
+                let earlier = found.time.insert(target(), (stamp as i64, seq));
+                assert!(earlier.is_none(), "{} has two time entries", target());
+            }
+            b'W' => {
+                let len = usize::from(u16::from_be_bytes([rest[0], rest[1]]));
+                let keyword = String::from_utf8(rest[2..2 + len].to_vec()).unwrap();
+                found.keywords.entry(target()).or_default().insert(keyword);
+            }
+            b'I' => found.requests += 1,
+            b'M' => {}
+            other => panic!("an entry of an unexpected kind: {}", other as char),
+        }
+    }
+    found
+}
+
+/// What must hold of the store after a kill: the acknowledged writes are
+/// there, and the records, the indexes, the audit trail and the reads
+/// agree both ways. `request_of` names the idempotency request id of an
+/// acknowledged answer's request id.
+fn check_store(
+    path: &Path,
+    acknowledged: &BTreeMap<String, String>,
+    until: i64,
+    request_of: fn(&str) -> String,
+) {
     let store = Arc::new(SqliteBackend::open(path).expect("the store opens after a kill"));
     let conn = rusqlite::Connection::open(path).unwrap();
     let integrity: String = conn
         .query_row("PRAGMA integrity_check", [], |row| row.get(0))
         .unwrap();
     assert_eq!(integrity, "ok");
-    let mut alice = engram()
-        .open("alice", Mode::Online, store.clone(), store.clone())
-        .unwrap();
-    let by_time = events_by_time(&mut alice, until);
-    // A record the time index reaches is readable by its id (a sample of
-    // them, every 16th, to keep the check quick).
-    for (id, timestamp) in by_time.iter().step_by(16) {
-        let found = records(&mut alice, RecordType::Event, by_id(id));
-        assert_eq!(found.len(), 1, "{id} by id");
-        assert_eq!(timestamp_of(&found[0]), *timestamp);
-    }
-    let trail: BTreeSet<String> = store
+    let stored = layout(&store);
+    let records = &stored.records;
+
+    // The time index: one entry per record, none without one.
+    let timed: BTreeSet<String> = stored.time.keys().cloned().collect();
+    assert_eq!(&timed, records, "records and the time index");
+
+    // The audit trail: one ACCEPTED entry per record, none without one.
+    let mut audited = BTreeSet::new();
+    for entry in store
         .audit_trail(&AuditQuery {
             limit: 1_000_000,
             ..AuditQuery::default()
@@ -172,18 +278,122 @@ fn check_store(path: &Path, acknowledged: &BTreeMap<String, String>, until: i64)
         .unwrap()
         .into_iter()
         .filter(|e| e.outcome == engram::audit::Outcome::Accepted)
-        .filter_map(|e| e.stored_id)
-        .collect();
-    for (request_id, id) in acknowledged {
-        assert!(
-            by_time.contains_key(id),
-            "acknowledged {request_id} ({id}) is stored"
-        );
-        assert!(
-            trail.contains(id),
-            "acknowledged {request_id} ({id}) is audited"
+    {
+        let id = entry.stored_id.expect("an ACCEPTED entry names its record");
+        assert!(audited.insert(id.clone()), "{id} audited twice");
+    }
+    assert_eq!(&audited, records, "records and the audit trail");
+
+    // What the engine keeps of each record, and its answered request ids.
+    let mut maintainer = engram()
+        .open("alice", Mode::Maintenance, store.clone(), store.clone())
+        .unwrap();
+    let (mut exported, mut answered) = (BTreeMap::new(), BTreeMap::new());
+    let mut start = None;
+    loop {
+        let page = maintainer
+            .export_page(start.as_deref(), CEILING)
+            .unwrap()
+            .unwrap();
+        for item in page.items {
+            match item {
+                ExportedItem::Record(r) => {
+                    exported.insert(r.id.clone(), r);
+                }
+                ExportedItem::Request(q) => {
+                    assert!(answered.insert(q.request_id, q.stored_id).is_none());
+                }
+                ExportedItem::KeyTier(_) => panic!("no FACT was written"),
+            }
+        }
+        match page.next {
+            Some(next) => start = Some(next),
+            None => break,
+        }
+    }
+    drop(maintainer);
+    assert_eq!(
+        exported.keys().cloned().collect::<BTreeSet<_>>(),
+        *records,
+        "records and the export"
+    );
+
+    // The idempotency index: each record answered one request, and each
+    // answered request names a record.
+    assert_eq!(stored.requests, answered.len());
+    let mut answering: BTreeMap<&String, usize> = BTreeMap::new();
+    for id in answered.values() {
+        *answering.entry(id).or_default() += 1;
+    }
+    assert!(
+        answering.values().all(|&n| n == 1),
+        "a record answers one request"
+    );
+    assert_eq!(
+        answering
+            .keys()
+            .map(|id| (*id).clone())
+            .collect::<BTreeSet<_>>(),
+        *records,
+        "records and the idempotency index"
+    );
+
+    // The keyword index: each record under exactly its keywords, and no
+    // entry for anything else.
+    assert!(
+        stored.keywords.keys().all(|id| records.contains(id)),
+        "a keyword entry without its record"
+    );
+    for (id, record) in &exported {
+        let MemoryRecord::Event(Event {
+            timestamp,
+            payload: EventPayload::Ingested(memory),
+        }) = &record.record
+        else {
+            panic!("{id} is not an ingested memory");
+        };
+        let written: BTreeSet<String> = memory.keywords.iter().cloned().collect();
+        assert!(!written.is_empty());
+        assert_eq!(stored.keywords.get(id), Some(&written), "keywords of {id}");
+        assert_eq!(
+            stored.time[id],
+            (*timestamp, record.seq),
+            "time entry of {id}"
         );
     }
+
+    // The reads: every record by its id, and by time exactly the records.
+    let mut alice = engram()
+        .open("alice", Mode::Online, store.clone(), store.clone())
+        .unwrap();
+    for (id, (timestamp, _)) in &stored.time {
+        let found = records_of(&mut alice, id);
+        assert_eq!(found.len(), 1, "{id} by id");
+        assert_eq!(timestamp_of(&found[0]), *timestamp);
+    }
+    let by_time = events_by_time(&mut alice, until);
+    assert_eq!(
+        by_time.keys().cloned().collect::<BTreeSet<_>>(),
+        *records,
+        "records and a read by time"
+    );
+
+    // Every acknowledged write is stored, under the request it answered.
+    for (request_id, id) in acknowledged {
+        assert!(
+            records.contains(id),
+            "acknowledged {request_id} ({id}) is stored"
+        );
+        assert_eq!(
+            answered.get(&request_of(request_id)),
+            Some(id),
+            "acknowledged {request_id} answers its id"
+        );
+    }
+}
+
+fn records_of(domain: &mut engram::Domain, id: &str) -> Vec<StoredRecord> {
+    records(domain, RecordType::Event, by_id(id))
 }
 
 #[test]
@@ -200,9 +410,9 @@ fn io_w8_b5_d1_killed_writers_lose_no_acknowledged_write_and_leave_nothing_half_
         .collect();
     std::fs::write(&batch, lines).unwrap();
     let mut acknowledged: BTreeMap<String, String> = BTreeMap::new();
-    let (mut kills, mut checked) = (0, 0);
+    let mut mid_batch = 0;
     for _ in 0..runs() {
-        let answers = run_and_kill(
+        let run = run_and_kill(
             &path,
             &[
                 "write",
@@ -213,8 +423,8 @@ fn io_w8_b5_d1_killed_writers_lose_no_acknowledged_write_and_leave_nothing_half_
             ],
             &mut rng,
         );
-        kills += 1;
-        for (i, answer) in answers.iter().enumerate() {
+        mid_batch += usize::from(run.killed_mid_batch);
+        for (i, answer) in run.lines.iter().enumerate() {
             let answer: serde_json::Value = serde_json::from_str(answer).unwrap();
             let id = answer["ACCEPTED"]["stored_id"]
                 .as_str()
@@ -225,9 +435,10 @@ fn io_w8_b5_d1_killed_writers_lose_no_acknowledged_write_and_leave_nothing_half_
                 assert_eq!(earlier, id, "w{i} replayed");
             }
         }
-        check_store(&path, &acknowledged, WRITES as i64);
-        checked += acknowledged.len();
+        check_store(&path, &acknowledged, WRITES as i64, str::to_owned);
     }
+    assert!(!acknowledged.is_empty(), "no write was acknowledged");
+    assert!(mid_batch > 0, "no kill landed in the middle of a batch");
     // Replays through the library answer the same ids.
     let store = Arc::new(SqliteBackend::open(&path).unwrap());
     let mut alice = engram()
@@ -243,7 +454,8 @@ fn io_w8_b5_d1_killed_writers_lose_no_acknowledged_write_and_leave_nothing_half_
         );
     }
     eprintln!(
-        "{kills} kills of a writer, {checked} acknowledged writes checked, {} distinct",
+        "{mid_batch} of {} writers killed mid-batch, {} acknowledged writes",
+        runs(),
         acknowledged.len()
     );
 }
@@ -287,11 +499,11 @@ fn b5_d1_killed_cycles_persist_whole_turns_or_nothing_and_replay_their_ids() {
         turns.to_str().unwrap(),
     ];
     let mut acknowledged: BTreeMap<String, String> = BTreeMap::new();
-    let mut kills = 0;
+    let mut mid_batch = 0;
     for _ in 0..runs() {
-        let answers = run_and_kill(&path, &args, &mut rng);
-        kills += 1;
-        for answer in answers {
+        let run = run_and_kill(&path, &args, &mut rng);
+        mid_batch += usize::from(run.killed_mid_batch);
+        for answer in run.lines {
             let answer: serde_json::Value = serde_json::from_str(&answer).unwrap();
             let request_id = answer["request_id"].as_str().unwrap().to_owned();
             let ids = answer["committed"].as_array().expect("the turn committed");
@@ -301,10 +513,16 @@ fn b5_d1_killed_cycles_persist_whole_turns_or_nothing_and_replay_their_ids() {
                 assert_eq!(earlier, id, "{request_id} replayed");
             }
         }
-        check_store(&path, &acknowledged, TURNS as i64);
+        // A turn's record answers the request id of its persist step.
+        check_store(&path, &acknowledged, TURNS as i64, |turn| {
+            format!("{turn}#persist")
+        });
     }
+    assert!(!acknowledged.is_empty(), "no turn was acknowledged");
+    assert!(mid_batch > 0, "no kill landed in the middle of a batch");
     eprintln!(
-        "{kills} kills of a cycle batch, {} acknowledged turns checked",
+        "{mid_batch} of {} cycle batches killed mid-batch, {} acknowledged turns",
+        runs(),
         acknowledged.len()
     );
 }

@@ -194,10 +194,9 @@ fn refused_plan(domain: &mut Domain, plan: &ExecutionPlan) -> PlanError {
     }
 }
 
-#[test]
-fn b5_p3_b5_p1_b5_f4_every_invalid_plan_shape_is_refused_before_anything_runs() {
-    // proves B5-P3, B5-P1, B5-P2, B5-P4, B5-F4
-    for fx in fixtures() {
+backend_test! {
+    fn b5_p3_b5_p1_b5_f4_every_invalid_plan_shape_is_refused_before_anything_runs(fx) {
+        // proves B5-P3, B5-P1, B5-P2, B5-P4, B5-F4
         let (mut alice, recorder) = recorded(fx.open("alice"));
         let before = fx.dump();
         let mut cases: Vec<(ExecutionPlan, &str, &str, PlanErrorKind)> = Vec::new();
@@ -387,10 +386,9 @@ fn b5_s1_raw_text_and_responses_never_reach_the_database_file() {
     }
 }
 
-#[test]
-fn b5_s1_a_summary_that_repeats_the_raw_text_fails_the_cycle() {
-    // proves B5-S1
-    for fx in fixtures() {
+backend_test! {
+    fn b5_s1_a_summary_that_repeats_the_raw_text_fails_the_cycle(fx) {
+        // proves B5-S1
         let (mut alice, recorder) = recorded(fx.open("alice"));
         let (message, response) = TURNS[0];
         for echo in [message, response] {
@@ -409,10 +407,9 @@ fn b5_s1_a_summary_that_repeats_the_raw_text_fails_the_cycle() {
     }
 }
 
-#[test]
-fn b5_s2_an_ingested_memory_stores_exactly_its_five_fields() {
-    // proves B5-S2, B5-F4: the persisted summary is the SummarizeMemory output
-    for fx in fixtures() {
+backend_test! {
+    fn b5_s2_an_ingested_memory_stores_exactly_its_five_fields(fx) {
+        // proves B5-S2, B5-F4: the persisted summary is the SummarizeMemory output
         let mut alice = fx.open("alice");
         let cycle = begin(&mut alice, &ingest_plan(), "s2");
         let (message, response) = TURNS[1];
@@ -491,10 +488,9 @@ fn stored_timestamp(domain: &mut Domain, id: &str) -> i64 {
 
 // ---- steps -------------------------------------------------------------------------
 
-#[test]
-fn b5_p1_b5_p2_summaries_and_keywords_come_only_from_summarize_steps() {
-    // proves B5-P1, B5-P2, B5-F3
-    for fx in fixtures() {
+backend_test! {
+    fn b5_p1_b5_p2_summaries_and_keywords_come_only_from_summarize_steps(fx) {
+        // proves B5-P1, B5-P2, B5-F3
         let (mut alice, recorder) = recorded(fx.open("alice"));
         ingest_all(&mut alice);
         assert_eq!(
@@ -542,10 +538,9 @@ fn b5_p1_b5_p2_summaries_and_keywords_come_only_from_summarize_steps() {
     }
 }
 
-#[test]
-fn b5_p3_the_prompt_stage_never_touches_the_store() {
-    // proves B5-P3
-    for fx in fixtures() {
+backend_test! {
+    fn b5_p3_the_prompt_stage_never_touches_the_store(fx) {
+        // proves B5-P3
         let faulty = Faulty::over(fx.backend.clone());
         let mut alice = fx.open_over("alice", faulty.clone());
         ingest_all(&mut alice);
@@ -591,10 +586,9 @@ fn b5_p3_the_prompt_stage_never_touches_the_store() {
     }
 }
 
-#[test]
-fn b5_p4_top_k_comes_from_the_plan_metadata() {
-    // proves B5-P4
-    for fx in fixtures() {
+backend_test! {
+    fn b5_p4_top_k_comes_from_the_plan_metadata(fx) {
+        // proves B5-P4
         let (mut alice, recorder) = recorded(fx.open("alice"));
         ingest_all(&mut alice);
         *recorder.summary.lock().unwrap() = Some(Ok(Summary {
@@ -615,10 +609,9 @@ fn b5_p4_top_k_comes_from_the_plan_metadata() {
 
 // ---- commit --------------------------------------------------------------------------
 
-#[test]
-fn b5_d1_memories_are_saved_only_by_a_committed_cycle_whose_steps_all_succeeded() {
-    // proves B5-D1
-    for fx in fixtures() {
+backend_test! {
+    fn b5_d1_memories_are_saved_only_by_a_committed_cycle_whose_steps_all_succeeded(fx) {
+        // proves B5-D1
         let mut alice = fx.open("alice");
         let (message, response) = TURNS[0];
         let before = fx.dump();
@@ -697,10 +690,9 @@ fn b5_d1_memories_are_saved_only_by_a_committed_cycle_whose_steps_all_succeeded(
     }
 }
 
-#[test]
-fn b5_f2_a_commit_failure_stops_the_cycle_and_persists_nothing() {
-    // proves B5-F2
-    for fx in fixtures() {
+backend_test! {
+    fn b5_f2_a_commit_failure_stops_the_cycle_and_persists_nothing(fx) {
+        // proves B5-F2
         let faulty = Faulty::over(fx.backend.clone());
         let mut alice = fx.open_over("alice", faulty.clone());
         let before = fx.dump();
@@ -732,10 +724,9 @@ fn b5_f2_a_commit_failure_stops_the_cycle_and_persists_nothing() {
 
 // ---- retrieval -------------------------------------------------------------------------
 
-#[test]
-fn b5_d3_a_damaged_ranker_answer_fails_the_cycle() {
-    // proves B5-D3
-    for fx in fixtures() {
+backend_test! {
+    fn b5_d3_a_damaged_ranker_answer_fails_the_cycle(fx) {
+        // proves B5-D3
         let (mut alice, recorder) = recorded(fx.open("alice"));
         let ids = ingest_all(&mut alice);
         let before = fx.dump();
@@ -753,10 +744,9 @@ fn b5_d3_a_damaged_ranker_answer_fails_the_cycle() {
     }
 }
 
-#[test]
-fn b5_f1_a_retrieval_error_fails_the_cycle_never_an_empty_context() {
-    // proves B5-F1
-    for fx in fixtures() {
+backend_test! {
+    fn b5_f1_a_retrieval_error_fails_the_cycle_never_an_empty_context(fx) {
+        // proves B5-F1
         let faulty = Faulty::over(fx.backend.clone());
         let (alice, recorder) = recorded(fx.open_over("alice", faulty.clone()));
         let mut alice = alice;
@@ -788,10 +778,9 @@ fn b5_f1_a_retrieval_error_fails_the_cycle_never_an_empty_context() {
     }
 }
 
-#[test]
-fn b5_d2_b5_s3_retrieval_returns_exactly_id_summary_and_timestamp() {
-    // proves B5-D2, B5-S3
-    for fx in fixtures() {
+backend_test! {
+    fn b5_d2_b5_s3_retrieval_returns_exactly_id_summary_and_timestamp(fx) {
+        // proves B5-D2, B5-S3
         let mut alice = fx.open("alice");
         let ids = ingest_all(&mut alice);
         let context = recall(
@@ -824,23 +813,22 @@ fn b5_d2_b5_s3_retrieval_returns_exactly_id_summary_and_timestamp() {
     }
 }
 
-#[test]
-fn b5_f3_the_engine_follows_whatever_ranker_the_host_supplies() {
-    // proves B5-F3
-    struct Oldest;
-    impl Ranker for Oldest {
-        fn rank(
-            &self,
-            _: &[String],
-            candidates: &[Candidate],
-            k: u32,
-        ) -> Result<Vec<String>, String> {
-            let mut sorted = candidates.to_vec();
-            sorted.sort_by_key(|c| c.timestamp);
-            Ok(sorted.into_iter().take(k as usize).map(|c| c.id).collect())
+backend_test! {
+    fn b5_f3_the_engine_follows_whatever_ranker_the_host_supplies(fx) {
+        // proves B5-F3
+        struct Oldest;
+        impl Ranker for Oldest {
+            fn rank(
+                &self,
+                _: &[String],
+                candidates: &[Candidate],
+                k: u32,
+            ) -> Result<Vec<String>, String> {
+                let mut sorted = candidates.to_vec();
+                sorted.sort_by_key(|c| c.timestamp);
+                Ok(sorted.into_iter().take(k as usize).map(|c| c.id).collect())
+            }
         }
-    }
-    for fx in fixtures() {
         let (mut alice, recorder) = recorded(fx.open("alice"));
         ingest_all(&mut alice);
         *recorder.summary.lock().unwrap() = Some(Ok(Summary {
@@ -889,10 +877,9 @@ fn b5_f3_the_engine_follows_whatever_ranker_the_host_supplies() {
     }
 }
 
-#[test]
-fn b5_f5_two_cycles_in_flight_never_see_each_others_outputs() {
-    // proves B5-F5
-    for fx in fixtures() {
+backend_test! {
+    fn b5_f5_two_cycles_in_flight_never_see_each_others_outputs(fx) {
+        // proves B5-F5
         let mut alice = fx.open("alice");
         ingest_all(&mut alice);
         let a = begin(&mut alice, &full_plan(2), "a");

@@ -2,8 +2,9 @@
 //! cycle that retrieves, a graph put and a maintenance import, the k-th
 //! persistence or audit call fails, for every k. The answer is always the
 //! contract's (REJECTED, a typed error, or `Err`), never a panic; nothing
-//! partial is stored (the store is exactly as before, or holds the whole
-//! result); and the next call on the same domain is served.
+//! partial is stored (the store is exactly as before, or exactly as the
+//! same call leaves it without a fault, new record ids aside); and the next
+//! call on the same domain is served.
 
 mod support;
 
@@ -12,9 +13,9 @@ use engram::backend::{Op, Order, Pair, Precondition, StoreError};
 use engram::cycle::{Stage, TurnInput};
 use engram::io::WriteResult;
 use engram::types::*;
-use engram::{Backend, Domain, Mode, SqliteBackend};
-use std::sync::Arc;
+use engram::{Backend, Config, Domain, Engram, MemoryAudit, MemoryBackend, Mode, SqliteBackend};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, LazyLock};
 use support::*;
 
 /// A SQLite store whose k-th call (persistence or audit) fails.
@@ -113,11 +114,108 @@ impl AuditSink for Countdown {
     }
 }
 
+/// The engine these cases run on: a clock that stands still, so that a
+/// call run twice stores the same times.
+fn engine() -> &'static Engram {
+    static ENGRAM: LazyLock<Engram> = LazyLock::new(|| {
+        Engram::with_config(Config {
+            read_limit_ceiling: CEILING,
+            clock: Arc::new(|| 1_767_225_600_000),
+            ..Config::default()
+        })
+        .expect("the engine compiles")
+    });
+    &ENGRAM
+}
+
 /// Every pair of the store.
-fn dump(store: &SqliteBackend) -> Vec<Pair> {
+fn dump(store: &dyn Backend) -> Vec<Pair> {
     store
         .scan(&[], &[0xff; 8], 100_000, Order::Ascending)
         .unwrap()
+}
+
+/// The ids of the records (`R` entries) in `pairs`.
+fn record_ids(pairs: &[Pair]) -> Vec<Vec<u8>> {
+    let prefix = engram::backend::domain_prefix("alice");
+    pairs
+        .iter()
+        .filter_map(|(key, _)| key.strip_prefix(prefix.as_slice()))
+        .filter_map(|key| key.strip_prefix(b"R"))
+        .map(<[u8]>::to_vec)
+        .collect()
+}
+
+/// `pairs` with the id of the one record `before` does not hold (a
+/// random id, different in every run) written as `NEW-ID` wherever it
+/// appears; `pairs` as they are when every record is in `before` or the
+/// new ones are named by the call itself (an import).
+fn new_id_named(pairs: Vec<Pair>, before: &[Pair], other: &[Pair]) -> Vec<Pair> {
+    let old = record_ids(before);
+    let theirs = record_ids(other);
+    let new: Vec<Vec<u8>> = record_ids(&pairs)
+        .into_iter()
+        .filter(|id| !old.contains(id) && !theirs.contains(id))
+        .collect();
+    let [id] = new.as_slice() else {
+        return pairs;
+    };
+    let replace = |bytes: &[u8]| -> Vec<u8> {
+        let mut out = Vec::with_capacity(bytes.len());
+        let mut i = 0;
+        while i < bytes.len() {
+            if bytes[i..].starts_with(id) {
+                out.extend_from_slice(b"NEW-ID");
+                i += id.len();
+            } else {
+                out.push(bytes[i]);
+                i += 1;
+            }
+        }
+        out
+    };
+    let mut named: Vec<Pair> = pairs
+        .iter()
+        .map(|(key, value)| (replace(key), replace(value)))
+        .collect();
+    named.sort();
+    named
+}
+
+/// The pairs of alice's domain (not, say, a maintenance lock, which holds
+/// a random token).
+fn of_alice(pairs: &[Pair]) -> Vec<Pair> {
+    let prefix = engram::backend::domain_prefix("alice");
+    pairs
+        .iter()
+        .filter(|(key, _)| key.starts_with(&prefix))
+        .cloned()
+        .collect()
+}
+
+/// What the same call stores in alice's domain without a fault, run on a
+/// store holding what the domain held `before`.
+fn fault_free(case: &Case, k: u64, before: &[Pair]) -> Vec<Pair> {
+    let store = Arc::new(MemoryBackend::new());
+    let puts: Vec<Op> = of_alice(before)
+        .into_iter()
+        .map(|(key, value)| Op::Put(key, value))
+        .collect();
+    store.commit(&[], &puts).unwrap();
+    let mut domain = engine()
+        .open(
+            "alice",
+            case.mode,
+            store.clone(),
+            Arc::new(MemoryAudit::new()),
+        )
+        .unwrap();
+    assert!(
+        matches!((case.run)(&mut domain, k), Ended::Stored),
+        "{}: the call stores without a fault",
+        case.name
+    );
+    of_alice(&dump(store.as_ref()))
 }
 
 /// How an operation ended.
@@ -226,14 +324,14 @@ fn exported_items() -> Vec<engram::export::ExportedItem> {
             let dir = tempfile::tempdir().unwrap();
             let store = Arc::new(SqliteBackend::open(dir.path().join("source.db")).unwrap());
             {
-                let mut alice = engram()
+                let mut alice = engine()
                     .open("alice", Mode::Online, store.clone(), store.clone())
                     .unwrap();
                 accept(&mut alice, "x1", fact("user.dog", "Max is a beagle"));
                 accept(&mut alice, "x2", ingested(7, "Asked about dog parks"));
                 accept(&mut alice, "x3", state(9, "mission.current"));
             }
-            let mut maintainer = engram()
+            let mut maintainer = engine()
                 .open("alice", Mode::Maintenance, store.clone(), store)
                 .unwrap();
             maintainer
@@ -275,7 +373,7 @@ fn io_w8_b5_d1_b5_f2_a_fault_at_any_call_leaves_nothing_partial_and_the_next_cal
             run: import_case,
         },
     ];
-    let mut injected = 0;
+    let (mut injected, mut stored) = (0, 0);
     for case in cases {
         let mut k = 1;
         loop {
@@ -283,7 +381,7 @@ fn io_w8_b5_d1_b5_f2_a_fault_at_any_call_leaves_nothing_partial_and_the_next_cal
             let inner = Arc::new(SqliteBackend::open(dir.path().join("faults.db")).unwrap());
             {
                 // Something to retrieve and to supersede.
-                let mut seed = engram()
+                let mut seed = engine()
                     .open("alice", Mode::Online, inner.clone(), inner.clone())
                     .unwrap();
                 accept(
@@ -293,20 +391,33 @@ fn io_w8_b5_d1_b5_f2_a_fault_at_any_call_leaves_nothing_partial_and_the_next_cal
                 );
             }
             let store = Countdown::new(inner.clone());
-            let mut domain = engram()
+            let mut domain = engine()
                 .open("alice", case.mode, store.clone(), store.clone())
                 .unwrap();
-            let before = dump(&inner);
+            let before = dump(inner.as_ref());
             store.arm(k);
             let ended = (case.run)(&mut domain, k);
             let calls = store.calls.load(Ordering::SeqCst);
             store.arm(u64::MAX);
-            let after = dump(&inner);
+            let after = dump(inner.as_ref());
             match ended {
                 Ended::Refused => {
                     assert!(after == before, "{}: fault {k}: nothing partial", case.name)
                 }
-                Ended::Stored => assert!(after.len() > before.len(), "{}: fault {k}", case.name),
+                Ended::Stored => {
+                    // The whole result: what the call stores without a fault.
+                    let expected = fault_free(&case, k, &before);
+                    let after = of_alice(&after);
+                    assert!(
+                        new_id_named(after.clone(), &before, &expected)
+                            == new_id_named(expected.clone(), &before, &after),
+                        "{}: fault {k}: the store holds the whole result",
+                        case.name
+                    );
+                    if calls >= k {
+                        stored += 1;
+                    }
+                }
             }
             // The next call on the same domain is served.
             let next = domain.read(&read(RecordType::Event, latest(5)));
@@ -323,6 +434,6 @@ fn io_w8_b5_d1_b5_f2_a_fault_at_any_call_leaves_nothing_partial_and_the_next_cal
         }
         eprintln!("{}: a fault at each of its {} calls", case.name, k - 1);
     }
-    eprintln!("{injected} faults injected");
+    eprintln!("{injected} faults injected; {stored} calls stored their whole result despite one");
     assert!(injected > 20);
 }

@@ -53,10 +53,9 @@ fn keys_of(facts: &[StoredFact]) -> Vec<String> {
     facts.iter().map(|f| f.fact.key.clone()).collect()
 }
 
-#[test]
-fn mt_7_namespaces_match_whole_segments_only() {
-    // proves MT-7
-    for fx in fixtures() {
+backend_test! {
+    fn mt_7_namespaces_match_whole_segments_only(fx) {
+        // proves MT-7
         let mut alice = fx.open("alice");
         for (namespace, id) in [
             (["entities", "u1"], "sarah"),
@@ -156,12 +155,11 @@ fn mt_7_namespaces_match_whole_segments_only() {
     }
 }
 
-#[test]
-fn mt_7_io_g6_a_namespace_pages_by_the_key_after_the_last() {
-    // proves MT-7, IO-G6: pages of at most `limit`, each starting after the
-    // key that ended the one before, give every key once and in order; a
-    // continuation outside the namespace is refused
-    for fx in fixtures() {
+backend_test! {
+    fn mt_7_io_g6_a_namespace_pages_by_the_key_after_the_last(fx) {
+        // proves MT-7, IO-G6: pages of at most `limit`, each starting after the
+        // key that ended the one before, give every key once and in order; a
+        // continuation outside the namespace is refused
         let mut alice = fx.open("alice");
         let mut written: Vec<String> = Vec::new();
         for i in 0..23 {
@@ -247,10 +245,9 @@ fn relationships(
     keys_of(&domain.relationships_of(&request).unwrap().unwrap())
 }
 
-#[test]
-fn mt_8_lookups_find_entities_by_type_and_relationships_by_entity() {
-    // proves MT-8, MT-6, MT-5
-    for fx in fixtures() {
+backend_test! {
+    fn mt_8_lookups_find_entities_by_type_and_relationships_by_entity(fx) {
+        // proves MT-8, MT-6, MT-5
         let faulty = Faulty::over(fx.backend.clone());
         let mut alice = fx.open_over("alice", faulty.clone());
         put(
@@ -487,10 +484,9 @@ fn names(nodes: &[(String, u32)]) -> Vec<&str> {
     nodes.iter().map(|(k, _)| k.as_str()).collect()
 }
 
-#[test]
-fn mt_9_traversal_hits_its_bounds_exactly_and_ends_on_cycles() {
-    // proves MT-9
-    for fx in fixtures() {
+backend_test! {
+    fn mt_9_traversal_hits_its_bounds_exactly_and_ends_on_cycles(fx) {
+        // proves MT-9
         let faulty = Faulty::over(fx.backend.clone());
         let mut alice = fx.open_over("alice", faulty.clone());
         // A chain n0 -> n1 -> … -> n9 -> n0 (a cycle), and a star s -> l00..l19.
@@ -580,10 +576,9 @@ fn mt_9_traversal_hits_its_bounds_exactly_and_ends_on_cycles() {
     }
 }
 
-#[test]
-fn mt_9_traversal_orders_and_filters_by_type_and_valid_time() {
-    // proves MT-9, MT-6
-    for fx in fixtures() {
+backend_test! {
+    fn mt_9_traversal_orders_and_filters_by_type_and_valid_time(fx) {
+        // proves MT-9, MT-6
         let mut alice = fx.open("alice");
         // a -> b -> d, a -> c -> e; a KNOWS c only until time 10.
         edge(&mut alice, "g.a", "g.b", "LIKES", (0, None));

@@ -93,11 +93,10 @@ fn three_versions(fx: &Fixture) -> (Domain, Vec<String>) {
     (alice, ids)
 }
 
-#[test]
-fn mt_2_superseding_keeps_every_version_closed_in_transaction_time() {
-    // proves MT-2
-    let _clock = CLOCK.lock().unwrap();
-    for fx in fixtures() {
+backend_test! {
+    fn mt_2_superseding_keeps_every_version_closed_in_transaction_time(fx) {
+        // proves MT-2
+        let _clock = CLOCK.lock().unwrap();
         let (mut alice, written) = three_versions(&fx);
         let history = versions(&mut alice, "user.diet", 10).unwrap();
         let got: Vec<(&str, i64, Option<i64>)> = history
@@ -140,11 +139,10 @@ fn mt_2_superseding_keeps_every_version_closed_in_transaction_time() {
 /// The tests of this file share the hand-set clock.
 static CLOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
-#[test]
-fn mt_2_as_of_reads_answer_on_both_time_axes() {
-    // proves MT-2: valid time is the writer's, transaction time the engine's
-    let _clock = CLOCK.lock().unwrap();
-    for fx in fixtures() {
+backend_test! {
+    fn mt_2_as_of_reads_answer_on_both_time_axes(fx) {
+        // proves MT-2: valid time is the writer's, transaction time the engine's
+        let _clock = CLOCK.lock().unwrap();
         let (mut alice, _) = three_versions(&fx);
         // What the engine knew at a transaction time.
         for (at, expected) in [
@@ -184,11 +182,10 @@ fn mt_2_as_of_reads_answer_on_both_time_axes() {
     }
 }
 
-#[test]
-fn mt_2_history_reads_are_bounded_and_refuse_bad_requests() {
-    // proves MT-2, IO-G6
-    let _clock = CLOCK.lock().unwrap();
-    for fx in fixtures() {
+backend_test! {
+    fn mt_2_history_reads_are_bounded_and_refuse_bad_requests(fx) {
+        // proves MT-2, IO-G6
+        let _clock = CLOCK.lock().unwrap();
         let (mut alice, _) = three_versions(&fx);
         assert_eq!(
             versions(&mut alice, "user.diet", 0),

@@ -11,10 +11,9 @@ use support::*;
 
 const TYPES: [RecordType; 3] = [RecordType::Fact, RecordType::Event, RecordType::State];
 
-#[test]
-fn io_r1_a_read_never_mixes_record_types() {
-    // proves IO-R1
-    for fx in fixtures() {
+backend_test! {
+    fn io_r1_a_read_never_mixes_record_types(fx) {
+        // proves IO-R1
         let mut alice = fx.open("alice");
         let written = [
             (
@@ -44,10 +43,9 @@ fn io_r1_a_read_never_mixes_record_types() {
     }
 }
 
-#[test]
-fn io_r4_each_selector_applies_only_to_its_record_types() {
-    // proves IO-R4, IO-R2
-    for fx in fixtures() {
+backend_test! {
+    fn io_r4_each_selector_applies_only_to_its_record_types(fx) {
+        // proves IO-R4, IO-R2
         let mut alice = fx.open("alice");
         for kind in [RecordType::Event, RecordType::State] {
             assert_eq!(
@@ -84,10 +82,9 @@ fn io_r4_each_selector_applies_only_to_its_record_types() {
     }
 }
 
-#[test]
-fn io_r4_a_key_not_in_normalized_form_is_refused_never_rewritten() {
-    // proves IO-R4
-    for fx in fixtures() {
+backend_test! {
+    fn io_r4_a_key_not_in_normalized_form_is_refused_never_rewritten(fx) {
+        // proves IO-R4
         let mut alice = fx.open("alice");
         accept(&mut alice, "f", fact("user.diet", "x"));
         for key in [
@@ -123,10 +120,9 @@ fn io_r4_a_key_not_in_normalized_form_is_refused_never_rewritten() {
     }
 }
 
-#[test]
-fn io_r5_a_time_range_is_the_closed_window_it_names() {
-    // proves IO-R5
-    for fx in fixtures() {
+backend_test! {
+    fn io_r5_a_time_range_is_the_closed_window_it_names(fx) {
+        // proves IO-R5
         let mut alice = fx.open("alice");
         for ts in 0..10 {
             accept(&mut alice, &format!("e{ts}"), ingested(ts, "x"));
@@ -165,10 +161,9 @@ fn io_r5_a_time_range_is_the_closed_window_it_names() {
     }
 }
 
-#[test]
-fn io_r6_io_g2_a_read_may_return_nothing() {
-    // proves IO-R6, IO-G2
-    for fx in fixtures() {
+backend_test! {
+    fn io_r6_io_g2_a_read_may_return_nothing(fx) {
+        // proves IO-R6, IO-G2
         let mut alice = fx.open("alice");
         for kind in TYPES {
             assert!(
@@ -184,10 +179,9 @@ fn io_r6_io_g2_a_read_may_return_nothing() {
     }
 }
 
-#[test]
-fn io_r7_events_are_oldest_first_with_ties_in_write_order() {
-    // proves IO-R7
-    for fx in fixtures() {
+backend_test! {
+    fn io_r7_events_are_oldest_first_with_ties_in_write_order(fx) {
+        // proves IO-R7
         let mut alice = fx.open("alice");
         let times = [5, 3, 5, 1, 3, 5, 5];
         let written: Vec<(i64, String)> = times
@@ -220,10 +214,9 @@ fn io_r7_events_are_oldest_first_with_ties_in_write_order() {
     }
 }
 
-#[test]
-fn io_r7_states_are_newest_first_with_ties_latest_written_first() {
-    // proves IO-R7
-    for fx in fixtures() {
+backend_test! {
+    fn io_r7_states_are_newest_first_with_ties_latest_written_first(fx) {
+        // proves IO-R7
         let mut alice = fx.open("alice");
         let times = [5, 3, 5, 1, 3, 5];
         let written: Vec<(i64, String)> = times
@@ -258,10 +251,9 @@ fn io_r7_states_are_newest_first_with_ties_latest_written_first() {
     }
 }
 
-#[test]
-fn io_r7_facts_are_in_key_order() {
-    // proves IO-R7
-    for fx in fixtures() {
+backend_test! {
+    fn io_r7_facts_are_in_key_order(fx) {
+        // proves IO-R7
         let mut alice = fx.open("alice");
         let keys = [
             "user.name",
@@ -288,10 +280,9 @@ fn io_r7_facts_are_in_key_order() {
     }
 }
 
-#[test]
-fn io_t1_timestamps_are_signed_64_bit_and_order_as_numbers() {
-    // proves IO-T1
-    for fx in fixtures() {
+backend_test! {
+    fn io_t1_timestamps_are_signed_64_bit_and_order_as_numbers(fx) {
+        // proves IO-T1
         let mut alice = fx.open("alice");
         let times = [
             i64::MAX,
@@ -320,10 +311,9 @@ fn io_t1_timestamps_are_signed_64_bit_and_order_as_numbers() {
     }
 }
 
-#[test]
-fn io_g3_an_ingested_memory_is_read_back_without_derived_or_index_data() {
-    // proves IO-G3, IO-G4, B5-S3: keywords are index data and stay inside
-    for fx in fixtures() {
+backend_test! {
+    fn io_g3_an_ingested_memory_is_read_back_without_derived_or_index_data(fx) {
+        // proves IO-G3, IO-G4, B5-S3: keywords are index data and stay inside
         let mut alice = fx.open("alice");
         let id = accept(&mut alice, "e", ingested(7, "Asked for a flight to Paris"));
         let back = records(&mut alice, RecordType::Event, by_id(&id));
@@ -346,10 +336,9 @@ fn io_g3_an_ingested_memory_is_read_back_without_derived_or_index_data() {
     }
 }
 
-#[test]
-fn io_g4_a_storage_fault_is_a_typed_error_that_exposes_no_detail() {
-    // proves IO-G4, IO-W8
-    for fx in fixtures() {
+backend_test! {
+    fn io_g4_a_storage_fault_is_a_typed_error_that_exposes_no_detail(fx) {
+        // proves IO-G4, IO-W8
         let faulty = Faulty::over(fx.backend.clone());
         let mut alice = fx.open_over("alice", faulty.clone());
         accept(&mut alice, "f", fact("user.diet", "x"));
@@ -392,10 +381,9 @@ fn io_g4_a_storage_fault_is_a_typed_error_that_exposes_no_detail() {
     }
 }
 
-#[test]
-fn io_g6_every_out_of_bounds_read_is_a_typed_error_that_touches_nothing() {
-    // proves IO-G6, IO-R4 (limit mandatory and bounded)
-    for fx in fixtures() {
+backend_test! {
+    fn io_g6_every_out_of_bounds_read_is_a_typed_error_that_touches_nothing(fx) {
+        // proves IO-G6, IO-R4 (limit mandatory and bounded)
         let faulty = Faulty::over(fx.backend.clone());
         let mut alice = fx.open_over("alice", faulty.clone());
         accept(&mut alice, "e", ingested(1, "x"));
@@ -452,10 +440,9 @@ fn io_g6_every_out_of_bounds_read_is_a_typed_error_that_touches_nothing() {
     }
 }
 
-#[test]
-fn io_g6_a_read_touches_at_most_its_limit_of_entries() {
-    // proves IO-G6: the bound holds at the storage boundary, not only in the answer
-    for fx in fixtures() {
+backend_test! {
+    fn io_g6_a_read_touches_at_most_its_limit_of_entries(fx) {
+        // proves IO-G6: the bound holds at the storage boundary, not only in the answer
         let faulty = Faulty::over(fx.backend.clone());
         let mut alice = fx.open_over("alice", faulty.clone());
         for i in 0..120 {
@@ -491,11 +478,10 @@ fn io_g6_a_read_touches_at_most_its_limit_of_entries() {
     }
 }
 
-#[test]
-fn values_stored_in_the_first_format_are_still_read() {
-    // Stores written before the binary encoding hold JSON values (format
-    // 1); they read back exactly as written.
-    for fx in fixtures() {
+backend_test! {
+    fn values_stored_in_the_first_format_are_still_read(fx) {
+        // Stores written before the binary encoding hold JSON values (format
+        // 1); they read back exactly as written.
         let mut alice = fx.open("alice");
         let id = accept(&mut alice, "old", state(7, "mission.current"));
         let before = records(&mut alice, RecordType::State, by_id(&id));

@@ -80,11 +80,10 @@ fn record_type(record: &MemoryRecord) -> RecordType {
     }
 }
 
-#[test]
-fn io_w1_every_record_kind_is_accepted_and_read_back_as_written() {
-    // proves IO-W1, IO-G3, MT-3 (episode), MT-4 (procedural rule), MT-5
-    // (entity), MT-6 (relationship): every field is stored and returned
-    for fx in fixtures() {
+backend_test! {
+    fn io_w1_every_record_kind_is_accepted_and_read_back_as_written(fx) {
+        // proves IO-W1, IO-G3, MT-3 (episode), MT-4 (procedural rule), MT-5
+        // (entity), MT-6 (relationship): every field is stored and returned
         let mut alice = fx.open("alice");
         for (i, record) in every_kind_of_record().into_iter().enumerate() {
             let id = accept(&mut alice, &format!("w{i}"), record.clone());
@@ -164,10 +163,9 @@ fn invalid_records() -> Vec<(&'static str, MemoryRecord)> {
     ]
 }
 
-#[test]
-fn io_w1_invalid_records_are_rejected_and_store_nothing() {
-    // proves IO-W1, IO-G1
-    for fx in fixtures() {
+backend_test! {
+    fn io_w1_invalid_records_are_rejected_and_store_nothing(fx) {
+        // proves IO-W1, IO-G1
         let mut alice = fx.open("alice");
         for (i, (why, record)) in invalid_records().into_iter().enumerate() {
             let before = fx.dump();
@@ -186,10 +184,9 @@ fn io_w1_invalid_records_are_rejected_and_store_nothing() {
     }
 }
 
-#[test]
-fn io_w2_a_replayed_request_returns_the_same_id_and_stores_nothing_new() {
-    // proves IO-W2
-    for fx in fixtures() {
+backend_test! {
+    fn io_w2_a_replayed_request_returns_the_same_id_and_stores_nothing_new(fx) {
+        // proves IO-W2
         let mut alice = fx.open("alice");
         for (i, record) in every_kind_of_record().into_iter().enumerate() {
             let request_id = format!("retry-{i}");
@@ -209,10 +206,9 @@ fn io_w2_a_replayed_request_returns_the_same_id_and_stores_nothing_new() {
     }
 }
 
-#[test]
-fn io_w2_a_request_id_reused_for_another_write_is_rejected() {
-    // proves IO-W2
-    for fx in fixtures() {
+backend_test! {
+    fn io_w2_a_request_id_reused_for_another_write_is_rejected(fx) {
+        // proves IO-W2
         let mut alice = fx.open("alice");
         accept(
             &mut alice,
@@ -247,19 +243,18 @@ fn io_w2_a_request_id_reused_for_another_write_is_rejected() {
     }
 }
 
-#[test]
-fn io_w2_request_ids_are_kept_as_given_and_never_interpreted() {
-    // proves IO-W2
-    let odd = [
-        "r-1",
-        "R-1",
-        " spaced id ",
-        "ключ/\u{0}/\u{ff}",
-        "I",
-        "Mseq",
-        "K.user.diet",
-    ];
-    for fx in fixtures() {
+backend_test! {
+    fn io_w2_request_ids_are_kept_as_given_and_never_interpreted(fx) {
+        // proves IO-W2
+        let odd = [
+            "r-1",
+            "R-1",
+            " spaced id ",
+            "ключ/\u{0}/\u{ff}",
+            "I",
+            "Mseq",
+            "K.user.diet",
+        ];
         let mut alice = fx.open("alice");
         let mut seen = Vec::new();
         for (i, request_id) in odd.iter().enumerate() {
@@ -281,10 +276,9 @@ fn io_w2_request_ids_are_kept_as_given_and_never_interpreted() {
     }
 }
 
-#[test]
-fn io_w2_concurrent_hosts_sending_one_request_store_one_record() {
-    // proves IO-W2 (two engine instances over one store race on a request id)
-    for fx in fixtures() {
+backend_test! {
+    fn io_w2_concurrent_hosts_sending_one_request_store_one_record(fx) {
+        // proves IO-W2 (two engine instances over one store race on a request id)
         for round in 0..10 {
             let request_id = format!("race-{round}");
             let answers: Vec<WriteResult> = std::thread::scope(|scope| {
@@ -318,10 +312,9 @@ fn io_w2_concurrent_hosts_sending_one_request_store_one_record() {
     }
 }
 
-#[test]
-fn io_w2_concurrent_writers_never_share_an_id() {
-    // proves IO-W2 (every accepted write is its own record)
-    for fx in fixtures() {
+backend_test! {
+    fn io_w2_concurrent_writers_never_share_an_id(fx) {
+        // proves IO-W2 (every accepted write is its own record)
         let ids: Vec<String> = std::thread::scope(|scope| {
             let handles: Vec<_> = (0..4)
                 .map(|writer| {
@@ -352,10 +345,9 @@ fn io_w2_concurrent_writers_never_share_an_id() {
     }
 }
 
-#[test]
-fn io_w5_the_actor_never_changes_an_outcome() {
-    // proves IO-W5, IO-W4: actor is traced, never decided on
-    for fx in fixtures() {
+backend_test! {
+    fn io_w5_the_actor_never_changes_an_outcome(fx) {
+        // proves IO-W5, IO-W4: actor is traced, never decided on
         let mut alice = fx.open("alice");
         for (i, actor) in [
             SourceActor::System,
@@ -394,10 +386,9 @@ fn io_w5_the_actor_never_changes_an_outcome() {
     }
 }
 
-#[test]
-fn io_w7_maintenance_writes_are_rejected_online() {
-    // proves IO-W7, IO-W4
-    for fx in fixtures() {
+backend_test! {
+    fn io_w7_maintenance_writes_are_rejected_online(fx) {
+        // proves IO-W7, IO-W4
         let mut alice = fx.open("alice");
         let before = fx.dump();
         let mut maintenance = request("alice", "m1", fact("user.diet", "x"));
@@ -432,10 +423,9 @@ fn io_w7_maintenance_writes_are_rejected_online() {
     }
 }
 
-#[test]
-fn io_w8_the_answer_is_binary_and_the_reason_stays_in_the_audit_trail() {
-    // proves IO-W8, IO-G1
-    for fx in fixtures() {
+backend_test! {
+    fn io_w8_the_answer_is_binary_and_the_reason_stays_in_the_audit_trail(fx) {
+        // proves IO-W8, IO-G1
         let mut alice = fx.open("alice");
         let accepted = alice
             .write(&request("alice", "ok", fact("user.diet", "x")))
@@ -468,10 +458,9 @@ fn io_w8_the_answer_is_binary_and_the_reason_stays_in_the_audit_trail() {
     }
 }
 
-#[test]
-fn io_g1_a_rejection_leaves_the_domain_usable() {
-    // proves IO-G1
-    for fx in fixtures() {
+backend_test! {
+    fn io_g1_a_rejection_leaves_the_domain_usable(fx) {
+        // proves IO-G1
         let mut alice = fx.open("alice");
         for i in 0..5 {
             assert_eq!(
@@ -491,10 +480,9 @@ fn io_g1_a_rejection_leaves_the_domain_usable() {
     }
 }
 
-#[test]
-fn io_r4_writing_a_key_again_supersedes_and_keeps_the_old_version() {
-    // proves IO-R4 (one current version per key), MT-2 (closed, not erased)
-    for fx in fixtures() {
+backend_test! {
+    fn io_r4_writing_a_key_again_supersedes_and_keeps_the_old_version(fx) {
+        // proves IO-R4 (one current version per key), MT-2 (closed, not erased)
         let mut alice = fx.open("alice");
         let old = accept(&mut alice, "v1", fact("user.diet", "Vegetarian"));
         let new = accept(&mut alice, "v2", fact("user.diet", "Vegan"));

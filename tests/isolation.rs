@@ -29,27 +29,26 @@ fn summary_of(record: &StoredRecord) -> String {
     }
 }
 
-#[test]
-fn io_w6_agents_whose_ids_share_a_prefix_never_see_each_other() {
-    // proves IO-W6
-    // Ids that are prefixes of each other, hold the engine's own key tags
-    // ("R", "K", "T", "I", "M") or separator bytes, or look like an encoded
-    // length followed by another id.
-    let agents = [
-        "foo",
-        "foobar",
-        "fooR0000000000000001",
-        "fooKuser.diet",
-        "f",
-        "foo\u{0}",
-        "foo\u{0}bar",
-        "\u{0}\u{0}\u{0}\u{3}foo",
-        "/",
-        "foo/bar",
-        "foo:bar",
-        "\u{ff}",
-    ];
-    for fx in fixtures() {
+backend_test! {
+    fn io_w6_agents_whose_ids_share_a_prefix_never_see_each_other(fx) {
+        // proves IO-W6
+        // Ids that are prefixes of each other, hold the engine's own key tags
+        // ("R", "K", "T", "I", "M") or separator bytes, or look like an encoded
+        // length followed by another id.
+        let agents = [
+            "foo",
+            "foobar",
+            "fooR0000000000000001",
+            "fooKuser.diet",
+            "f",
+            "foo\u{0}",
+            "foo\u{0}bar",
+            "\u{0}\u{0}\u{0}\u{3}foo",
+            "/",
+            "foo/bar",
+            "foo:bar",
+            "\u{ff}",
+        ];
         for agent in agents {
             let mut domain = fx.open(agent);
             accept(&mut domain, "same-request", fact("user.diet", agent));
@@ -82,14 +81,13 @@ fn io_w6_agents_whose_ids_share_a_prefix_never_see_each_other() {
     }
 }
 
-#[test]
-fn io_w6_a_write_for_another_agent_is_rejected() {
-    // proves IO-W6
-    for fx in fixtures() {
-        let mut foo = fx.open("foo");
+backend_test! {
+    fn io_w6_a_write_for_another_agent_is_rejected(fx) {
+        // proves IO-W6
+        let mut foo_domain = fx.open("foo");
         let before = fx.dump();
         for claimed in ["foobar", "fo", "FOO", "foo ", ""] {
-            let answer = foo
+            let answer = foo_domain
                 .write(&request(
                     claimed,
                     &format!("r-{claimed}"),
@@ -106,10 +104,14 @@ fn io_w6_a_write_for_another_agent_is_rejected() {
         assert_eq!(fx.dump(), before, "{}", fx.name);
         assert!(everything(&mut fx.open("foobar")).is_empty());
         let trail = fx.trail();
-        let rejected = trail
+        let writes: Vec<_> = trail
             .iter()
-            .filter(|e| e.operation == engram::audit::Operation::Write);
-        for entry in rejected {
+            .filter(|e| e.operation == engram::audit::Operation::Write)
+            .collect();
+        assert_eq!(writes.len(), 5, "{}: every write is audited", fx.name);
+        for entry in writes {
+            assert_eq!(entry.outcome, engram::audit::Outcome::Rejected);
+            assert_eq!(entry.agent_id, "foo", "audited in the domain it reached");
             assert!(
                 entry.reason.as_deref().is_some_and(|r| r.contains("IO-W6")),
                 "{entry:?}"
@@ -118,16 +120,15 @@ fn io_w6_a_write_for_another_agent_is_rejected() {
     }
 }
 
-#[test]
-fn io_w6_idempotency_is_per_domain() {
-    // proves IO-W6, IO-W2: one agent's request ids do not collide with another's
-    for fx in fixtures() {
-        let mut foo = fx.open("foo");
+backend_test! {
+    fn io_w6_idempotency_is_per_domain(fx) {
+        // proves IO-W6, IO-W2: one agent's request ids do not collide with another's
+        let mut foo_domain = fx.open("foo");
         let mut foobar = fx.open("foobar");
-        let a = accept(&mut foo, "shared-id", ingested(1, "foo"));
+        let a = accept(&mut foo_domain, "shared-id", ingested(1, "foo"));
         let b = accept(&mut foobar, "shared-id", ingested(1, "foobar"));
         assert_eq!(
-            ids(&records(&mut foo, RecordType::Event, by_id(&a))).len(),
+            ids(&records(&mut foo_domain, RecordType::Event, by_id(&a))).len(),
             1
         );
         assert_eq!(
@@ -141,16 +142,30 @@ fn io_w6_idempotency_is_per_domain() {
 
 #[test]
 fn io_w6_an_agent_id_must_name_one_domain() {
-    // proves IO-W6: there is no domain without an agent
+    // proves IO-W6, S-AGENT: there is no domain without an agent, nor one
+    // whose id is longer than 256 bytes; ids of 1 and of 256 bytes open
     let fx = Fixture::memory();
-    let long = "a".repeat(engram::MAX_AGENT_ID_LEN + 1);
-    for bad in ["", long.as_str()] {
-        let opened = engram().open(
-            bad,
+    let open = |agent: &str| {
+        engram().open(
+            agent,
             engram::Mode::Online,
             fx.backend.clone(),
             fx.audit.clone(),
+        )
+    };
+    let long = "a".repeat(engram::MAX_AGENT_ID_LEN + 1);
+    for bad in ["", long.as_str()] {
+        let error = open(bad).err().expect("refused").to_string();
+        assert!(
+            error.contains("an agent id must be 1 to 256 bytes long"),
+            "{} bytes: {error}",
+            bad.len()
         );
-        assert!(opened.is_err(), "{} bytes", bad.len());
+    }
+    let longest = "a".repeat(engram::MAX_AGENT_ID_LEN);
+    for good in ["a", longest.as_str()] {
+        let mut domain = open(good).expect("the domain opens");
+        accept(&mut domain, "w", state(1, "mission.current"));
+        assert_eq!(records(&mut domain, RecordType::State, latest(1)).len(), 1);
     }
 }

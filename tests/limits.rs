@@ -57,11 +57,10 @@ fn last_entry(fixture: &Fixture) -> engram::AuditEntry {
     fixture.trail().pop().expect("an audit entry")
 }
 
-#[test]
-fn io_w8_a_record_above_the_limit_is_rejected_with_the_reason_audited() {
-    // proves IO-W8 (REJECTED is the whole answer; the reason is in the
-    // audit trail) and IO-G1 for the host's record limit
-    for fixture in fixtures() {
+backend_test! {
+    fn io_w8_a_record_above_the_limit_is_rejected_with_the_reason_audited(fixture) {
+        // proves IO-W8 (REJECTED is the whole answer; the reason is in the
+        // audit trail) and IO-G1 for the host's record limit
         let mut alice = open(&fixture, "alice");
         let at_limit = accept(&mut alice, "w-1", fact_of_size("user.bio", MAX_RECORD));
         let before = fixture.dump();
@@ -92,21 +91,20 @@ fn io_w8_a_record_above_the_limit_is_rejected_with_the_reason_audited() {
     }
 }
 
-#[test]
-fn every_kind_of_record_is_measured() {
-    let long = "x".repeat(MAX_RECORD);
-    let records = [
-        episode(1, &long),
-        ingested(1, &long),
-        MemoryRecord::State(State {
-            timestamp: 1,
-            payload: StateSnapshot {
-                subject: "s".into(),
-                properties: format!("{{\"a\":\"{long}\"}}"),
-            },
-        }),
-    ];
-    for fixture in fixtures() {
+backend_test! {
+    fn every_kind_of_record_is_measured(fixture) {
+        let long = "x".repeat(MAX_RECORD);
+        let records = [
+            episode(1, &long),
+            ingested(1, &long),
+            MemoryRecord::State(State {
+                timestamp: 1,
+                payload: StateSnapshot {
+                    subject: "s".into(),
+                    properties: format!("{{\"a\":\"{long}\"}}"),
+                },
+            }),
+        ];
         let mut alice = open(&fixture, "alice");
         for (i, record) in records.iter().enumerate() {
             assert!(record_size(record) > MAX_RECORD);
@@ -119,10 +117,9 @@ fn every_kind_of_record_is_measured() {
     }
 }
 
-#[test]
-fn a_graph_put_above_the_limit_is_rejected() {
-    // proves MT-7 puts go through the same write limits
-    for fixture in fixtures() {
+backend_test! {
+    fn a_graph_put_above_the_limit_is_rejected(fixture) {
+        // proves MT-7 puts go through the same write limits
         let mut alice = open(&fixture, "alice");
         let put = engram::graph::PutRequest {
             namespace: vec!["entities".into(), "u1".into()],
@@ -146,11 +143,10 @@ fn a_graph_put_above_the_limit_is_rejected() {
     }
 }
 
-#[test]
-fn io_w8_a_batch_above_the_limit_is_rejected_and_stores_nothing() {
-    // proves IO-W8 and IO-G1 for the host's batch limits: an ingested
-    // memory with many keywords is one commit of many index entries
-    for fixture in fixtures() {
+backend_test! {
+    fn io_w8_a_batch_above_the_limit_is_rejected_and_stores_nothing(fixture) {
+        // proves IO-W8 and IO-G1 for the host's batch limits: an ingested
+        // memory with many keywords is one commit of many index entries
         let mut alice = open(&fixture, "alice");
         let keywords: Vec<String> = (0..MAX_OPS).map(|i| format!("keyword{i}")).collect();
         let record = MemoryRecord::Event(Event {
@@ -175,14 +171,13 @@ fn io_w8_a_batch_above_the_limit_is_rejected_and_stores_nothing() {
     }
 }
 
-#[test]
-fn a_commit_above_the_batch_bytes_is_rejected() {
-    let engram = Engram::with_config(Config {
-        max_batch_bytes: 1024,
-        ..Config::default()
-    })
-    .expect("the engine compiles");
-    for fixture in fixtures() {
+backend_test! {
+    fn a_commit_above_the_batch_bytes_is_rejected(fixture) {
+        let engram = Engram::with_config(Config {
+            max_batch_bytes: 1024,
+            ..Config::default()
+        })
+        .expect("the engine compiles");
         let mut alice = engram
             .open(
                 "alice",
@@ -202,19 +197,18 @@ fn a_commit_above_the_batch_bytes_is_rejected() {
     }
 }
 
-#[test]
-fn a_summary_above_the_record_limit_fails_its_cycle() {
-    // proves B5-F2/B5-D1 for the record limit inside a cycle
-    struct Verbose;
-    impl engram::Summarizer for Verbose {
-        fn summarize(&self, _: &str, _: Option<&str>) -> Result<engram::Summary, String> {
-            Ok(engram::Summary {
-                summary: "trip ".repeat(MAX_RECORD),
-                keywords: vec!["trip".into()],
-            })
+backend_test! {
+    fn a_summary_above_the_record_limit_fails_its_cycle(fixture) {
+        // proves B5-F2/B5-D1 for the record limit inside a cycle
+        struct Verbose;
+        impl engram::Summarizer for Verbose {
+            fn summarize(&self, _: &str, _: Option<&str>) -> Result<engram::Summary, String> {
+                Ok(engram::Summary {
+                    summary: "trip ".repeat(MAX_RECORD),
+                    keywords: vec!["trip".into()],
+                })
+            }
         }
-    }
-    for fixture in fixtures() {
         let mut alice = open(&fixture, "alice").with_summarizer(Arc::new(Verbose));
         let cycle = alice
             .begin_cycle(&engram::plans::ingest(), "session-1", "turn-1")
@@ -309,28 +303,69 @@ fn the_documented_defaults_hold() {
 
 #[test]
 fn limits_that_cannot_work_are_refused_up_front() {
-    for config in [
+    // proves S-LIMITS: each limit that cannot work is refused with what it
+    // must be; the smallest that can work is taken
+    let refused = |config: Config, says: &str| {
+        let error = Engram::with_config(config)
+            .err()
+            .expect("refused")
+            .to_string();
+        assert!(error.contains(says), "{error}");
+    };
+    refused(
+        Config {
+            read_limit_ceiling: 0,
+            ..Config::default()
+        },
+        "the read-limit ceiling and the candidate limit must be at least 1",
+    );
+    refused(
         Config {
             max_record_bytes: 0,
             ..Config::default()
         },
+        "the record and batch limits must be at least 1",
+    );
+    refused(
         Config {
             max_batch_ops: 0,
             ..Config::default()
         },
+        "the record and batch limits must be at least 1",
+    );
+    refused(
         Config {
-            max_memory_bytes: 1000,
+            max_memory_bytes: (2 << 20) - 1,
             ..Config::default()
         },
+        "the memory limit must be between 2 MiB and 4 GiB",
+    );
+    refused(
         Config {
             call_timeout: Some(Duration::ZERO),
             ..Config::default()
         },
+        "a call time limit must be above zero",
+    );
+    refused(
         Config {
             max_live_domains: Some(0),
             ..Config::default()
         },
-    ] {
-        assert!(Engram::with_config(config).is_err());
-    }
+        "the number of live domains must be at least 1",
+    );
+    // The smallest of each that can work, all at once, is taken.
+    let smallest = Engram::with_config(Config {
+        read_limit_ceiling: 1,
+        candidate_limit: 1,
+        max_answer_bytes: 1,
+        max_record_bytes: 1,
+        max_batch_ops: 1,
+        max_batch_bytes: 1,
+        max_memory_bytes: 2 << 20,
+        call_timeout: Some(Duration::from_nanos(1)),
+        max_live_domains: Some(1),
+        ..Config::default()
+    });
+    assert!(smallest.is_ok(), "{:?}", smallest.err());
 }

@@ -133,11 +133,10 @@ fn forget(fx: &Fixture, agent: &str) -> u64 {
         .unwrap()
 }
 
-#[test]
-fn io_w7_export_then_import_gives_back_the_domain_byte_for_byte() {
-    // proves IO-W7: maintenance round-trips a domain exactly (ids, write
-    // order, both time axes, indexes, request ids), and an import repeats
-    for fx in fixtures() {
+backend_test! {
+    fn io_w7_export_then_import_gives_back_the_domain_byte_for_byte(fx) {
+        // proves IO-W7: maintenance round-trips a domain exactly (ids, write
+        // order, both time axes, indexes, request ids), and an import repeats
         populate(&mut fx.open("alice"), 600);
         populate(&mut fx.open("bob"), 5);
         let before = domain_pairs(&fx, "alice");
@@ -186,10 +185,9 @@ fn io_w7_export_then_import_gives_back_the_domain_byte_for_byte() {
     }
 }
 
-#[test]
-fn io_w7_an_import_that_contradicts_the_domain_stores_nothing() {
-    // proves IO-W7: an import batch is all or nothing
-    for fx in fixtures() {
+backend_test! {
+    fn io_w7_an_import_that_contradicts_the_domain_stores_nothing(fx) {
+        // proves IO-W7: an import batch is all or nothing
         populate(&mut fx.open("alice"), 3);
         let mut domain = fx.open_in("alice", Mode::Maintenance);
         let mut items = export_all(&mut domain);
@@ -222,11 +220,10 @@ fn io_w7_an_import_that_contradicts_the_domain_stores_nothing() {
     }
 }
 
-#[test]
-fn io_w7_forget_leaves_nothing_of_the_domain_and_keeps_no_content() {
-    // proves IO-W7: forget removes every record, index and idempotency
-    // entry of one domain, and the trail says so without what they held
-    for fx in fixtures() {
+backend_test! {
+    fn io_w7_forget_leaves_nothing_of_the_domain_and_keeps_no_content(fx) {
+        // proves IO-W7: forget removes every record, index and idempotency
+        // entry of one domain, and the trail says so without what they held
         populate(&mut fx.open("alice"), 40);
         populate(&mut fx.open("alice2"), 3);
         let held = domain_pairs(&fx, "alice").len() as u64;
@@ -261,10 +258,9 @@ fn contains(haystack: &[u8], needle: &[u8]) -> bool {
     haystack.windows(needle.len()).any(|w| w == needle)
 }
 
-#[test]
-fn io_w7_one_maintenance_lock_per_domain_and_online_writes_wait_for_it() {
-    // proves IO-W7: the lock excludes a second maintainer and online writers
-    for fx in fixtures() {
+backend_test! {
+    fn io_w7_one_maintenance_lock_per_domain_and_online_writes_wait_for_it(fx) {
+        // proves IO-W7: the lock excludes a second maintainer and online writers
         let mut maintainer = fx.open_in("alice", Mode::Maintenance);
         let second = engram().open(
             "alice",
@@ -327,14 +323,12 @@ fn engram_cli(store: impl AsRef<std::ffi::OsStr>, args: &[&str], stdin: &str) ->
 
 const WRITE: &str = r#"{"request_id":"cli-1","source":{"agent_id":"alice","component":"COGNITION","actor":"USER"},"record":{"record_type":"EVENT","timestamp":5,"payload":{"ingested":{"session_ref":"s","summary":"from another process","keywords":["x"]}}}}"#;
 
-#[test]
-fn io_w7_a_lock_taken_by_one_host_holds_against_writers_in_other_processes() {
-    // proves IO-W7 across processes, on one SQLite file and on one
-    // PostgreSQL database shared by the hosts
-    for fx in fixtures() {
-        let Some(store) = fx.store_spec() else {
-            continue;
-        };
+backend_test! {
+    [sqlite, postgres]
+    fn io_w7_a_lock_taken_by_one_host_holds_against_writers_in_other_processes(fx) {
+        // proves IO-W7 across processes, on one SQLite file and on one
+        // PostgreSQL database shared by the hosts
+        let store = fx.store_spec().expect("a store other processes reach");
         lock_across_processes(&fx, &store);
     }
 }

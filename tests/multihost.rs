@@ -243,23 +243,24 @@ fn check(
     assert_eq!(replayed, (HOSTS - 1) * SHARED);
 }
 
-#[test]
-fn io_w2_io_w8_hosts_sharing_one_postgres_domain_lose_nothing_and_share_no_id() {
-    // proves IO-W2, IO-W8, IO-W6 across hosts: four processes, one domain,
-    // one PostgreSQL schema.
-    let Some(url) = postgres_url() else { return };
-    let help = Command::new(engram_bin()).arg("--help").output().unwrap();
-    assert!(
-        String::from_utf8_lossy(&help.stdout).contains("postgres://"),
-        "{} is not a build that opens PostgreSQL",
-        engram_bin()
-    );
-    let schema = PgSchema::fresh(&url, "multihost");
-    let mut answers = Answers::new();
-    let retried = run_hosts(&schema.store_url(), OWN_POSTGRES, &mut answers);
-    eprintln!("postgres: {retried} writes were REJECTED under contention and retried");
-    let store = schema.backend();
-    check(&answers, OWN_POSTGRES, true, store.clone(), store);
+postgres_test! {
+    fn io_w2_io_w8_hosts_sharing_one_postgres_domain_lose_nothing_and_share_no_id() {
+        // proves IO-W2, IO-W8, IO-W6 across hosts: four processes, one domain,
+        // one PostgreSQL schema.
+        let url = required_postgres_url();
+        let help = Command::new(engram_bin()).arg("--help").output().unwrap();
+        assert!(
+            String::from_utf8_lossy(&help.stdout).contains("postgres://"),
+            "{} is not a build that opens PostgreSQL",
+            engram_bin()
+        );
+        let schema = PgSchema::fresh(&url, "multihost");
+        let mut answers = Answers::new();
+        let retried = run_hosts(&schema.store_url(), OWN_POSTGRES, &mut answers);
+        eprintln!("postgres: {retried} writes were REJECTED under contention and retried");
+        let store = schema.backend();
+        check(&answers, OWN_POSTGRES, true, store.clone(), store);
+    }
 }
 
 #[test]
@@ -274,72 +275,88 @@ fn io_w2_io_w8_hosts_sharing_one_sqlite_file_lose_nothing_and_share_no_id() {
     check(&answers, OWN_SQLITE, false, store.clone(), store);
 }
 
-#[test]
-fn hosts_on_different_domains_of_one_schema_see_only_their_own() {
-    // proves IO-W6 across hosts: two processes, two agents, one schema.
-    let Some(url) = postgres_url() else { return };
-    let schema = PgSchema::fresh(&url, "multihost");
-    let store = schema.store_url();
-    let children: Vec<_> = ["alice", "bob"]
-        .iter()
-        .map(|agent| {
-            let mut child = Command::new(engram_bin())
-                .env_remove("ENGRAM_STORE")
-                .env_remove("ENGRAM_AGENT")
-                .args(["--store", &store, "write", "--agent", agent, "--batch"])
-                .stdin(Stdio::piped())
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .spawn()
-                .unwrap();
-            let lines: String = (0..10)
-                .map(|i| {
-                    serde_json::json!({
-                        "request_id": format!("r{i}"),
-                        "source": {"agent_id": agent, "component": "COGNITION", "actor": "USER"},
-                        "record": {"record_type": "STATE", "timestamp": i,
-                            "payload": {"subject": format!("{agent}.state"), "properties": {"i": i}}}
+postgres_test! {
+    fn hosts_on_different_domains_of_one_schema_see_only_their_own() {
+        // proves IO-W6 across hosts: two processes, two agents, one schema.
+        let url = required_postgres_url();
+        let schema = PgSchema::fresh(&url, "multihost");
+        let store = schema.store_url();
+        let children: Vec<_> = ["alice", "bob"]
+            .iter()
+            .map(|agent| {
+                let mut child = Command::new(engram_bin())
+                    .env_remove("ENGRAM_STORE")
+                    .env_remove("ENGRAM_AGENT")
+                    .args(["--store", &store, "write", "--agent", agent, "--batch"])
+                    .stdin(Stdio::piped())
+                    .stdout(Stdio::piped())
+                    .stderr(Stdio::piped())
+                    .spawn()
+                    .unwrap();
+                let lines: String = (0..10)
+                    .map(|i| {
+                        serde_json::json!({
+                            "request_id": format!("r{i}"),
+                            "source": {"agent_id": agent, "component": "COGNITION", "actor": "USER"},
+                            "record": {"record_type": "STATE", "timestamp": i,
+                                "payload": {"subject": format!("{agent}.state"), "properties": {"i": i}}}
+                        })
+                        .to_string()
+                            + "\n"
                     })
-                    .to_string()
-                        + "\n"
-                })
-                .collect();
-            child
-                .stdin
-                .take()
-                .unwrap()
-                .write_all(lines.as_bytes())
+                    .collect();
+                child
+                    .stdin
+                    .take()
+                    .unwrap()
+                    .write_all(lines.as_bytes())
+                    .unwrap();
+                child
+            })
+            .collect();
+        for child in children {
+            let output = child.wait_with_output().unwrap();
+            assert!(
+                output.status.success(),
+                "{}",
+                String::from_utf8_lossy(&output.stderr)
+            );
+        }
+        let backend = schema.backend();
+        for agent in ["alice", "bob"] {
+            let mut domain = engram()
+                .open(agent, Mode::Online, backend.clone(), backend.clone())
                 .unwrap();
-            child
-        })
-        .collect();
-    for child in children {
-        let output = child.wait_with_output().unwrap();
-        assert!(
-            output.status.success(),
-            "{}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-    }
-    let backend = schema.backend();
-    for agent in ["alice", "bob"] {
-        let mut domain = engram()
-            .open(agent, Mode::Online, backend.clone(), backend.clone())
-            .unwrap();
-        let states = records(&mut domain, RecordType::State, latest(50));
-        assert_eq!(states.len(), 10, "{agent}");
-        for record in states {
-            let StoredRecord::State(s) = record else {
-                panic!("not a state")
-            };
-            assert_eq!(s.state.payload.subject, format!("{agent}.state"));
+            let states = records(&mut domain, RecordType::State, latest(50));
+            assert_eq!(states.len(), 10, "{agent}");
+            for record in states {
+                let StoredRecord::State(s) = record else {
+                    panic!("not a state")
+                };
+                assert_eq!(s.state.payload.subject, format!("{agent}.state"));
+            }
         }
     }
 }
 
+/// Runs `engram --store STORE audit` and checks it fails with exit 4 and
+/// one line that says `says`.
+fn refused_store(store: &str, says: &str) {
+    let output = Command::new(engram_bin())
+        .env_remove("ENGRAM_STORE")
+        .args(["--store", store, "audit"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(4), "{store}: {stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{store}: {stderr}");
+    assert!(stderr.contains(says), "{store}: {stderr}");
+    assert!(output.stdout.is_empty());
+}
+
 #[test]
 fn a_malformed_or_unknown_store_url_is_refused_with_exit_4_and_one_line() {
-    let mut cases = vec![
+    let cases = [
         (
             "postgres://postgres@127.0.0.1:notaport/test".to_owned(),
             "not a valid PostgreSQL URL",
@@ -353,68 +370,64 @@ fn a_malformed_or_unknown_store_url_is_refused_with_exit_4_and_one_line() {
             "not a kind of store",
         ),
     ];
-    if let Some(url) = postgres_url() {
-        let separator = if url.contains('?') { '&' } else { '?' };
-        cases.push((
-            format!("{url}{separator}options=-csearch_path%3DBad-Name"),
-            "not a schema name Engram uses",
-        ));
-    }
     for (store, says) in cases {
-        let output = Command::new(engram_bin())
-            .env_remove("ENGRAM_STORE")
-            .args(["--store", &store, "audit"])
-            .output()
-            .unwrap();
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        assert_eq!(output.status.code(), Some(4), "{store}: {stderr}");
-        assert_eq!(stderr.lines().count(), 1, "{store}: {stderr}");
-        assert!(stderr.contains(says), "{store}: {stderr}");
-        assert!(output.stdout.is_empty());
+        refused_store(&store, says);
     }
 }
 
-#[test]
-fn io_w8_eight_postgres_writers_of_one_domain_queue_and_none_is_rejected() {
-    // proves IO-W8, IO-G1: contention alone rejects nothing: the writers of
-    // one domain take turns (a lock per domain) instead of losing races.
-    let Some(url) = postgres_url() else { return };
-    let schema = PgSchema::fresh(&url, "queue");
-    let store = schema.store_url();
-    // Create the schema once, before the hosts start together.
-    let first = spawn_host(&store, &[("warm".to_string(), 1)])
-        .wait_with_output()
-        .unwrap();
-    assert!(first.status.success());
-    let per_host = 60;
-    let started = std::time::Instant::now();
-    let children: Vec<_> = (0..8)
-        .map(|h| {
-            let requests: Vec<(String, i64)> = (0..per_host)
-                .map(|i| (format!("q{h}-{i}"), 100_000 + (h * 1000 + i) as i64))
-                .collect();
-            spawn_host(&store, &requests)
-        })
-        .collect();
-    let mut accepted = std::collections::HashSet::new();
-    for child in children {
-        let output = child.wait_with_output().unwrap();
-        assert_eq!(
-            output.status.code(),
-            Some(0),
-            "{}",
-            String::from_utf8_lossy(&output.stderr)
+postgres_test! {
+    fn a_store_url_naming_a_schema_engram_does_not_use_is_refused() {
+        let url = required_postgres_url();
+        let separator = if url.contains('?') { '&' } else { '?' };
+        refused_store(
+            &format!("{url}{separator}options=-csearch_path%3DBad-Name"),
+            "not a schema name Engram uses",
         );
-        for line in String::from_utf8(output.stdout).unwrap().lines() {
-            let answer: serde_json::Value = serde_json::from_str(line).unwrap();
-            let id = answer["ACCEPTED"]["stored_id"].as_str().expect("ACCEPTED");
-            assert!(accepted.insert(id.to_owned()), "{id} given twice");
-        }
     }
-    assert_eq!(accepted.len(), 8 * per_host);
-    eprintln!(
-        "postgres, 8 writers on one domain: {} writes in {:?}",
-        accepted.len(),
-        started.elapsed()
-    );
+}
+
+postgres_test! {
+    fn io_w8_eight_postgres_writers_of_one_domain_queue_and_none_is_rejected() {
+        // proves IO-W8, IO-G1: contention alone rejects nothing: the writers of
+        // one domain take turns (a lock per domain) instead of losing races.
+        let url = required_postgres_url();
+        let schema = PgSchema::fresh(&url, "queue");
+        let store = schema.store_url();
+        // Create the schema once, before the hosts start together.
+        let first = spawn_host(&store, &[("warm".to_string(), 1)])
+            .wait_with_output()
+            .unwrap();
+        assert!(first.status.success());
+        let per_host = 60;
+        let started = std::time::Instant::now();
+        let children: Vec<_> = (0..8)
+            .map(|h| {
+                let requests: Vec<(String, i64)> = (0..per_host)
+                    .map(|i| (format!("q{h}-{i}"), 100_000 + (h * 1000 + i) as i64))
+                    .collect();
+                spawn_host(&store, &requests)
+            })
+            .collect();
+        let mut accepted = std::collections::HashSet::new();
+        for child in children {
+            let output = child.wait_with_output().unwrap();
+            assert_eq!(
+                output.status.code(),
+                Some(0),
+                "{}",
+                String::from_utf8_lossy(&output.stderr)
+            );
+            for line in String::from_utf8(output.stdout).unwrap().lines() {
+                let answer: serde_json::Value = serde_json::from_str(line).unwrap();
+                let id = answer["ACCEPTED"]["stored_id"].as_str().expect("ACCEPTED");
+                assert!(accepted.insert(id.to_owned()), "{id} given twice");
+            }
+        }
+        assert_eq!(accepted.len(), 8 * per_host);
+        eprintln!(
+            "postgres, 8 writers on one domain: {} writes in {:?}",
+            accepted.len(),
+            started.elapsed()
+        );
+    }
 }

@@ -448,12 +448,13 @@ fn every_read(domain: &mut Domain, ids: &[(String, String)]) -> Vec<String> {
     answers
 }
 
-#[test]
-fn mt1_a_reader_gets_what_a_store_without_the_withheld_records_would_answer() {
+backend_test! {
+    fn mt1_a_reader_gets_what_a_store_without_the_withheld_records_would_answer(fx) {
     // proves MT-1: no read returns a record above the reader's ceiling, and
     // nothing in an answer shows that one was withheld
     for ceiling in [PrivacyTier::Public, PrivacyTier::Sensitive] {
-        for (full, partial) in fixtures().into_iter().zip(fixtures()) {
+        {
+            let (full, partial) = (fx.another(), fx.another());
             let everything = populate(&mut open(&full), PrivacyTier::Private);
             let visible = populate(&mut open(&partial), ceiling);
             assert!(visible.len() < everything.len());
@@ -469,11 +470,11 @@ fn mt1_a_reader_gets_what_a_store_without_the_withheld_records_would_answer() {
         }
     }
 }
+}
 
-#[test]
-fn mt1_no_answer_holds_a_record_above_the_ceiling_or_names_one() {
-    // proves MT-1
-    for fx in fixtures() {
+backend_test! {
+    fn mt1_no_answer_holds_a_record_above_the_ceiling_or_names_one(fx) {
+        // proves MT-1
         let ids = populate(&mut open(&fx), PrivacyTier::Private);
         let withheld = |ceiling: PrivacyTier| -> Vec<&str> {
             let above: &[&str] = match ceiling {
@@ -526,10 +527,9 @@ fn mt1_no_answer_holds_a_record_above_the_ceiling_or_names_one() {
     }
 }
 
-#[test]
-fn mt1_a_key_keeps_its_first_tier_and_a_later_version_may_not_raise_it() {
-    // proves MT-1
-    for fx in fixtures() {
+backend_test! {
+    fn mt1_a_key_keeps_its_first_tier_and_a_later_version_may_not_raise_it(fx) {
+        // proves MT-1
         let mut alice = open(&fx);
         let health = accept(
             &mut alice,
@@ -594,10 +594,9 @@ fn mt1_a_key_keeps_its_first_tier_and_a_later_version_may_not_raise_it() {
     }
 }
 
-#[test]
-fn mt1_a_ceiling_only_goes_down() {
-    // proves MT-1: a restricted reader cannot widen its own view
-    for fx in fixtures() {
+backend_test! {
+    fn mt1_a_ceiling_only_goes_down(fx) {
+        // proves MT-1: a restricted reader cannot widen its own view
         populate(&mut open(&fx), PrivacyTier::Private);
         let reader = open(&fx).restrict_to(PrivacyTier::Public);
         assert_eq!(reader.tier_ceiling(), PrivacyTier::Public);
@@ -608,11 +607,10 @@ fn mt1_a_ceiling_only_goes_down() {
     }
 }
 
-#[test]
-fn mt1_record_ids_carry_no_order_and_no_count() {
-    // proves MT-1: ids are random, so the ids a reader sees do not show
-    // how many records lie between them
-    for fx in fixtures() {
+backend_test! {
+    fn mt1_record_ids_carry_no_order_and_no_count(fx) {
+        // proves MT-1: ids are random, so the ids a reader sees do not show
+        // how many records lie between them
         let mut alice = open(&fx);
         let ids: Vec<String> = (0..64)
             .map(|i| accept(&mut alice, &format!("e{i}"), ingested(i, "a trip")))
@@ -634,13 +632,12 @@ fn mt1_record_ids_carry_no_order_and_no_count() {
     }
 }
 
-#[test]
-fn mt1_every_field_of_a_semantic_memory_comes_back_and_reads_change_nothing() {
-    // proves MT-1: id, content, context, valid/invalid time, created_at,
-    // strength, last_accessed, access_count, sources, confidence,
-    // contradictions and privacy_tier are kept as written; strength and
-    // access are the caller's to change, by a write, never by a read (B5-F3)
-    for fx in fixtures() {
+backend_test! {
+    fn mt1_every_field_of_a_semantic_memory_comes_back_and_reads_change_nothing(fx) {
+        // proves MT-1: id, content, context, valid/invalid time, created_at,
+        // strength, last_accessed, access_count, sources, confidence,
+        // contradictions and privacy_tier are kept as written; strength and
+        // access are the caller's to change, by a write, never by a read (B5-F3)
         let mut alice = open(&fx);
         let written = SemanticMemory {
             content: "prefers window seats".into(),

@@ -358,7 +358,10 @@ fn run_scenario(host: &Host, path: &Path) -> usize {
                 continue;
             }
             Some("usage") => {
+                let message = expect["message"].as_str().expect("usage names a message");
                 assert_eq!(code, 2, "{shown}");
+                assert!(stdout.is_empty(), "{shown}");
+                assert!(stderr.contains(message), "{message:?}: {shown}");
                 continue;
             }
             _ => {}

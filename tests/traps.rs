@@ -2,8 +2,15 @@
 //! and the host that recovers: the call errs, nothing of it is stored, a
 //! cycle in flight is gone, and the next call on the same domain runs on a
 //! fresh instance. Faults are injected for real: a backend (around a real
-//! store) and a summarizer that block past the deadline, and a request that
-//! makes the real engine grow its memory past the limit.
+//! store) and a summarizer whose calls take longer than the time limit,
+//! and a request that makes the real engine grow its memory past the limit.
+//!
+//! The time limit is measured in the engine's epochs, which a ticker
+//! thread advances a tenth of the limit at a time. A host call that takes
+//! longer than the limit is played by advancing them past any deadline
+//! from inside the call: the limit itself can then be far above anything
+//! a call that must succeed could take on a busy machine. One case blocks
+//! in wall-clock time against a short limit, to prove the ticker.
 
 mod support;
 
@@ -13,38 +20,49 @@ use engram::types::RecordType;
 use engram::{
     Backend, Config, Domain, Engram, ExtractiveSummarizer, Mode, Summarizer, Summary, audit,
 };
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 use support::*;
 
-/// Far above what any call needs, even in a debug build on a busy machine.
-const TIME_LIMIT: Duration = Duration::from_secs(2);
-/// How long an injected fault blocks: well past the time limit.
-const BLOCK: Duration = Duration::from_secs(5);
+/// The time limit of the cases that play a long host call: far above
+/// what any call takes.
+const TIME_LIMIT: Duration = Duration::from_secs(600);
 
-/// An engine whose calls may run for [`TIME_LIMIT`].
-fn timed() -> &'static Engram {
-    static ENGRAM: LazyLock<Engram> = LazyLock::new(|| {
-        Engram::with_config(Config {
-            read_limit_ceiling: CEILING,
-            call_timeout: Some(TIME_LIMIT),
-            ..Config::default()
-        })
-        .expect("the engine compiles")
-    });
-    &ENGRAM
+/// An engine of its own (another test's advancing its epochs would stop
+/// this one's calls) whose calls may run for `limit`; compiled once, then
+/// loaded from the cache.
+fn timed(limit: Duration) -> Engram {
+    Engram::with_config(Config {
+        read_limit_ceiling: CEILING,
+        call_timeout: Some(limit),
+        cache_dir: Some(concat!(env!("CARGO_TARGET_TMPDIR"), "/engram-cache").into()),
+        ..Config::default()
+    })
+    .expect("the engine compiles")
 }
 
-/// The real summarizer, made to block past the deadline on demand.
+/// A host call of `engram`'s that takes longer than its time limit: the
+/// epochs the limit is counted in pass every deadline while it runs.
+fn overrun(engram: &Engram) -> Stall {
+    let engine = engram.engine().clone();
+    Arc::new(move || {
+        for _ in 0..1_000 {
+            engine.increment_epoch();
+        }
+    })
+}
+
+/// The real summarizer, made to take longer than the time limit on demand.
 struct SlowSummarizer {
     blocking: AtomicBool,
+    overrun: Stall,
 }
 
 impl Summarizer for SlowSummarizer {
     fn summarize(&self, message: &str, response: Option<&str>) -> Result<Summary, String> {
         if self.blocking.load(Ordering::SeqCst) {
-            std::thread::sleep(BLOCK);
+            (self.overrun)();
         }
         ExtractiveSummarizer::default().summarize(message, response)
     }
@@ -64,19 +82,19 @@ fn failed_entries(fixture: &Fixture) -> Vec<engram::AuditEntry> {
         .collect()
 }
 
-#[test]
-fn a_call_past_its_time_limit_errs_stores_nothing_and_the_next_call_gets_a_fresh_instance() {
-    // proves IO-G1 (a failed call is an error, not an answer) and that a
-    // stopped write persists nothing: the retry of its request id is new
-    // (IO-W2)
-    for fixture in fixtures() {
+backend_test! {
+    fn a_call_past_its_time_limit_errs_stores_nothing_and_the_next_call_gets_a_fresh_instance(fixture) {
+        // proves IO-G1 (a failed call is an error, not an answer) and that a
+        // stopped write persists nothing: the retry of its request id is new
+        // (IO-W2)
+        let engram = timed(TIME_LIMIT);
         let slow = Faulty::over(fixture.backend.clone());
-        let mut alice = open(timed(), &fixture, "alice", slow.clone());
-        let mut bob = open(timed(), &fixture, "bob", fixture.backend.clone());
+        let mut alice = open(&engram, &fixture, "alice", slow.clone());
+        let mut bob = open(&engram, &fixture, "bob", fixture.backend.clone());
         let first = accept(&mut alice, "w-1", state(1, "mission.current"));
         let before = fixture.dump();
 
-        slow.stall(Some(BLOCK));
+        slow.stall(Some(overrun(&engram)));
         let stopped = alice.write(&request("alice", "w-2", state(2, "mission.next")));
         slow.stall(None);
         let error = format!("{:#}", stopped.expect_err("the call is stopped"));
@@ -105,14 +123,14 @@ fn a_call_past_its_time_limit_errs_stores_nothing_and_the_next_call_gets_a_fresh
     }
 }
 
-#[test]
-fn a_read_past_its_time_limit_errs_and_the_domain_reads_again() {
-    for fixture in fixtures() {
+backend_test! {
+    fn a_read_past_its_time_limit_errs_and_the_domain_reads_again(fixture) {
+        let engram = timed(TIME_LIMIT);
         let slow = Faulty::over(fixture.backend.clone());
-        let mut alice = open(timed(), &fixture, "alice", slow.clone());
+        let mut alice = open(&engram, &fixture, "alice", slow.clone());
         let id = accept(&mut alice, "w-1", state(1, "mission.current"));
 
-        slow.stall(Some(BLOCK));
+        slow.stall(Some(overrun(&engram)));
         let stopped = alice.read(&read(RecordType::State, latest(10)));
         slow.stall(None);
         assert!(stopped.is_err(), "{}", fixture.name);
@@ -123,16 +141,17 @@ fn a_read_past_its_time_limit_errs_and_the_domain_reads_again() {
     }
 }
 
-#[test]
-fn b5_d1_a_cycle_whose_instance_was_stopped_is_gone_and_persisted_nothing() {
-    // proves B5-D1: nothing of a cycle is saved unless the whole cycle
-    // finished and committed; its instance being stopped mid-cycle is a
-    // failure like any other
-    for fixture in fixtures() {
+backend_test! {
+    fn b5_d1_a_cycle_whose_instance_was_stopped_is_gone_and_persisted_nothing(fixture) {
+        // proves B5-D1: nothing of a cycle is saved unless the whole cycle
+        // finished and committed; its instance being stopped mid-cycle is a
+        // failure like any other
+        let engram = timed(TIME_LIMIT);
         let summarizer = Arc::new(SlowSummarizer {
             blocking: AtomicBool::new(false),
+            overrun: overrun(&engram),
         });
-        let mut alice = open(timed(), &fixture, "alice", fixture.backend.clone())
+        let mut alice = open(&engram, &fixture, "alice", fixture.backend.clone())
             .with_summarizer(summarizer.clone());
         let plan = engram::plans::ingest();
         let input = TurnInput {
@@ -192,8 +211,9 @@ fn b5_d1_a_cycle_whose_instance_was_stopped_is_gone_and_persisted_nothing() {
 fn a_cycle_in_flight_is_gone_when_another_call_stops_its_instance() {
     // proves B5-D1 for a cycle that did nothing wrong itself
     let fixture = Fixture::sqlite();
+    let engram = timed(TIME_LIMIT);
     let slow = Faulty::over(fixture.backend.clone());
-    let mut alice = open(timed(), &fixture, "alice", slow.clone());
+    let mut alice = open(&engram, &fixture, "alice", slow.clone());
     let plan = engram::plans::ingest();
     let input = TurnInput {
         user_message: Some("Remind me to renew my passport in March.".into()),
@@ -208,7 +228,7 @@ fn a_cycle_in_flight_is_gone_when_another_call_stops_its_instance() {
         .unwrap()
         .unwrap();
 
-    slow.stall(Some(BLOCK));
+    slow.stall(Some(overrun(&engram)));
     assert!(
         alice
             .write(&request("alice", "w-1", state(1, "mission.current")))
@@ -222,19 +242,18 @@ fn a_cycle_in_flight_is_gone_when_another_call_stops_its_instance() {
     accept(&mut alice, "w-1", state(1, "mission.current"));
 }
 
-#[test]
-fn a_request_that_grows_memory_past_the_limit_stops_the_instance_and_the_domain_recovers() {
-    // The memory limit is the smallest allowed (2 MiB; the engine starts
-    // with a little over 1 MiB); the record limit is lifted so the request
-    // reaches the engine, which must copy it into its memory.
-    let engram = Engram::with_config(Config {
-        max_memory_bytes: 2 << 20,
-        max_record_bytes: 64 << 20,
-        max_batch_bytes: 64 << 20,
-        ..Config::default()
-    })
-    .expect("the engine compiles");
-    for fixture in fixtures() {
+backend_test! {
+    fn a_request_that_grows_memory_past_the_limit_stops_the_instance_and_the_domain_recovers(fixture) {
+        // The memory limit is the smallest allowed (2 MiB; the engine starts
+        // with a little over 1 MiB); the record limit is lifted so the request
+        // reaches the engine, which must copy it into its memory.
+        let engram = Engram::with_config(Config {
+            max_memory_bytes: 2 << 20,
+            max_record_bytes: 64 << 20,
+            max_batch_bytes: 64 << 20,
+            ..Config::default()
+        })
+        .expect("the engine compiles");
         let mut alice = open(&engram, &fixture, "alice", fixture.backend.clone());
         let first = accept(&mut alice, "w-1", fact("user.diet", "vegetarian"));
         let before = fixture.dump();
@@ -260,4 +279,35 @@ fn a_request_that_grows_memory_past_the_limit_stops_the_instance_and_the_domain_
             WriteResult::Accepted(_)
         ));
     }
+}
+
+#[test]
+fn a_host_call_that_blocks_past_a_short_time_limit_stops_the_call_in_wall_clock_time() {
+    // proves S-TRAP: the ticker stops a call whose host call blocked for
+    // real past the limit; the store is as before
+    let fixture = Fixture::sqlite();
+    let id = accept(
+        &mut fixture.open("alice"),
+        "w-1",
+        state(1, "mission.current"),
+    );
+    let before = fixture.dump();
+    let limit = Duration::from_millis(300);
+    let engram = timed(limit);
+    let slow = Faulty::over(fixture.backend.clone());
+    slow.stall(Some(Arc::new(move || std::thread::sleep(limit * 4))));
+    let mut alice = open(&engram, &fixture, "alice", slow.clone());
+    let started = std::time::Instant::now();
+    let stopped = alice.read(&read(RecordType::State, by_id(&id)));
+    let error = format!("{:#}", stopped.expect_err("the call is stopped"));
+    assert!(error.contains("time limit of 300ms"), "{error}");
+    assert!(
+        started.elapsed() >= limit * 4,
+        "it waited for the host call"
+    );
+    assert_eq!(alice.restarts(), 1);
+    assert_eq!(fixture.dump(), before);
+    let failed = failed_entries(&fixture);
+    assert_eq!(failed.len(), 1);
+    assert!(failed[0].reason.as_deref().unwrap().contains("time limit"));
 }

@@ -14,7 +14,7 @@ use engram::{
     Mode, PostgresBackend, PostgresOptions, SqliteBackend,
 };
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, LazyLock, Once};
+use std::sync::{Arc, LazyLock};
 
 /// The read-limit ceiling the tests run with.
 pub const CEILING: u32 = 50;
@@ -51,25 +51,11 @@ enum Trail {
 /// against.
 pub const POSTGRES_URL_VAR: &str = "ENGRAM_TEST_POSTGRES_URL";
 
-/// The PostgreSQL URL to test against, if the variable is set. Says once on
-/// standard error that the PostgreSQL cases are skipped when it is not.
+/// The PostgreSQL URL to test against, if the variable is set.
 pub fn postgres_url() -> Option<String> {
-    static WARNED: Once = Once::new();
-    match std::env::var(POSTGRES_URL_VAR) {
-        Ok(url) if !url.trim().is_empty() => Some(url),
-        _ => {
-            // Straight to standard error: the test harness captures
-            // `eprintln!` of passing tests.
-            WARNED.call_once(|| {
-                use std::io::Write;
-                let _ = writeln!(
-                    std::io::stderr(),
-                    "PostgreSQL cases skipped: set {POSTGRES_URL_VAR}=postgres://postgres@127.0.0.1:5432/test to run them"
-                );
-            });
-            None
-        }
-    }
+    std::env::var(POSTGRES_URL_VAR)
+        .ok()
+        .filter(|url| !url.trim().is_empty())
 }
 
 /// A schema name no other fixture, test binary or run uses.
@@ -185,6 +171,15 @@ impl Fixture {
         }
     }
 
+    /// A fresh, empty store of the same backend.
+    pub fn another(&self) -> Self {
+        match (&self._dir, &self._schema) {
+            (Some(_), _) => Fixture::sqlite(),
+            (_, Some(schema)) => Fixture::postgres(&schema.url),
+            _ => Fixture::memory(),
+        }
+    }
+
     /// What another process passes as `--store` to reach this store: the
     /// SQLite file or the PostgreSQL URL; none for an in-memory store.
     pub fn store_spec(&self) -> Option<String> {
@@ -259,22 +254,89 @@ impl Fixture {
     }
 }
 
-/// Every backend a rule is proven against: in memory, a SQLite file, and a
-/// PostgreSQL schema when `ENGRAM_TEST_POSTGRES_URL` names a database.
-pub fn fixtures() -> Vec<Fixture> {
-    let mut all = vec![Fixture::memory(), Fixture::sqlite()];
-    if let Some(url) = postgres_url() {
-        all.push(Fixture::postgres(&url));
-    }
-    all
+/// The PostgreSQL URL a PostgreSQL case runs against. Such a case is marked
+/// ignored (and counted so in the harness's summary) when the build saw no
+/// `ENGRAM_TEST_POSTGRES_URL`; run anyway, it fails saying what it needs.
+pub fn required_postgres_url() -> String {
+    postgres_url().unwrap_or_else(|| {
+        panic!("this case needs PostgreSQL: set {POSTGRES_URL_VAR}=postgres://postgres@127.0.0.1:5432/test")
+    })
 }
+
+/// A test that needs PostgreSQL: ignored, and so counted in the summary
+/// line of `cargo test`, when the build saw no `ENGRAM_TEST_POSTGRES_URL`
+/// (the `engram_no_postgres` cfg of `host/rust/build.rs`).
+#[allow(unused_macros)]
+macro_rules! postgres_test {
+    ($(#[$meta:meta])* fn $name:ident() $body:block) => {
+        #[test]
+        #[cfg_attr(
+            engram_no_postgres,
+            ignore = "needs PostgreSQL: set ENGRAM_TEST_POSTGRES_URL"
+        )]
+        $(#[$meta])*
+        fn $name() $body
+    };
+}
+#[allow(unused_imports)]
+pub(crate) use postgres_test;
+
+/// One test per backend a rule is proven against: `NAME::memory`,
+/// `NAME::sqlite` and `NAME::postgres` (or those listed first), each
+/// running the body on a fresh [`Fixture`] of its backend. The PostgreSQL
+/// case is a [`postgres_test!`].
+#[allow(unused_macros)]
+macro_rules! backend_test {
+    ($(#[$meta:meta])* fn $name:ident($fx:pat_param) $body:block) => {
+        $crate::support::backend_test!([memory, sqlite, postgres] $(#[$meta])* fn $name($fx) $body);
+    };
+    ([$($backend:ident),+] $(#[$meta:meta])* fn $name:ident($fx:pat_param) $body:block) => {
+        $(#[$meta])*
+        mod $name {
+            // The body sees the test file's names, not the cases' below.
+            mod body {
+                #[allow(unused_imports)]
+                use super::super::*;
+
+                pub fn run($fx: $crate::support::Fixture) $body
+            }
+
+            $($crate::support::backend_test!(@case $backend);)+
+        }
+    };
+    (@case memory) => {
+        #[test]
+        fn memory() {
+            body::run($crate::support::Fixture::memory())
+        }
+    };
+    (@case sqlite) => {
+        #[test]
+        fn sqlite() {
+            body::run($crate::support::Fixture::sqlite())
+        }
+    };
+    (@case postgres) => {
+        $crate::support::postgres_test! {
+            fn postgres() {
+                body::run($crate::support::Fixture::postgres(&$crate::support::required_postgres_url()))
+            }
+        }
+    };
+}
+#[allow(unused_imports)]
+pub(crate) use backend_test;
+
+/// What a stalled read does before it reads.
+pub type Stall = Arc<dyn Fn() + Send + Sync>;
 
 /// A real backend whose calls can be made to fail, and which counts what it
 /// hands out.
 pub struct Faulty {
     pub inner: Arc<dyn Backend>,
-    /// While set, every read blocks this long first.
-    pub stall_reads: std::sync::Mutex<Option<std::time::Duration>>,
+    /// While set, every read calls it first: a read that blocks, or one
+    /// that takes longer than a deadline.
+    pub stall_reads: std::sync::Mutex<Option<Stall>>,
     pub fail_reads: AtomicBool,
     pub fail_commits: AtomicBool,
     pub gets: AtomicU64,
@@ -295,15 +357,15 @@ impl Faulty {
         })
     }
 
-    /// Makes every read block for `delay` first, or stop blocking.
-    pub fn stall(&self, delay: Option<std::time::Duration>) {
-        *self.stall_reads.lock().unwrap() = delay;
+    /// Makes every read call `stall` first, or (`None`) stop.
+    pub fn stall(&self, stall: Option<Stall>) {
+        *self.stall_reads.lock().unwrap() = stall;
     }
 
     fn stall_read(&self) {
-        let delay = *self.stall_reads.lock().unwrap();
-        if let Some(delay) = delay {
-            std::thread::sleep(delay);
+        let stall = self.stall_reads.lock().unwrap().clone();
+        if let Some(stall) = stall {
+            stall();
         }
     }
 

@@ -443,7 +443,7 @@ describe('the Worker in workerd', { skip: notBuilt }, () => {
     await stop(mf);
   });
 
-  test('calls that arrive together run one at a time, each answered', async () => {
+  test('calls that arrive together are each answered with an id of their own; an export imports into another agent only under its id', async () => {
     const mf = await start(false);
     const answers = await Promise.all(
       Array.from({ length: 8 }, (_, i) => ok(mf, agentPath('carol', 'write'), { request: stateWrite('carol', `c${i}`, `s${i}`) })),

@@ -33,7 +33,24 @@ impl<'de> Deserialize<'de> for Object {
     /// Any JSON object; its text is re-encoded here, and made exact again
     /// by [`WriteRequest`]'s reader.
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        Map::<String, Value>::deserialize(deserializer).map(Object::from)
+        use serde::de::{Error, Unexpected};
+        match Value::deserialize(deserializer)? {
+            Value::Object(map) => Ok(Object::from(map)),
+            other => {
+                let unexpected = match &other {
+                    Value::Null => Unexpected::Unit,
+                    Value::Bool(b) => Unexpected::Bool(*b),
+                    Value::Number(_) => Unexpected::Other("number"),
+                    Value::String(s) => Unexpected::Str(s),
+                    Value::Array(_) => Unexpected::Seq,
+                    Value::Object(_) => Unexpected::Map,
+                };
+                Err(D::Error::invalid_type(
+                    unexpected,
+                    &"`properties` as one JSON object",
+                ))
+            }
+        }
     }
 }
 

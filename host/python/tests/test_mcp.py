@@ -107,12 +107,17 @@ def test_io_g6_read_by_key_a_refused_read_and_a_rejected_write(tmp_path: Path, e
     assert {("w1", "ACCEPTED"), ("q1", "RETURNED"), ("q2", "FAILED"), ("w1", "REJECTED")} <= trail
 
 
-# proves IO-W3: malformed arguments get a clear error and change nothing
-def test_malformed_arguments_get_a_clear_error_and_change_nothing(tmp_path: Path, engram_bin: str) -> None:
+# proves IO-W3: a source that carries a judgement ("importance") is refused, naming the field, and stores nothing
+def test_io_w3_a_source_with_a_judgement_is_refused_and_malformed_arguments_change_nothing(
+    tmp_path: Path, engram_bin: str
+) -> None:
+    judged = fact("x", "Alice is vegetarian")
+    judged["source"]["importance"] = 0.9
+
     async def body(server: Server) -> list[Any]:
         answers = [
+            await server.call("write", {"request": judged}),
             await server.call("read", {"request": {"record_type": "STATE"}}),
-            await server.call("write", {"request": {"request_id": "x", "importance": 0.9}}),
             await server.call("recall", {"question": "anything", "top_k": 0}),
             await server.call("recall", {"question": "anything"}),
             await server.call("as_of", {"key": "user.diet"}),
@@ -122,19 +127,33 @@ def test_malformed_arguments_get_a_clear_error_and_change_nothing(tmp_path: Path
     store = tmp_path / "m.db"
     answers = serve(engram_bin, store, "alice", body)
     assert all(error for error, _ in answers), answers
-    assert "missing field `selector`" in json.dumps(answers[0][1])
+    assert "unknown field `importance`" in json.dumps(answers[0][1]), answers[0]
+    assert "missing field `selector`" in json.dumps(answers[1][1])
     assert "top_k must be 1 to 50" in json.dumps(answers[2][1])
     assert "top_k" in json.dumps(answers[3][1])
+    # Nothing was stored, and no call reached the engine: the trail is empty.
     assert cli(engram_bin, store, ["maintenance", "export"]) == []
+    assert cli(engram_bin, store, ["audit"]) == []
+    # Without the judgement, the same request is accepted.
+    del judged["source"]["importance"]
+    written = serve(engram_bin, store, "alice", lambda server: server.call("write", {"request": judged}))
+    assert written[0] is False and "ACCEPTED" in written[1], written
 
 
 # proves IO-W6: a second agent's server sees nothing of the first, and cannot write as it
 def test_io_w6_a_second_agents_server_sees_nothing_of_the_first(tmp_path: Path, engram_bin: str) -> None:
     store = tmp_path / "m.db"
 
-    async def alice(server: Server) -> None:
-        await server.call("remember", {"message": TURNS[0][0], "response": TURNS[0][1], "request_id": "t1"})
-        await server.call("write", {"request": fact("w1", "Alice is vegetarian")})
+    async def alice(server: Server) -> list[Any]:
+        return [
+            await server.call("remember", {"message": TURNS[0][0], "response": TURNS[0][1], "request_id": "t1"}),
+            await server.call("write", {"request": fact("w1", "Alice is vegetarian")}),
+            await server.call("recall", {"question": "Which hotel did I book in Lisbon?", "top_k": 5}),
+            await server.call(
+                "read",
+                {"request": {"record_type": "FACT", "selector": {"ByKey": {"key": "user.diet"}}, "request_id": "a"}},
+            ),
+        ]
 
     async def bob(server: Server) -> list[Any]:
         return [
@@ -146,7 +165,12 @@ def test_io_w6_a_second_agents_server_sees_nothing_of_the_first(tmp_path: Path, 
             await server.call("write", {"request": fact("w2", "Bob claims to be Alice")}),
         ]
 
-    serve(engram_bin, store, "alice", alice)
+    remembered, stored, alice_recalled, alice_read = serve(engram_bin, store, "alice", alice)
+    # Alice's own server has what she stored.
+    assert remembered[0] is False and len(remembered[1]["committed"]) == 1, remembered
+    assert stored[0] is False and "ACCEPTED" in stored[1], stored
+    assert [m["id"] for m in alice_recalled[1]["memories"]] == remembered[1]["committed"], alice_recalled
+    assert [r["id"] for r in alice_read[1]["records"]] == [stored[1]["ACCEPTED"]["stored_id"]], alice_read
     recalled, read, written = serve(engram_bin, store, "bob", bob)
     assert recalled == (False, {"memories": []})
     assert read == (False, {"records": []})
@@ -178,7 +202,7 @@ def test_mt_1_a_tier_restricted_server_sees_no_sensitive_memory(tmp_path: Path, 
     assert sorted(r["key"] for r in listed["records"]) == ["user.color", "user.health"]
 
 
-# proves B5-D2 IO-W6: the same tools over streamable HTTP on a loopback port
+# proves B5-D2: the same tools over streamable HTTP on a loopback port
 def test_b5_d2_the_same_tools_over_streamable_http(tmp_path: Path, engram_bin: str) -> None:
     store = tmp_path / "m.db"
     args = ["--store", str(store), "mcp", "--agent", "alice", "--http", "127.0.0.1:0"]

@@ -300,6 +300,23 @@ impl SqliteBackend {
         &self.path
     }
 
+    /// The durability the store's connection commits with, as SQLite
+    /// reports it (`PRAGMA synchronous`).
+    pub fn synchronous(&self) -> Result<Synchronous> {
+        let level: i64 = self
+            .lock()?
+            .query_row("PRAGMA synchronous", [], |row| row.get(0))
+            .with_context(|| format!("{}: cannot read the durability", self.path.display()))?;
+        match level {
+            2 => Ok(Synchronous::Full),
+            1 => Ok(Synchronous::Normal),
+            other => bail!(
+                "{}: synchronous is {other}, neither FULL nor NORMAL",
+                self.path.display()
+            ),
+        }
+    }
+
     /// How many commits wait at this moment for the one being written, to
     /// be written together after it (none when group commit is off).
     pub fn waiting_commits(&self) -> usize {
