@@ -55,7 +55,7 @@ fn install() {
     std::fs::write(&stamp, &lock).expect("writing the install stamp");
 }
 
-// proves IO-W6 IO-W8 IO-W2 IO-R1 (every shared scenario, on every JavaScript host)
+// Every shared scenario on every JavaScript host: each line names its rule in its `note`.
 #[test]
 fn the_javascript_package_passes_its_tests_on_node_and_in_workerd() {
     install();

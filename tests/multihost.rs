@@ -141,7 +141,7 @@ fn check(
 ) {
     let expected = HOSTS * own + SHARED;
     assert_eq!(answers.len(), expected);
-    // proves IO-W2: a request id sent to several hosts at once names one id
+    // IO-W2: a request id sent to several hosts at once names one id
     // in every ACCEPTED answer.
     let mut id_of = BTreeMap::new();
     for (request_id, got) in answers {
@@ -160,7 +160,7 @@ fn check(
             HOSTS
         );
     }
-    // proves IO-W8: no id is handed out twice.
+    // IO-W2: no id is handed out twice.
     let distinct: BTreeSet<&String> = id_of.values().collect();
     assert_eq!(
         distinct.len(),

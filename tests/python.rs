@@ -77,7 +77,8 @@ fn make_environment() -> PathBuf {
     python
 }
 
-// proves IO-W6 IO-W8 IO-W2 IO-R1 (every shared scenario, on the Python host with both backends)
+// Every shared scenario on the Python host with both backends: each line names its rule in
+// its `note`.
 #[test]
 fn the_python_package_installs_and_passes_its_tests() {
     let python = environment();

@@ -107,7 +107,7 @@ def ticking_clock() -> Callable[[], int]:
     return now
 
 
-# proves IO-W1 IO-W2 IO-W3 IO-W4 IO-W6 IO-W7 IO-W8 IO-R1 IO-R4 MT-1 MT-2 B5-P1 B5-S3 (the shared scenarios)
+# The shared scenarios: each line names the rule it proves in its `note`.
 @pytest.mark.parametrize("name,lines", SCENARIOS, ids=[name for name, _ in SCENARIOS])
 def test_scenario(name: str, lines: list[dict], make_store: Callable[[], Backend]) -> None:
     with Engram(make_store(), clock=ticking_clock()) as mem:
