@@ -48,7 +48,7 @@ fn engine(max_answer_bytes: u64) -> Engram {
 
 #[test]
 fn io_g6_a_read_of_many_records_of_the_largest_size_is_refused_not_a_trap() {
-    // proves IO-G6: 80 records of ~1 MB each and a read of 100 (ceiling
+    // proves IO-G6, S-LIMITS: 80 records of ~1 MB each and a read of 100 (ceiling
     // 1,000) is answered AnswerTooLarge, not a stopped engine; fewer fit.
     let engram = engine(16 << 20);
     let backend = Arc::new(MemoryBackend::new());
@@ -86,7 +86,7 @@ fn io_g6_a_read_of_many_records_of_the_largest_size_is_refused_not_a_trap() {
 
 #[test]
 fn io_g6_the_answer_bound_holds_to_the_byte() {
-    // proves IO-G6: an answer of exactly the ceiling is returned, one byte
+    // proves IO-G6, S-LIMITS: an answer of exactly the ceiling is returned, one byte
     // more is refused whole.
     let backend = Arc::new(MemoryBackend::new());
     let audit = Arc::new(MemoryAudit::new());
@@ -120,8 +120,8 @@ fn io_g6_the_answer_bound_holds_to_the_byte() {
 }
 
 backend_test! {
-    fn io_g6_an_ingested_memory_is_a_summary_not_a_transcript(fx) {
-        // proves IO-G6, B5-S1: a 1 MB "summary" is refused, so no retrieval can
+    fn an_ingested_memory_is_a_summary_not_a_transcript(fx) {
+        // proves S-INGEST, IO-G6: a 1 MB "summary" is refused, so no retrieval can
         // gather candidates past the engine's memory; the largest allowed ones
         // are gathered and ranked.
         let mut alice = fx.open("alice");

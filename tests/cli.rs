@@ -361,7 +361,7 @@ fn the_audit_trail_shows_every_call_with_its_reason() {
 
 #[test]
 fn a_tier_ceiling_hides_what_is_above_it() {
-    // proves MT-1 through the CLI
+    // proves S-TIER (through the CLI)
     let cli = Cli::new();
     let private = FACT
         .replace("\"r1\"", "\"r2\"")
@@ -699,7 +699,7 @@ fn list_entities_and_relationships_answer_from_the_indexes() {
 
 #[test]
 fn a_bad_agent_id_is_a_usage_error_and_opens_nothing() {
-    // proves IO-W6: an agent id of 0 or 257 bytes is refused before any
+    // proves S-AGENT: an agent id of 0 or 257 bytes is refused before any
     // store is opened or created.
     let cli = Cli::new();
     let long = "a".repeat(257);
@@ -857,7 +857,7 @@ fn a_full_disk_gets_one_line_and_loses_nothing_acknowledged() {
 
 #[test]
 fn io_w2_cycle_batch_ingests_past_turns_at_their_own_times_and_replays() {
-    // proves IO-W2 for cycles, MT-2: each turn is a cycle run at the turn's
+    // proves IO-W2, S-CYCLE, MT-2: for cycles, each turn is a cycle run at the turn's
     // own timestamp, in one process; running the batch again answers the
     // same ids and stores nothing new.
     let cli = Cli::new();

@@ -667,7 +667,7 @@ backend_test! {
         assert_eq!(alice.commit_cycle(&cycle).unwrap(), Err(CycleError::Closed));
         alice.drop_cycle(cycle).unwrap();
         assert_eq!(events(&mut alice), 1, "{}", fx.name);
-        // proves IO-W2 for cycles: a retry of the committed cycle under the
+        // proves IO-W2, S-CYCLE: for cycles, a retry of the committed cycle under the
         // same request id (its memory stamped with a new time) is answered
         // with the ids the first commit stored, and stores nothing new.
         assert_eq!(

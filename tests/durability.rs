@@ -10,7 +10,7 @@ use support::*;
 
 #[test]
 fn records_survive_closing_and_reopening_the_file() {
-    // proves IO-W8: an ACCEPTED write is durable
+    // proves S-FILE: an ACCEPTED write is durable
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("engram.db");
     let mut written = Vec::new();
@@ -136,8 +136,8 @@ fn refuse_audit_of(fx: &Fixture, request_id: &str) {
 
 backend_test! {
     [sqlite, postgres]
-    fn io_w8_a_write_or_cycle_is_stored_only_with_its_audit_entry(fx) {
-        // proves IO-W8, B5-D1: the entry of a write goes into the write's own
+    fn a_write_or_cycle_is_stored_only_with_its_audit_entry(fx) {
+        // proves S-AUDIT, B5-D1: the entry of a write goes into the write's own
         // transaction, so a trail that cannot take it keeps the record out too;
         // a committed write always has its ACCEPTED entry.
         let mut alice = fx.open("alice");
@@ -221,8 +221,8 @@ fn refuse_audit_of_cycle(fx: &Fixture) {
 }
 
 #[test]
-fn io_w8_a_read_is_audited_before_it_is_answered_and_survives_a_killed_process() {
-    // proves IO-W8, IO-G6: a read's entry is appended (to the file beside
+fn a_read_is_audited_before_it_is_answered_and_survives_a_killed_process() {
+    // proves S-AUDIT: a read's entry is appended (to the file beside
     // the store) before its answer is printed, so every read a killed
     // process answered is in the trail; the next commit moves it into the
     // table.
@@ -296,8 +296,8 @@ fn io_w8_a_read_is_audited_before_it_is_answered_and_survives_a_killed_process()
 }
 
 #[test]
-fn io_w8_reads_and_writes_of_processes_sharing_a_file_leave_every_entry_once() {
-    // proves IO-W8: read entries appended with no lock by two processes
+fn reads_and_writes_of_processes_sharing_a_file_leave_every_entry_once() {
+    // proves S-AUDIT: read entries appended with no lock by two processes
     // while a third commits (and so moves the trail file past what it
     // read) all reach the table, each exactly once, with every write's.
     use std::process::{Command, Stdio};

@@ -88,8 +88,8 @@ fn write_at_once(store: &Arc<SqliteBackend>) -> Vec<Vec<String>> {
 }
 
 #[test]
-fn io_w8_every_write_of_many_agents_committing_at_once_is_stored_and_audited() {
-    // proves IO-W8: every ACCEPTED write is readable and has its ACCEPTED
+fn every_write_of_many_agents_committing_at_once_is_stored_and_audited() {
+    // proves S-GROUP, S-AUDIT: every ACCEPTED write is readable and has its ACCEPTED
     // entry, with group commit and without
     for group_commit in [true, false] {
         let dir = tempfile::tempdir().unwrap();
@@ -133,7 +133,7 @@ fn io_w8_every_write_of_many_agents_committing_at_once_is_stored_and_audited() {
 
 #[test]
 fn io_w6_agents_committing_in_one_group_never_see_each_others_records() {
-    // proves IO-W6
+    // proves IO-W6, S-GROUP
     let dir = tempfile::tempdir().unwrap();
     let store =
         Arc::new(SqliteBackend::open_with(dir.path().join("engram.db"), &options(true)).unwrap());
@@ -208,8 +208,8 @@ fn io_w2_one_request_sent_by_many_hosts_of_one_agent_at_once_is_stored_once() {
 }
 
 #[test]
-fn io_w8_reads_and_writes_of_many_agents_at_once_are_all_audited() {
-    // proves IO-W8: the entries of reads, appended beside the store while
+fn reads_and_writes_of_many_agents_at_once_are_all_audited() {
+    // proves S-AUDIT, S-GROUP: the entries of reads, appended beside the store while
     // other threads' commits move that file into the table, are all kept
     let dir = tempfile::tempdir().unwrap();
     let store =
@@ -260,8 +260,8 @@ fn entry(request_id: &str) -> AuditEntry {
 }
 
 #[test]
-fn io_w8_a_conflicting_commit_in_a_group_fails_alone() {
-    // proves IO-W8: in one group, exactly one of the commits competing for
+fn a_conflicting_commit_in_a_group_fails_alone() {
+    // proves S-GROUP: in one group, exactly one of the commits competing for
     // a key wins; each loser gets a conflict, stores nothing and leaves no
     // entry; the unrelated commits of the group are stored with theirs
     const RIVALS: usize = 6;

@@ -84,7 +84,7 @@ backend_test! {
 
 backend_test! {
     fn io_r4_a_key_not_in_normalized_form_is_refused_never_rewritten(fx) {
-        // proves IO-R4
+        // proves IO-R4, S-KEY
         let mut alice = fx.open("alice");
         accept(&mut alice, "f", fact("user.diet", "x"));
         for key in [
@@ -121,8 +121,8 @@ backend_test! {
 }
 
 backend_test! {
-    fn io_r5_a_time_range_is_the_closed_window_it_names(fx) {
-        // proves IO-R5
+    fn a_time_range_is_the_closed_window_it_names(fx) {
+        // proves S-RANGE, IO-R4 (ByTimeRange on EVENT and STATE, truncated at its limit)
         let mut alice = fx.open("alice");
         for ts in 0..10 {
             accept(&mut alice, &format!("e{ts}"), ingested(ts, "x"));
@@ -181,7 +181,7 @@ backend_test! {
 
 backend_test! {
     fn io_r7_events_are_oldest_first_with_ties_in_write_order(fx) {
-        // proves IO-R7
+        // proves IO-R7, S-ORDER
         let mut alice = fx.open("alice");
         let times = [5, 3, 5, 1, 3, 5, 5];
         let written: Vec<(i64, String)> = times
@@ -216,7 +216,7 @@ backend_test! {
 
 backend_test! {
     fn io_r7_states_are_newest_first_with_ties_latest_written_first(fx) {
-        // proves IO-R7
+        // proves IO-R7, S-ORDER
         let mut alice = fx.open("alice");
         let times = [5, 3, 5, 1, 3, 5];
         let written: Vec<(i64, String)> = times
@@ -253,7 +253,7 @@ backend_test! {
 
 backend_test! {
     fn io_r7_facts_are_in_key_order(fx) {
-        // proves IO-R7
+        // proves IO-R7, S-ORDER
         let mut alice = fx.open("alice");
         let keys = [
             "user.name",

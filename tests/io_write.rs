@@ -388,7 +388,7 @@ backend_test! {
 
 backend_test! {
     fn io_w7_maintenance_writes_are_rejected_online(fx) {
-        // proves IO-W7, IO-W4
+        // proves IO-W7, IO-W4, S-MODE
         let mut alice = fx.open("alice");
         let before = fx.dump();
         let mut maintenance = request("alice", "m1", fact("user.diet", "x"));

@@ -122,7 +122,7 @@ backend_test! {
 
 backend_test! {
     fn io_w6_idempotency_is_per_domain(fx) {
-        // proves IO-W6, IO-W2: one agent's request ids do not collide with another's
+        // proves IO-W6, S-IDEMP: one agent's request ids do not collide with another's
         let mut foo_domain = fx.open("foo");
         let mut foobar = fx.open("foobar");
         let a = accept(&mut foo_domain, "shared-id", ingested(1, "foo"));

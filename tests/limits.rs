@@ -59,8 +59,8 @@ fn last_entry(fixture: &Fixture) -> engram::AuditEntry {
 
 backend_test! {
     fn io_w8_a_record_above_the_limit_is_rejected_with_the_reason_audited(fixture) {
-        // proves IO-W8 (REJECTED is the whole answer; the reason is in the
-        // audit trail) and IO-G1 for the host's record limit
+        // proves IO-W8, IO-G1, S-LIMITS: REJECTED is the whole answer, the
+        // reason is in the audit trail, for the host's record limit
         let mut alice = open(&fixture, "alice");
         let at_limit = accept(&mut alice, "w-1", fact_of_size("user.bio", MAX_RECORD));
         let before = fixture.dump();
@@ -119,7 +119,7 @@ backend_test! {
 
 backend_test! {
     fn a_graph_put_above_the_limit_is_rejected(fixture) {
-        // proves MT-7 puts go through the same write limits
+        // proves S-LIMITS, MT-7: graph puts go through the same write limits
         let mut alice = open(&fixture, "alice");
         let put = engram::graph::PutRequest {
             namespace: vec!["entities".into(), "u1".into()],
@@ -145,7 +145,7 @@ backend_test! {
 
 backend_test! {
     fn io_w8_a_batch_above_the_limit_is_rejected_and_stores_nothing(fixture) {
-        // proves IO-W8 and IO-G1 for the host's batch limits: an ingested
+        // proves IO-W8, IO-G1, S-LIMITS: for the host's batch limits, an ingested
         // memory with many keywords is one commit of many index entries
         let mut alice = open(&fixture, "alice");
         let keywords: Vec<String> = (0..MAX_OPS).map(|i| format!("keyword{i}")).collect();
@@ -199,7 +199,7 @@ backend_test! {
 
 backend_test! {
     fn a_summary_above_the_record_limit_fails_its_cycle(fixture) {
-        // proves B5-F2/B5-D1 for the record limit inside a cycle
+        // proves B5-F2, B5-D1, S-LIMITS: the record limit inside a cycle
         struct Verbose;
         impl engram::Summarizer for Verbose {
             fn summarize(&self, _: &str, _: Option<&str>) -> Result<engram::Summary, String> {

@@ -134,8 +134,8 @@ fn forget(fx: &Fixture, agent: &str) -> u64 {
 }
 
 backend_test! {
-    fn io_w7_export_then_import_gives_back_the_domain_byte_for_byte(fx) {
-        // proves IO-W7: maintenance round-trips a domain exactly (ids, write
+    fn export_then_import_gives_back_the_domain_byte_for_byte(fx) {
+        // proves S-EXPORT: maintenance round-trips a domain exactly (ids, write
         // order, both time axes, indexes, request ids), and an import repeats
         populate(&mut fx.open("alice"), 600);
         populate(&mut fx.open("bob"), 5);
@@ -186,8 +186,8 @@ backend_test! {
 }
 
 backend_test! {
-    fn io_w7_an_import_that_contradicts_the_domain_stores_nothing(fx) {
-        // proves IO-W7: an import batch is all or nothing
+    fn an_import_that_contradicts_the_domain_stores_nothing(fx) {
+        // proves S-EXPORT: an import batch is all or nothing
         populate(&mut fx.open("alice"), 3);
         let mut domain = fx.open_in("alice", Mode::Maintenance);
         let mut items = export_all(&mut domain);
@@ -221,8 +221,8 @@ backend_test! {
 }
 
 backend_test! {
-    fn io_w7_forget_leaves_nothing_of_the_domain_and_keeps_no_content(fx) {
-        // proves IO-W7: forget removes every record, index and idempotency
+    fn forget_leaves_nothing_of_the_domain_and_keeps_no_content(fx) {
+        // proves S-FORGET: forget removes every record, index and idempotency
         // entry of one domain, and the trail says so without what they held
         populate(&mut fx.open("alice"), 40);
         populate(&mut fx.open("alice2"), 3);
@@ -379,8 +379,8 @@ fn lock_across_processes(fx: &Fixture, store: &str) {
 }
 
 #[test]
-fn io_w7_the_cli_exports_forgets_and_imports_back_the_same_store() {
-    // proves IO-W7 through the CLI: export, forget, import, export again
+fn the_cli_exports_forgets_and_imports_back_the_same_store() {
+    // proves S-EXPORT, S-FORGET (through the CLI): export, forget, import, export again
     let fx = Fixture::sqlite();
     let dir = fx.folder().unwrap();
     let store = dir.join("engram.db");

@@ -1,6 +1,7 @@
-//! Privacy tiers (MT-1): a reader opened with a tier ceiling gets, on every
-//! read path, exactly the answer it would get from a store in which the
-//! records above its ceiling had never been written. Also the other MT-1
+//! Privacy tiers (MT-1's `privacy_tier`; how a reader's ceiling applies is
+//! S-TIER): a reader opened with a tier ceiling gets, on every read path,
+//! exactly the answer it would get from a store in which the records above
+//! its ceiling had never been written. Also the other MT-1
 //! fields: stored and returned as written, and never changed by a read.
 
 mod support;
@@ -449,8 +450,8 @@ fn every_read(domain: &mut Domain, ids: &[(String, String)]) -> Vec<String> {
 }
 
 backend_test! {
-    fn mt1_a_reader_gets_what_a_store_without_the_withheld_records_would_answer(fx) {
-    // proves MT-1: no read returns a record above the reader's ceiling, and
+    fn a_reader_gets_what_a_store_without_the_withheld_records_would_answer(fx) {
+    // proves S-TIER: no read returns a record above the reader's ceiling, and
     // nothing in an answer shows that one was withheld
     for ceiling in [PrivacyTier::Public, PrivacyTier::Sensitive] {
         {
@@ -473,8 +474,8 @@ backend_test! {
 }
 
 backend_test! {
-    fn mt1_no_answer_holds_a_record_above_the_ceiling_or_names_one(fx) {
-        // proves MT-1
+    fn no_answer_holds_a_record_above_the_ceiling_or_names_one(fx) {
+        // proves S-TIER
         let ids = populate(&mut open(&fx), PrivacyTier::Private);
         let withheld = |ceiling: PrivacyTier| -> Vec<&str> {
             let above: &[&str] = match ceiling {
@@ -528,8 +529,8 @@ backend_test! {
 }
 
 backend_test! {
-    fn mt1_a_key_keeps_its_first_tier_and_a_later_version_may_not_raise_it(fx) {
-        // proves MT-1
+    fn a_key_keeps_its_first_tier_and_a_later_version_may_not_raise_it(fx) {
+        // proves S-TIER
         let mut alice = open(&fx);
         let health = accept(
             &mut alice,
@@ -595,8 +596,8 @@ backend_test! {
 }
 
 backend_test! {
-    fn mt1_a_ceiling_only_goes_down(fx) {
-        // proves MT-1: a restricted reader cannot widen its own view
+    fn a_ceiling_only_goes_down(fx) {
+        // proves S-TIER: a restricted reader cannot widen its own view
         populate(&mut open(&fx), PrivacyTier::Private);
         let reader = open(&fx).restrict_to(PrivacyTier::Public);
         assert_eq!(reader.tier_ceiling(), PrivacyTier::Public);
@@ -608,9 +609,9 @@ backend_test! {
 }
 
 backend_test! {
-    fn mt1_record_ids_carry_no_order_and_no_count(fx) {
-        // proves MT-1: ids are random, so the ids a reader sees do not show
-        // how many records lie between them
+    fn record_ids_carry_no_order_and_no_count(fx) {
+        // proves S-TIER: ids are random, so the ids a reader sees do not show
+        // how many records lie between them, withheld ones included
         let mut alice = open(&fx);
         let ids: Vec<String> = (0..64)
             .map(|i| accept(&mut alice, &format!("e{i}"), ingested(i, "a trip")))
@@ -634,7 +635,7 @@ backend_test! {
 
 backend_test! {
     fn mt1_every_field_of_a_semantic_memory_comes_back_and_reads_change_nothing(fx) {
-        // proves MT-1: id, content, context, valid/invalid time, created_at,
+        // proves MT-1, S-ACCESS: id, content, context, valid/invalid time, created_at,
         // strength, last_accessed, access_count, sources, confidence,
         // contradictions and privacy_tier are kept as written; strength and
         // access are the caller's to change, by a write, never by a read (B5-F3)

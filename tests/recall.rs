@@ -41,8 +41,8 @@ fn select(domain: &mut engram::Domain, top_k: u32, question: &str) -> Vec<Retrie
 }
 
 #[test]
-fn b5_f3_a_keyword_held_by_ten_thousand_memories_does_not_hide_a_rarer_one() {
-    // proves B5-F3, IO-G6: the candidate limit (256) is shared among the
+fn a_keyword_held_by_ten_thousand_memories_does_not_hide_a_rarer_one() {
+    // proves S-GATHER, IO-G6: the candidate limit (256) is shared among the
     // query's keywords, so the one memory holding "pottery" is a candidate
     // although 10,000 newer memories hold "caroline", which sorts first.
     let fx = Fixture::memory();
@@ -84,8 +84,8 @@ fn b5_f3_a_keyword_held_by_ten_thousand_memories_does_not_hide_a_rarer_one() {
 }
 
 #[test]
-fn b5_p2_inflected_forms_and_a_summary_word_are_found() {
-    // proves B5-P2: keywords are normalized the same way at ingestion and
+fn inflected_forms_and_a_summary_word_are_found() {
+    // proves S-RECALL: keywords are normalized the same way at ingestion and
     // at query time, and every word of a summary is indexed.
     let fx = Fixture::sqlite();
     let mut alice = fx.open("alice");

@@ -84,9 +84,8 @@ fn failed_entries(fixture: &Fixture) -> Vec<engram::AuditEntry> {
 
 backend_test! {
     fn a_call_past_its_time_limit_errs_stores_nothing_and_the_next_call_gets_a_fresh_instance(fixture) {
-        // proves IO-G1 (a failed call is an error, not an answer) and that a
+        // proves S-TRAP, IO-G1: a failed call is an error, not an answer; a
         // stopped write persists nothing: the retry of its request id is new
-        // (IO-W2)
         let engram = timed(TIME_LIMIT);
         let slow = Faulty::over(fixture.backend.clone());
         let mut alice = open(&engram, &fixture, "alice", slow.clone());
@@ -143,7 +142,7 @@ backend_test! {
 
 backend_test! {
     fn b5_d1_a_cycle_whose_instance_was_stopped_is_gone_and_persisted_nothing(fixture) {
-        // proves B5-D1: nothing of a cycle is saved unless the whole cycle
+        // proves B5-D1, S-TRAP: nothing of a cycle is saved unless the whole cycle
         // finished and committed; its instance being stopped mid-cycle is a
         // failure like any other
         let engram = timed(TIME_LIMIT);
@@ -209,7 +208,7 @@ backend_test! {
 
 #[test]
 fn a_cycle_in_flight_is_gone_when_another_call_stops_its_instance() {
-    // proves B5-D1 for a cycle that did nothing wrong itself
+    // proves B5-D1, S-TRAP: for a cycle that did nothing wrong itself
     let fixture = Fixture::sqlite();
     let engram = timed(TIME_LIMIT);
     let slow = Faulty::over(fixture.backend.clone());

@@ -96,6 +96,7 @@ test('sqlite: the file format every host shares', () => {
   assert.deepEqual(Array.from(header), [2, 2]);
 });
 
+// proves S-FILE
 test('sqlite: synchronous FULL by default, NORMAL on request', () => {
   const full = new SqliteBackend(join(dir, 'full.db'));
   assert.equal(full.db.prepare('PRAGMA synchronous').get().synchronous, 2);
@@ -105,6 +106,7 @@ test('sqlite: synchronous FULL by default, NORMAL on request', () => {
   normal.close();
 });
 
+// proves S-FILE
 test('sqlite: another database, or a newer schema, is refused and left alone', () => {
   const other = join(dir, 'other.db');
   const db = new DatabaseSync(other);
@@ -122,6 +124,7 @@ test('sqlite: another database, or a newer schema, is refused and left alone', (
   assert.throws(() => new SqliteBackend(text), /not an Engram store/);
 });
 
+// proves S-FILE
 test('sqlite: a version-1 store is upgraded, and its trail file moved from the start', () => {
   const path = join(dir, 'version1.db');
   new SqliteBackend(path).close();
@@ -137,6 +140,7 @@ test('sqlite: a version-1 store is upgraded, and its trail file moved from the s
   store.close();
 });
 
+// proves S-AUDIT
 test('sqlite: read entries go to the trail file, and the next commit moves them ahead of its own; a torn line is skipped', () => {
   const path = join(dir, 'trail.db');
   const store = new SqliteBackend(path);

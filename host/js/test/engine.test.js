@@ -28,6 +28,7 @@ const PLAN = {
   ],
 };
 
+// proves IO-T1: timestamps are signed 64-bit, exact at both ends
 test('STATE timestamps at i64 min and max round-trip exactly, as BigInt', { skip }, async () => {
   using alice = await open('alice');
   const min = alice.write(state('w-min', I64_MIN));
@@ -52,6 +53,7 @@ test('malformed input raises the input error and runs nothing', { skip }, async 
     e instanceof EngramInputError && /standard input: .*missing field `record_type`/.test(e.message));
 });
 
+// proves S-TRAP
 test('a trap during a call fails that call; the next call has a fresh instance', { skip }, async () => {
   const backend = new MemoryBackend();
   let failing = false;
@@ -73,7 +75,7 @@ test('a trap during a call fails that call; the next call has a fresh instance',
   assert.ok(alice.write(state('w', 1)).ACCEPTED);
 });
 
-// proves IO-W8: a call whose instance stopped still has its audit entry
+// proves S-TRAP: a call whose instance stopped still has its audit entry
 test('a write during which the engine stopped is audited FAILED, with why', { skip }, async () => {
   // The clock is an import without an error of its own: its throwing
   // traps the instance (once: the entry is then stamped by it).
@@ -115,6 +117,7 @@ test('the summarizer and ranker a user gives are the ones the cycle calls', { sk
   failing.close();
 });
 
+// proves B5-P4: the refusal names the rule
 test('a cycle stage by stage, disposable; a refused plan throws its plan_error', { skip }, async () => {
   using alice = await open('alice');
   {
@@ -135,6 +138,7 @@ test('a cycle stage by stage, disposable; a refused plan throws its plan_error',
   assert.throws(() => alice.cycle(retrieving), (e) => e instanceof EngramRefusedError && e.answer.plan_error.rule === 'B5-P4');
 });
 
+// proves IO-W7, S-MODE
 test('maintenance: the lock keeps online writes out until the maintenance domain closes', { skip }, async () => {
   const backend = new MemoryBackend();
   const online = await open('alice', { store: backend });
@@ -151,6 +155,7 @@ test('maintenance: the lock keeps online writes out until the maintenance domain
   assert.match(rejected.reason, /locked for maintenance/);
 });
 
+// proves S-FILE
 test('a store given by path is a SQLite file of the shared format, closed with the domain', { skip }, async () => {
   const path = join(dir, 'by-path.db');
   {

@@ -50,6 +50,7 @@ const fact = (agent, request_id, content) => ({
 });
 const byKey = (request_id) => ({ record_type: 'FACT', selector: { ByKey: { key: 'user.diet' } }, request_id });
 
+// proves S-FILE, IO-W2, IO-W6: one file format, retries and domains across hosts
 test('a store written from Node is read by the engram command line', { skip }, async () => {
   const store = join(dir, 'from-node.db');
   const domain = await open('alice', { store });
@@ -91,6 +92,7 @@ test('a store written from Node is read by the engram command line', { skip }, a
   ]);
 });
 
+// proves S-FILE, IO-W2
 test('a store written by the engram command line is read from Node', { skip }, async () => {
   const store = join(dir, 'from-cli.db');
   const [written] = engram(store, ['write', '--agent', 'bob'], JSON.stringify(fact('bob', 'w1', 'Bob eats fish')));

@@ -367,6 +367,7 @@ describe('the Worker in workerd', { skip: notBuilt }, () => {
     await stop(mf);
   });
 
+  // proves IO-W6
   test('an HTTP write, then a read; a cycle runs; two agents cannot see each other; the data survives a restart', async () => {
     const folder = tempFolder();
     let mf = await start(folder);
@@ -443,6 +444,7 @@ describe('the Worker in workerd', { skip: notBuilt }, () => {
     await stop(mf);
   });
 
+  // proves IO-W2, S-EXPORT
   test('calls that arrive together are each answered with an id of their own; an export imports into another agent only under its id', async () => {
     const mf = await start(false);
     const answers = await Promise.all(

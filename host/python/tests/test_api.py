@@ -120,8 +120,8 @@ def test_a_trap_during_a_call_fails_that_call_and_the_next_call_has_a_fresh_inst
         assert "ACCEPTED" in alice.write(state("w", 1))
 
 
-# proves IO-W8: a call whose instance stopped still has its audit entry
-def test_io_w8_a_write_during_which_the_engine_stopped_is_audited_failed_with_why() -> None:
+# proves S-TRAP: a call whose instance stopped still has its audit entry
+def test_a_write_during_which_the_engine_stopped_is_audited_failed_with_why() -> None:
     # The clock is an import without an error of its own: its raising traps
     # the instance (once: the entry is then stamped by it).
     failing = {"on": False}
@@ -145,8 +145,8 @@ def test_io_w8_a_write_during_which_the_engine_stopped_is_audited_failed_with_wh
         assert "ACCEPTED" in alice.write(state("w-after", 2)), "a fresh instance writes"
 
 
-# proves B5-F1: a cycle dropped before its commit persists nothing
-def test_b5_f1_a_cycle_stage_by_stage_and_one_left_without_commit_persists_nothing() -> None:
+# proves B5-D1: a cycle dropped before its commit persists nothing
+def test_b5_d1_a_cycle_stage_by_stage_and_one_left_without_commit_persists_nothing() -> None:
     with Engram() as mem:
         alice = mem.open("alice")
         with alice.cycle(PLAN, session="s", request_id="c1") as cycle:
@@ -183,7 +183,7 @@ def test_b5_p4_a_plan_that_retrieves_without_ranking_is_refused() -> None:
         assert lines[-1]["plan_error"]["rule"] == "B5-P4"
 
 
-# proves IO-W7: under maintenance only MAINTENANCE writes
+# proves IO-W7, S-MODE: under maintenance only MAINTENANCE writes
 def test_io_w7_the_maintenance_lock_keeps_online_writes_out_until_the_maintenance_domain_closes() -> None:
     with Engram() as mem:
         online = mem.open("alice")
@@ -199,7 +199,7 @@ def test_io_w7_the_maintenance_lock_keeps_online_writes_out_until_the_maintenanc
         assert "locked for maintenance" in rejected["reason"]
 
 
-# proves IO-W2: an export imported into another store is the same domain, retries included
+# proves IO-W2, S-EXPORT: an export imported into another store is the same domain, retries included
 def test_io_w2_export_then_import_into_another_store_keeps_ids_and_answers(tmp_path: Path) -> None:
     with Engram() as source:
         alice = source.open("alice")

@@ -41,7 +41,7 @@ def test_io_w8_a_write_that_meets_an_io_error_is_rejected_and_stores_nothing(ope
         assert "ACCEPTED" in alice.write(state("w2", 2))
 
 
-# proves IO-G6 B5-F1: a read that meets an I/O error answers a typed error, never an empty list
+# proves B5-F1: a read that meets an I/O error answers a typed error, never an empty list
 @pytest.mark.parametrize("operation", ["get", "scan", "get_many"])
 def test_b5_f1_a_read_that_meets_an_io_error_answers_a_typed_error(operation: str) -> None:
     store = MemoryStore()

@@ -78,7 +78,7 @@ def test_audit_rows_in_order_filtered_and_the_newest_kept(make_store: Callable[[
     assert ids(store.audit_rows(None, None, None, None, None, 1)) == ["r2"]
 
 
-# proves IO-W7: forget runs under the maintenance lock, and is audited as MAINTENANCE
+# proves IO-W7 S-FORGET: forget runs under the maintenance lock, and is audited as MAINTENANCE
 def test_io_w7_domains_the_maintenance_lock_and_forget(make_store: Callable[[], Backend]) -> None:
     store = make_store()
     for agent in ("bob", "alice", "al"):

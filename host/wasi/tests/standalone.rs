@@ -56,6 +56,7 @@ fn accepted_id(answer: &str) -> String {
     rest.split('"').next().unwrap().to_string()
 }
 
+// proves IO-W2, S-FILE: one file for every host; a retry answers the first id
 #[test]
 fn a_fact_written_by_one_process_is_read_by_the_next_and_by_the_native_host() {
     let dir = tempfile::tempdir().unwrap();
@@ -87,6 +88,7 @@ fn a_fact_written_by_one_process_is_read_by_the_next_and_by_the_native_host() {
     assert_eq!(memory.content, "Vegetarian, no mushrooms.");
 }
 
+// proves IO-W6, S-FILE
 #[test]
 fn what_the_native_host_wrote_the_component_reads_for_its_agent_only() {
     let dir = tempfile::tempdir().unwrap();

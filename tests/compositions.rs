@@ -1,0 +1,98 @@
+//! The components the JavaScript and Python packages load (`engram-js`'s
+//! build script): each imports exactly what its host supplies, nothing of
+//! WASI, and exports the calls only.
+
+use engram_js::{ALGORITHMS, API, PY_API, PY_BUILTIN};
+use wasmparser::{Parser, Payload};
+
+/// The names a component imports and exports itself (not those of the
+/// components and modules nested in it).
+fn world(path: &str) -> (Vec<String>, Vec<String>) {
+    let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("reading {path}: {e}"));
+    let (mut imports, mut exports) = (Vec::new(), Vec::new());
+    let mut depth = 0usize;
+    for payload in Parser::new(0).parse_all(&bytes) {
+        match payload.expect("a valid component") {
+            Payload::ModuleSection { .. } | Payload::ComponentSection { .. } => depth += 1,
+            Payload::End(_) => depth = depth.saturating_sub(1),
+            Payload::ComponentImportSection(section) if depth == 0 => {
+                for import in section {
+                    imports.push(import.expect("an import").name.name.to_owned());
+                }
+            }
+            Payload::ComponentExportSection(section) if depth == 0 => {
+                for export in section {
+                    exports.push(export.expect("an export").name.name.to_owned());
+                }
+            }
+            _ => {}
+        }
+    }
+    imports.sort();
+    exports.sort();
+    println!("{path}\n  imports: {imports:?}\n  exports: {exports:?}");
+    (imports, exports)
+}
+
+/// The composition imports what the JavaScript host supplies, and
+/// nothing of WASI; it exports the calls only.
+#[test]
+fn the_api_imports_the_engines_imports_and_the_host() {
+    let (imports, exports) = world(API);
+    let expected: Vec<String> = [
+        "engram:js/host@0.1.0",
+        "engram:memory/audit@0.1.0",
+        "engram:memory/domain@0.1.0",
+        "engram:memory/persistence@0.1.0",
+        "engram:memory/ranker@0.1.0",
+        "engram:memory/summarizer@0.1.0",
+        "engram:memory/types@0.1.0",
+    ]
+    .map(String::from)
+    .to_vec();
+    assert_eq!(imports, expected);
+    assert_eq!(exports, ["engram:js/calls@0.1.0"]);
+}
+
+/// The Python composition imports `engram:py/store` where the
+/// JavaScript one imports `persistence`, `audit`, `domain` and
+/// `engram:js/host`, and the rest the same.
+#[test]
+fn the_python_api_imports_the_store_instead_of_persistence() {
+    let (imports, exports) = world(PY_API);
+    let expected: Vec<String> = [
+        "engram:memory/ranker@0.1.0",
+        "engram:memory/summarizer@0.1.0",
+        "engram:memory/types@0.1.0",
+        "engram:py/store@0.1.0",
+    ]
+    .map(String::from)
+    .to_vec();
+    assert_eq!(imports, expected);
+    assert_eq!(exports, ["engram:js/calls@0.1.0"]);
+}
+
+/// With the algorithms inside, no summarizer or ranker is imported.
+#[test]
+fn the_builtin_python_api_imports_the_store_and_the_types_only() {
+    let (imports, exports) = world(PY_BUILTIN);
+    assert_eq!(
+        imports,
+        ["engram:memory/types@0.1.0", "engram:py/store@0.1.0"]
+    );
+    assert_eq!(exports, ["engram:js/calls@0.1.0"]);
+}
+
+/// The algorithms import only the types their exports refer to.
+#[test]
+fn the_algorithms_export_the_summarizer_and_the_ranker() {
+    let (imports, exports) = world(ALGORITHMS);
+    assert_eq!(imports, ["engram:memory/types@0.1.0"]);
+    assert_eq!(
+        exports,
+        [
+            "engram:memory/ranker@0.1.0",
+            "engram:memory/summarizer@0.1.0"
+        ]
+    );
+}
