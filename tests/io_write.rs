@@ -346,6 +346,63 @@ backend_test! {
 }
 
 backend_test! {
+    fn io_w8_writers_of_one_domain_take_turns_and_none_is_rejected(fx) {
+        // proves IO-W8, IO-G1: contention alone rejects nothing. Eight
+        // writers of one domain, each a write then a read, on one backend
+        // (threads of one host) and, for a SQLite file, each on a store
+        // opened apart as another process would: a writer that read, then
+        // lost its commit to another, retries, and without turns one of them
+        // loses every retry now and then.
+        let apart = |_: usize| -> Option<std::sync::Arc<engram::SqliteBackend>> {
+            fx.folder()
+                .map(|dir| std::sync::Arc::new(engram::SqliteBackend::open(dir.join("engram.db")).unwrap()))
+        };
+        for separate in [false, true] {
+            if separate && fx.folder().is_none() {
+                continue;
+            }
+            let answers: Vec<WriteResult> = std::thread::scope(|scope| {
+                let handles: Vec<_> = (0..8)
+                    .map(|writer| {
+                        let mut host = match apart(writer).filter(|_| separate) {
+                            Some(store) => engram()
+                                .open("alice", Mode::Online, store.clone(), store)
+                                .unwrap(),
+                            None => fx.open("alice"),
+                        };
+                        scope.spawn(move || {
+                            (0..40)
+                                .map(|i| {
+                                    let id = format!("{separate}-w{writer}-{i}");
+                                    let answer = host
+                                        .write(&request("alice", &id, ingested(i, "summary")))
+                                        .expect("the call succeeds");
+                                    let _ = records(&mut host, RecordType::Event, limit(1));
+                                    answer
+                                })
+                                .collect::<Vec<_>>()
+                        })
+                    })
+                    .collect();
+                handles.into_iter().flat_map(|h| h.join().unwrap()).collect()
+            });
+            let rejected = answers.iter().filter(|a| **a == WriteResult::Rejected).count();
+            assert_eq!(rejected, 0, "{}, stores apart {separate}: REJECTED under contention", fx.name);
+            let mut ids: Vec<_> = answers
+                .iter()
+                .map(|a| match a {
+                    WriteResult::Accepted(id) => id.clone(),
+                    WriteResult::Rejected => unreachable!(),
+                })
+                .collect();
+            ids.sort();
+            ids.dedup();
+            assert_eq!(ids.len(), 320, "{}: one record each", fx.name);
+        }
+    }
+}
+
+backend_test! {
     fn io_w5_the_actor_never_changes_an_outcome(fx) {
         // proves IO-W5, IO-W4: actor is traced, never decided on
         let mut alice = fx.open("alice");

@@ -237,11 +237,13 @@ def test_a_store_written_by_the_engram_command_line_is_read_from_python(tmp_path
         assert mem.export() == cli(engram_bin, store, ["maintenance", "export"])
 
 
-# proves IO-W2 IO-W8: two processes writing one file: every write is ACCEPTED, is there, and is audited once
-def test_two_python_processes_writing_one_file_have_every_write_accepted_and_kept(tmp_path: Path) -> None:
+# proves IO-W2 IO-W8 IO-G1: four processes writing one domain of one file take turns: every write is
+# ACCEPTED (none lost to contention), is there, and is audited once
+def test_four_python_processes_writing_one_file_have_every_write_accepted_and_kept(tmp_path: Path) -> None:
     store = tmp_path / "shared.db"
     SqliteStore(store).close()
-    count = 200
+    count = 150
+    names = ("p", "q", "r", "s")
     writers = [
         subprocess.Popen(
             [sys.executable, str(Path(__file__).with_name("writer.py")), str(store), "alice", name, str(count)],
@@ -251,7 +253,7 @@ def test_two_python_processes_writing_one_file_have_every_write_accepted_and_kep
             text=True,
             env=os.environ.copy(),
         )
-        for name in ("p", "q")
+        for name in names
     ]
     for writer in writers:
         assert writer.stdout is not None and writer.stdout.readline().strip() == "ready", writer.stderr
@@ -266,8 +268,9 @@ def test_two_python_processes_writing_one_file_have_every_write_accepted_and_kep
         for line in out.splitlines():
             request_id, stored = line.split()
             acknowledged[request_id] = stored
-    assert len(acknowledged) == 2 * count, f"only {len(acknowledged)} of {2 * count} writes were ACCEPTED"
-    check_every_write_kept(store, acknowledged, reads=2 * count)
+    total = len(names) * count
+    assert len(acknowledged) == total, f"only {len(acknowledged)} of {total} writes were ACCEPTED"
+    check_every_write_kept(store, acknowledged, reads=total)
 
 
 # proves IO-W2 IO-W8: Python and the engram command line writing one file at once: every write ACCEPTED and kept

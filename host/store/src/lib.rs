@@ -17,6 +17,7 @@ mod postgres;
 pub mod scope;
 mod sqlite;
 mod trail;
+mod turns;
 
 pub use memory::MemoryBackend;
 #[cfg(feature = "postgres")]
@@ -170,7 +171,7 @@ pub trait Backend: Send + Sync {
     /// start with `prefix`, so writers of one domain queue instead of
     /// losing commits to each other; `Ok(true)` when it holds the domain
     /// and [`Backend::unlock_domain`] must follow. The default holds
-    /// nothing (`Ok(false)`): SQLite has one writer at a time already.
+    /// nothing (`Ok(false)`).
     fn lock_domain(&self, prefix: &[u8]) -> Result<bool, StoreError> {
         let _ = prefix;
         Ok(false)
@@ -202,6 +203,19 @@ pub trait Backend: Send + Sync {
 
 /// Whether `sink` is the very object `backend` is: a store that keeps its
 /// own trail, which can then take a commit's entries in its transaction.
+/// The write-lock key of a domain: 64 bits of a hash of its prefix, stable
+/// across hosts and builds (FNV-1a, from a basis of its own). PostgreSQL
+/// takes it as an advisory lock; a SQLite store locks a byte of its trail
+/// file chosen by it (docs/store-format.md, "Sharing a file").
+pub(crate) fn domain_lock_key(prefix: &[u8]) -> i64 {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325 ^ 0x656e_6772_616d; // "engram"
+    for byte in prefix {
+        hash ^= u64::from(*byte);
+        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    hash as i64
+}
+
 pub(crate) fn same_object<T>(backend: &T, sink: &dyn AuditSink) -> bool {
     std::ptr::addr_eq(backend as *const T, sink as *const dyn AuditSink)
 }

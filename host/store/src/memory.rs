@@ -12,6 +12,7 @@ type Map = BTreeMap<Vec<u8>, Vec<u8>>;
 #[derive(Default)]
 pub struct MemoryBackend {
     map: Mutex<Map>,
+    writers: crate::turns::Turns,
 }
 
 impl MemoryBackend {
@@ -28,6 +29,17 @@ impl MemoryBackend {
 }
 
 impl Backend for MemoryBackend {
+    /// Threads writing one domain take turns.
+    fn lock_domain(&self, prefix: &[u8]) -> Result<bool, StoreError> {
+        self.writers
+            .take(crate::domain_lock_key(prefix))
+            .map(|()| true)
+    }
+
+    fn unlock_domain(&self, prefix: &[u8]) {
+        self.writers.give(crate::domain_lock_key(prefix));
+    }
+
     fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, StoreError> {
         Ok(self.lock()?.get(key).cloned())
     }

@@ -108,6 +108,10 @@ pub struct PostgresBackend {
     config: Config,
     schema: String,
     conn: Mutex<Option<Conn>>,
+    /// The threads of this process writing a domain take turns before
+    /// they take its advisory lock (which a session holds once, however
+    /// many of its threads ask).
+    writers: crate::turns::Turns,
 }
 
 /// One live connection and the statements prepared on it.
@@ -177,6 +181,7 @@ impl PostgresBackend {
             config,
             schema,
             conn: Mutex::new(Some(conn)),
+            writers: Default::default(),
         })
     }
 
@@ -382,17 +387,6 @@ impl Conn {
             }
         }
     }
-}
-
-/// The advisory-lock key of a domain: 64 bits of a hash of its prefix,
-/// stable across hosts and builds (FNV-1a), in a space of its own.
-fn domain_lock_key(prefix: &[u8]) -> i64 {
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325 ^ 0x656e_6772_616d; // "engram"
-    for byte in prefix {
-        hash ^= u64::from(*byte);
-        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    hash as i64
 }
 
 /// An audit entry in the form of its table's row.
@@ -604,23 +598,29 @@ impl Backend for PostgresBackend {
     /// writers of one domain, on every host, take turns. The wait is bounded
     /// by the statement timeout; a lost connection releases the lock.
     fn lock_domain(&self, prefix: &[u8]) -> Result<bool, StoreError> {
-        let key = domain_lock_key(prefix);
-        self.with_conn(|conn| {
+        let key = crate::domain_lock_key(prefix);
+        self.writers.take(key)?;
+        let locked = self.with_conn(|conn| {
             conn.client
                 .execute("SELECT pg_advisory_lock($1)", &[&key])
                 .map(|_| true)
                 .map_err(Failure::from)
-        })
+        });
+        if locked.is_err() {
+            self.writers.give(key);
+        }
+        locked
     }
 
     fn unlock_domain(&self, prefix: &[u8]) {
-        let key = domain_lock_key(prefix);
+        let key = crate::domain_lock_key(prefix);
         let _ = self.with_conn(|conn| {
             conn.client
                 .execute("SELECT pg_advisory_unlock($1)", &[&key])
                 .map(drop)
                 .map_err(Failure::from)
         });
+        self.writers.give(key);
     }
 
     fn get_many(&self, keys: &[Vec<u8>]) -> Result<Vec<Option<Vec<u8>>>, StoreError> {

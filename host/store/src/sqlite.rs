@@ -139,6 +139,9 @@ pub struct SqliteBackend {
     trail_gate: RwLock<()>,
     /// `None` when group commit is off.
     group: Option<GroupQueue>,
+    /// The threads of this process writing a domain take turns; other
+    /// processes are kept out by the trail file's range locks.
+    writers: crate::turns::Turns,
 }
 
 impl SqliteBackend {
@@ -292,6 +295,7 @@ impl SqliteBackend {
             trail,
             trail_gate: RwLock::new(()),
             group: options.group_commit.then(GroupQueue::default),
+            writers: Default::default(),
         })
     }
 
@@ -544,6 +548,19 @@ impl Backend for SqliteBackend {
         self.commit_with(preconditions, ops, &[])
     }
 
+    fn lock_domain(&self, prefix: &[u8]) -> Result<bool, StoreError> {
+        if std::env::var_os("NOLOCK").is_some() {
+            return Ok(false);
+        }
+        self.take_domain(prefix)
+    }
+
+    fn unlock_domain(&self, prefix: &[u8]) {
+        let key = crate::domain_lock_key(prefix);
+        self.trail.unlock_domain(key);
+        self.writers.give(key);
+    }
+
     fn commit_audited(
         &self,
         preconditions: &[Precondition],
@@ -560,6 +577,22 @@ impl Backend for SqliteBackend {
 }
 
 impl SqliteBackend {
+    /// Waits until no other thread or process writes the domain: a writer
+    /// reads, then commits on the condition that nothing it read changed,
+    /// so two processes writing one domain without taking turns keep
+    /// undoing each other's work, and one can lose every retry.
+    fn take_domain(&self, prefix: &[u8]) -> Result<bool, StoreError> {
+        let key = crate::domain_lock_key(prefix);
+        self.writers.take(key)?;
+        match self.trail.lock_domain(key) {
+            Ok(()) => Ok(true),
+            Err(error) => {
+                self.writers.give(key);
+                Err(StoreError::Unavailable(format!("{error:#}")))
+            }
+        }
+    }
+
     /// Commits the preconditions, the ops and the audit entries of what
     /// they store atomically: in a transaction of their own, or in a group
     /// with the commits of other threads.

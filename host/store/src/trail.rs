@@ -183,8 +183,74 @@ impl TrailFile {
         Ok(())
     }
 
+    /// Takes the write lock of the domain with lock key `key`: one byte of
+    /// the file, at 2^62 + (`key` as unsigned >> 3), far past any length
+    /// the file reaches; a lock of this open file (an open file description
+    /// lock on Linux), waiting for another process's for at most `wait`.
+    /// Under WASI there is no other process to keep out.
+    pub(super) fn lock_domain(&self, key: i64) -> Result<()> {
+        #[cfg(unix)]
+        {
+            use std::time::Instant;
+            let deadline = Instant::now() + self.wait;
+            let mut pause = Duration::from_micros(100);
+            while !range_lock(&self.file, key, true)
+                .with_context(|| format!("{}: cannot lock the domain", self.shown()))?
+            {
+                if Instant::now() >= deadline {
+                    anyhow::bail!(
+                        "{}: another process kept writing the domain for {:?}",
+                        self.shown(),
+                        self.wait
+                    );
+                }
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(Duration::from_millis(2));
+            }
+        }
+        let _ = key;
+        Ok(())
+    }
+
+    /// Lets the domain's write lock go.
+    pub(super) fn unlock_domain(&self, key: i64) {
+        #[cfg(unix)]
+        let _ = range_lock(&self.file, key, false);
+        let _ = key;
+    }
+
     fn shown(&self) -> std::path::Display<'_> {
         self.path.display()
+    }
+}
+
+/// Takes (`lock`) or lets go of the byte of `file` that stands for the
+/// domain with lock key `key`, without waiting: `Ok(false)` when another
+/// process holds it.
+#[cfg(unix)]
+fn range_lock(file: &File, key: i64, lock: bool) -> std::io::Result<bool> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: `flock` is a plain C struct for which all zeros is valid.
+    let mut range: libc::flock = unsafe { std::mem::zeroed() };
+    range.l_type = if lock { libc::F_WRLCK } else { libc::F_UNLCK } as _;
+    range.l_whence = libc::SEEK_SET as _;
+    range.l_start = ((1u64 << 62) + ((key as u64) >> 3)) as libc::off_t;
+    range.l_len = 1;
+    // Linux: a lock of the open file, so closing another descriptor of the
+    // file (SQLite does) leaves it held; elsewhere, of the process.
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    let command = libc::F_OFD_SETLK;
+    #[cfg(not(any(target_os = "linux", target_os = "android")))]
+    let command = libc::F_SETLK;
+    // SAFETY: the descriptor is open for as long as `file` is, and `range`
+    // outlives the call, which only reads it.
+    if unsafe { libc::fcntl(file.as_raw_fd(), command, &range) } == 0 {
+        return Ok(true);
+    }
+    let error = std::io::Error::last_os_error();
+    match error.raw_os_error() {
+        Some(libc::EAGAIN | libc::EACCES) if lock => Ok(false),
+        _ => Err(error),
     }
 }
 

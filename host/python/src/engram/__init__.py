@@ -322,9 +322,14 @@ class Domain:
             self._generation += 1
         return self._instance
 
-    def _call(self, f: Callable[[Instance], Any], audited: tuple | None = None) -> Any:
+    def _call(self, f: Callable[[Instance], Any], audited: tuple | None = None, *, writes: bool = False) -> Any:
+        """Calls into the instance; a call that ``writes`` waits its turn
+        among the writers of the domain (:meth:`Backend.lock_domain`)."""
         with self._mutex:
             instance = self._live()
+            backend = self._scope.backend
+            if writes:
+                backend.lock_domain(self._scope.prefix)
             try:
                 return f(instance)
             except Failure as failure:
@@ -340,6 +345,9 @@ class Domain:
                 if audited is not None:
                     self._audit_stopped(audited[0], audited[1], why)
                 raise EngineStopped(why) from error
+            finally:
+                if writes:
+                    backend.unlock_domain(self._scope.prefix)
 
     def _audit_stopped(self, operation: str, text: str, why: str) -> None:
         """Audits a single write or read whose instance stopped before it
@@ -389,6 +397,7 @@ class Domain:
         lines = self._call(
             lambda i: i.write(self._input, text, many),
             None if many else ("WRITE", text),
+            writes=True,
         )
         answers = [json.loads(line) for line in lines]
         return answers if many else answers[0]
@@ -469,7 +478,7 @@ class Domain:
         ``{"plan_error"}`` or ``{"cycle_error"}`` last."""
         rid = request_id or f"cycle-{_now_ms()}"
         text = _text(plan)
-        lines = self._call(lambda i: i.run_cycle(text, session, rid, message, response))
+        lines = self._call(lambda i: i.run_cycle(text, session, rid, message, response), writes=True)
         return [json.loads(line) for line in lines]
 
     def audit(self, **query: Any) -> builtins.list[dict]:
@@ -515,7 +524,7 @@ class Domain:
                 items.append(compact(line["item"]))
             else:
                 items.append(compact(line))
-        added = self._call(lambda i: i.import_(items))
+        added = self._call(lambda i: i.import_(items), writes=True)
         return {"agent_id": self.agent, "items": len(items), "new": added}
 
     def forget(self) -> dict:
@@ -580,7 +589,7 @@ class Cycle:
         """Persists the cycle's memories in one commit: ``{"committed":
         [ids]}``; raises :class:`RefusedError` with the ``{"cycle_error"}``."""
         turn = self._live()
-        return json.loads(self._domain._call(lambda _: turn.commit()))
+        return json.loads(self._domain._call(lambda _: turn.commit(), writes=True))
 
     def close(self) -> None:
         """Drops the cycle; nothing not committed is persisted."""

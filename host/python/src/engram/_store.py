@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import struct
+import threading
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol, TypedDict
 
@@ -78,6 +79,16 @@ class Backend(Protocol):
     def append_audit(self, rows: Sequence[AuditRow]) -> None:
         """Appends the rows of calls that commit nothing (reads, refusals)."""
 
+    def lock_domain(self, prefix: bytes) -> None:
+        """Waits until no other thread or process writes the domain whose
+        keys start with ``prefix``; :meth:`unlock_domain` must follow. A
+        writer reads, then commits on the condition that nothing it read
+        changed: writers that do not take turns keep undoing each other's
+        work, and one can lose every retry."""
+
+    def unlock_domain(self, prefix: bytes) -> None:
+        """Lets the next writer of the domain in."""
+
     def audit_rows(
         self,
         agent: str | None,
@@ -101,6 +112,35 @@ def domain_prefix(agent_id: str) -> bytes:
     bytes, 4 bytes big-endian, then its UTF-8 bytes."""
     raw = agent_id.encode("utf-8")
     return struct.pack(">I", len(raw)) + raw
+
+
+def domain_lock_key(prefix: bytes) -> int:
+    """The write-lock key of a domain, as an unsigned 64-bit number: FNV-1a
+    of its prefix from a basis of its own, the same in every host."""
+    value = 0xCBF29CE484222325 ^ 0x656E6772616D  # "engram"
+    for byte in prefix:
+        value = ((value ^ byte) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
+    return value
+
+
+class Turns:
+    """Writers of a domain taking turns within one process: a thread that
+    wants a domain another thread is writing waits until it is let go."""
+
+    def __init__(self) -> None:
+        self._held: set[int] = set()
+        self._freed = threading.Condition()
+
+    def take(self, key: int) -> None:
+        with self._freed:
+            while key in self._held:
+                self._freed.wait()
+            self._held.add(key)
+
+    def give(self, key: int) -> None:
+        with self._freed:
+            self._held.discard(key)
+            self._freed.notify_all()
 
 
 def lock_key(agent_id: str) -> bytes:

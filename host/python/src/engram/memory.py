@@ -7,7 +7,7 @@ import bisect
 import threading
 from collections.abc import Sequence
 
-from ._store import AuditRow, Change, Condition, audit_matches, domains_by_scan, rows_of
+from ._store import AuditRow, Change, Condition, Turns, audit_matches, domain_lock_key, domains_by_scan, rows_of
 
 
 class MemoryStore:
@@ -19,7 +19,15 @@ class MemoryStore:
         self._values: list[bytes] = []
         self._audit: list[AuditRow] = []
         self._lock = threading.RLock()
+        self._writers = Turns()
         self._closed = False
+
+    def lock_domain(self, prefix: bytes) -> None:
+        """Threads writing one domain take turns."""
+        self._writers.take(domain_lock_key(prefix))
+
+    def unlock_domain(self, prefix: bytes) -> None:
+        self._writers.give(domain_lock_key(prefix))
 
     def _open(self) -> None:
         if self._closed:

@@ -16,20 +16,41 @@ be the only one using its store.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import sqlite3
+import struct
+import sys
 import threading
 import time
 from collections.abc import Sequence
 from typing import Any
 
-from ._store import AuditRow, Change, Condition, audit_line, compact, domains_by_scan, row_of_line
+from ._store import (
+    AuditRow,
+    Change,
+    Condition,
+    Turns,
+    audit_line,
+    compact,
+    domain_lock_key,
+    domains_by_scan,
+    row_of_line,
+)
 
 try:
     import fcntl
 except ImportError:  # pragma: no cover - not on Unix
     fcntl = None  # type: ignore[assignment]
+
+#: Open-file-description locks: 64-bit Linux, where ``struct flock`` is
+#: ``hhqqi`` padded to 32 bytes.
+_OFD = (
+    getattr(fcntl, "F_OFD_SETLK", None)
+    if fcntl is not None and sys.platform == "linux" and struct.calcsize("P") == 8
+    else None
+)
 
 #: Marks a SQLite file as an Engram store (``PRAGMA application_id``).
 APPLICATION_ID = 0x454E4752
@@ -101,6 +122,7 @@ class SqliteStore:
         self.trail_path = self.path + "-trail"
         self._busy_timeout = busy_timeout
         self._lock = threading.RLock()
+        self._writers = Turns()
         deadline = time.monotonic() + busy_timeout
         pause = 0.001
         while True:
@@ -339,6 +361,53 @@ class SqliteStore:
                             pass
                     self._share()
             return True
+
+    def lock_domain(self, prefix: bytes) -> None:
+        """Threads of this process writing the domain take turns; other
+        processes are kept out by a lock on one byte of the trail file,
+        waited for at most the busy timeout (docs/store-format.md)."""
+        key = domain_lock_key(prefix)
+        self._writers.take(key)
+        try:
+            deadline = time.monotonic() + self._busy_timeout
+            pause = 0.0001
+            while not self._range_lock(key, True):
+                if time.monotonic() >= deadline:
+                    raise StoreError(
+                        f"{self.trail_path}: another process kept writing the domain for {self._busy_timeout} s"
+                    )
+                time.sleep(pause)
+                pause = min(pause * 2, 0.002)
+        except BaseException:
+            self._writers.give(key)
+            raise
+
+    def unlock_domain(self, prefix: bytes) -> None:
+        key = domain_lock_key(prefix)
+        try:
+            self._range_lock(key, False)
+        finally:
+            self._writers.give(key)
+
+    def _range_lock(self, key: int, lock: bool) -> bool:
+        """Takes (``lock``) or lets go of the byte of the trail file at
+        2^62 + (``key`` >> 3) without waiting: False when another process
+        holds it. On 64-bit Linux a lock of the open file, as the Rust
+        host's; elsewhere one of the process."""
+        if fcntl is None:
+            return True
+        start = (1 << 62) + (key >> 3)
+        try:
+            if _OFD is not None:
+                kind = fcntl.F_WRLCK if lock else fcntl.F_UNLCK
+                fcntl.fcntl(self._trail, _OFD, struct.pack("hhqqi4x", kind, os.SEEK_SET, start, 1, 0))
+            else:
+                fcntl.lockf(self._trail, (fcntl.LOCK_EX | fcntl.LOCK_NB) if lock else fcntl.LOCK_UN, 1, start)
+            return True
+        except OSError as error:
+            if lock and error.errno in (errno.EAGAIN, errno.EACCES):
+                return False
+            raise StoreError(f"{self.trail_path}: cannot lock the domain: {error.strerror}") from None
 
     def append_audit(self, rows: Sequence[AuditRow]) -> None:
         """Appends the rows to the trail file, one JSON line each, with one
