@@ -287,7 +287,7 @@ fn call(step: &Value, dir: &Path) -> Call {
     Call { args, stdin }
 }
 
-/// The exit code an answer implies (see the README's exit codes).
+/// The exit code an answer implies (see the exit codes in docs/reference.md).
 fn implied_exit(step: &Value, answers: &[Value]) -> i32 {
     let refused = answers.iter().any(|a| {
         a == "REJECTED"

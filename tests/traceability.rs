@@ -4,7 +4,7 @@
 //! IO-W8, MT-2: …`, `# proves B5-D1`; the IDs before the first colon, words
 //! in parentheses left out); a line of a shared scenario names them at the
 //! start of its `note`. The rules are those of `docs/rules.md` and the
-//! choices listed in the README under "Where the seeds are silent" (`S-…`).
+//! choices listed in `docs/choices.md` ("Where the seeds are silent", `S-…`).
 //!
 //! `docs/traceability.md` is generated from them and must be up to date
 //! (`ENGRAM_UPDATE_TRACEABILITY=1 cargo test --test traceability` writes
@@ -37,7 +37,7 @@ struct Rule {
 }
 
 /// The rules of `docs/rules.md` (the rows of its tables) and the choices of
-/// the README's "Where the seeds are silent" (the bullets that give an ID).
+/// `docs/choices.md`, "Where the seeds are silent" (the bullets that give an ID).
 fn rules() -> Vec<Rule> {
     let mut rules = Vec::new();
     for line in read(&root().join("docs/rules.md")).lines() {
@@ -54,13 +54,8 @@ fn rules() -> Vec<Rule> {
             });
         }
     }
-    let readme = read(&root().join("README.md"));
-    let section = readme
-        .split("\n## Where the seeds are silent")
-        .nth(1)
-        .expect("the README's section \"Where the seeds are silent\"");
-    let section = section.split("\n## ").next().unwrap_or(section);
-    for line in section.lines() {
+    let choices = read(&root().join("docs/choices.md"));
+    for line in choices.lines() {
         let Some(bullet) = line.strip_prefix("- **") else {
             continue;
         };
@@ -449,7 +444,7 @@ fn traceability() -> String {
          --test traceability`\nwrites it again. A test proves a rule when its name or a \
          comment starting with `proves` names\nthe rule's ID ([rules.md](rules.md)); a \
          scenario line, when its `note` does. `S-…` are the\nchoices made where the seeds \
-         are silent (README).\n\n\
+         are silent ([choices.md](choices.md)).\n\n\
          Hosts: **Rust library** — `tests/` over the library, and the crates' own tests; \
          **command\nline** — the `engram` binary (`tests/cli.rs`, `scenarios.rs`, \
          `store_open.rs`,\n`crash_consistency.rs`, `cache.rs`, `multihost.rs`); **WASI** — \
@@ -537,7 +532,7 @@ fn every_rule_a_test_claims_is_a_rule_of_the_contract_or_a_named_choice() {
     let known: BTreeSet<String> = rules().into_iter().map(|r| r.id).collect();
     assert!(
         known.len() > 50,
-        "the rules were not found in docs/rules.md and the README: {known:?}"
+        "the rules were not found in docs/rules.md and docs/choices.md: {known:?}"
     );
     let (tests, mut problems) = every_test();
     assert!(

@@ -68,6 +68,11 @@ const PERSISTENCE: &str = "engram:memory/persistence@0.1.0";
 /// What the Python composition leaves for the Python host to supply.
 const PY_HOST: &[&str] = &["engram:memory/", "engram:js/", "engram:py/"];
 
+/// The SQLite schema every host runs, put beside the components: the
+/// JavaScript and Python packages embed it from there.
+const SQLITE_SCHEMA: &str = "host/store/src/sqlite-schema.sql";
+const SQLITE_SCHEMA_FILE: &str = "sqlite-schema.sql";
+
 fn main() -> Result<()> {
     let out_dir = PathBuf::from(env::var_os("OUT_DIR").context("OUT_DIR is not set")?);
     let manifest_dir =
@@ -88,6 +93,7 @@ fn main() -> Result<()> {
         "host/python/wit",
         "host/model",
         "host/algorithms",
+        SQLITE_SCHEMA,
         "wit",
         "Cargo.toml",
         "Cargo.lock",
@@ -132,6 +138,9 @@ fn main() -> Result<()> {
         write_if_changed(&js_dir.join(name), bytes)?;
         println!("cargo:rustc-env={var}={}", path.display());
     }
+    let schema = read(&workspace.join(SQLITE_SCHEMA))?;
+    write_if_changed(&out_dir.join(SQLITE_SCHEMA_FILE), &schema)?;
+    write_if_changed(&js_dir.join(SQLITE_SCHEMA_FILE), &schema)?;
     Ok(())
 }
 

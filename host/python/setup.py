@@ -3,7 +3,8 @@
 The components are built by cargo from this repository (``engram-js``'s
 build script writes ``engram-py.wasm``, ``engram-py-builtin.wasm`` and
 ``engram-algorithms.wasm`` to
-``js/`` in the workspace's target folder); ``ENGRAM_WASM_DIR`` names a
+``js/`` in the workspace's target folder, and the SQLite schema every host
+runs, ``sqlite-schema.sql``, beside them); ``ENGRAM_WASM_DIR`` names a
 folder that already holds them instead.
 """
 
@@ -16,7 +17,8 @@ from pathlib import Path
 from setuptools import setup
 from setuptools.command.build_py import build_py
 
-COMPONENTS = ("engram-py.wasm", "engram-py-builtin.wasm", "engram-algorithms.wasm")
+#: What the Rust build puts beside them too: the SQLite schema every host runs.
+COMPONENTS = ("engram-py.wasm", "engram-py-builtin.wasm", "engram-algorithms.wasm", "sqlite-schema.sql")
 REPOSITORY = Path(__file__).resolve().parent.parent.parent
 
 

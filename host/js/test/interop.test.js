@@ -116,3 +116,29 @@ test('a store written by the engram command line is read from Node', { skip }, a
     domain.close();
   }
 });
+
+/** The schema a store holds: every table and index with its SQL text. */
+function schemaOf(path) {
+  const db = new DatabaseSync(path);
+  try {
+    return db.prepare('SELECT type, name, tbl_name, sql FROM sqlite_schema ORDER BY name').all();
+  } finally {
+    db.close();
+  }
+}
+
+// proves S-FILE: one schema text, run by every host: a store Node creates
+// holds, table by table, the SQL the command line's holds
+test('a store created from Node has the schema text of one the command line creates', { skip }, async () => {
+  const fromNode = join(dir, 'schema-node.db');
+  const fromCli = join(dir, 'schema-cli.db');
+  const domain = await open('alice', { store: fromNode });
+  domain.close();
+  engram(fromCli, ['write', '--agent', 'alice'], JSON.stringify(fact('alice', 'w1', 'Alice is vegetarian')));
+  const node = schemaOf(fromNode);
+  assert.deepEqual(
+    node.map((row) => row.name),
+    ['engram_audit', 'engram_audit_agent', 'engram_kv', 'engram_trail'],
+  );
+  assert.deepEqual(node, schemaOf(fromCli));
+});

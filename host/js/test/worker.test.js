@@ -46,7 +46,7 @@ function workerModules() {
     ...filesUnder('worker').filter((p) => p.endsWith('.js') && p !== 'worker/index.js'),
     ...filesUnder('src').filter((p) => p.endsWith('.js') && !NODE_ONLY.has(p)),
   ];
-  const generated = COMPONENTS.flatMap((name) => filesUnder(join('gen', name)));
+  const generated = ['gen/sqlite-schema.js', ...COMPONENTS.flatMap((name) => filesUnder(join('gen', name)))];
   return [
     ...scripts.map((path) => ({ type: 'ESModule', path: join(root, path) })),
     ...generated.filter((p) => p.endsWith('.js')).map((path) => ({ type: 'ESModule', path: join(root, path) })),
@@ -320,7 +320,7 @@ test('the Durable Object backend in workerd: the backend contract and the tables
   const mf = new Runtime({
     modules: [
       { type: 'ESModule', path: join(root, 'test/do-backend-probe.js'), contents: BACKEND_PROBE },
-      ...['src/backend.js', 'src/backends/durable-object.js', 'src/maintenance.js'].map((path) => ({
+      ...['src/backend.js', 'src/backends/durable-object.js', 'src/maintenance.js', 'gen/sqlite-schema.js'].map((path) => ({
         type: 'ESModule',
         path: join(root, path),
       })),

@@ -96,6 +96,27 @@ def test_io_w7_domains_the_maintenance_lock_and_forget(make_store: Callable[[], 
     assert audited["source"] == '{"agent_id":"alice","component":"MAINTENANCE","actor":"SYSTEM"}'
 
 
+def _schema_of(path: Path) -> list[tuple]:
+    db = sqlite3.connect(path)
+    try:
+        return db.execute("SELECT type, name, tbl_name, sql FROM sqlite_schema ORDER BY name").fetchall()
+    finally:
+        db.close()
+
+
+# proves S-FILE: one schema text, run by every host: a store Python creates holds, table by table, the SQL
+# the command line's holds
+def test_a_store_created_from_python_has_the_schema_text_of_one_the_command_line_creates(
+    tmp_path: Path, engram_bin: str
+) -> None:
+    from_python, from_cli = tmp_path / "python.db", tmp_path / "cli.db"
+    SqliteStore(from_python).close()
+    cli(engram_bin, from_cli, ["write", "--agent", "alice"], json.dumps(fact("w1", "Alice is vegetarian")))
+    python = _schema_of(from_python)
+    assert [row[1] for row in python] == ["engram_audit", "engram_audit_agent", "engram_kv", "engram_trail"]
+    assert python == _schema_of(from_cli)
+
+
 def test_the_lock_area_is_above_every_domain() -> None:
     assert LOCK_AREA[0] == 0xFF
     assert domain_prefix("alice") == b"\x00\x00\x00\x05alice"

@@ -37,41 +37,43 @@ use std::time::Duration;
 
 /// Marks a SQLite file as an Engram store (`PRAGMA application_id`).
 const APPLICATION_ID: i32 = 0x454e_4752; // "ENGR"
-/// The schema version this build reads and writes (`PRAGMA user_version`).
-/// Version 2 added `engram_trail`; a version-1 store is brought to it when
-/// opened.
-const SCHEMA_VERSION: i32 = 2;
+/// The schema, every version of it: the one text every host runs.
+const SCHEMA: &str = include_str!("sqlite-schema.sql");
 
-const SCHEMA: &str = "
-CREATE TABLE engram_kv (
-    key   BLOB PRIMARY KEY NOT NULL,
-    value BLOB NOT NULL
-) WITHOUT ROWID;
-CREATE TABLE engram_audit (
-    seq             INTEGER PRIMARY KEY,
-    at              INTEGER NOT NULL,
-    agent_id        TEXT NOT NULL,
-    request_id      TEXT NOT NULL,
-    operation       TEXT NOT NULL,
-    source          TEXT,
-    record_type     TEXT,
-    outcome         TEXT NOT NULL,
-    stored_id       TEXT,
-    count           INTEGER,
-    reason          TEXT
-);
-CREATE INDEX engram_audit_agent ON engram_audit (agent_id, seq);
-";
+/// The statements of each version of [`SCHEMA`], oldest first: the text
+/// after each line `-- version N`, up to the next.
+fn schema_versions() -> Vec<(i32, &'static str)> {
+    let mut versions = Vec::new();
+    let mut rest = SCHEMA;
+    while let Some(at) = rest.find("\n-- version ") {
+        let after = &rest[at + "\n-- version ".len()..];
+        let digits = after.bytes().take_while(u8::is_ascii_digit).count();
+        let version = after[..digits]
+            .parse()
+            .expect("a version number after `-- version`");
+        let body = after.find('\n').map_or("", |end| &after[end..]);
+        let next = body.find("\n-- version ").unwrap_or(body.len());
+        versions.push((version, &body[..next]));
+        rest = &body[next..];
+    }
+    versions
+}
 
-/// Version 2: how far the trail file's entries are moved into
-/// `engram_audit` (see [`trail`](super::trail)).
-const TRAIL_SCHEMA: &str = "
-CREATE TABLE engram_trail (
-    id    INTEGER PRIMARY KEY CHECK (id = 1),
-    moved INTEGER NOT NULL
-);
-INSERT INTO engram_trail (id, moved) VALUES (1, 0);
-";
+/// The schema version this build reads and writes (`PRAGMA user_version`):
+/// the last of [`SCHEMA`]. Version 2 added `engram_trail`; a store of an
+/// older version is brought to it when opened.
+fn schema_version() -> i32 {
+    schema_versions().last().map_or(0, |(version, _)| *version)
+}
+
+/// The statements that bring a store of version `from` to the last one.
+fn schema_after(from: i32) -> String {
+    schema_versions()
+        .into_iter()
+        .filter(|(version, _)| *version > from)
+        .map(|(_, statements)| statements)
+        .collect()
+}
 
 /// How hard SQLite works to make a commit durable (`PRAGMA synchronous`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -216,12 +218,13 @@ impl SqliteBackend {
             found = identify(&conn)?;
             let created = if found == (0, 0, 0) {
                 conn.execute_batch(&format!(
-                    "{SCHEMA}
-                     {TRAIL_SCHEMA}
+                    "{}
                      PRAGMA application_id = {APPLICATION_ID};
-                     PRAGMA user_version = {SCHEMA_VERSION};"
+                     PRAGMA user_version = {};",
+                    schema_after(0),
+                    schema_version()
                 ))
-                .map(|()| (APPLICATION_ID, SCHEMA_VERSION, 1))
+                .map(|()| (APPLICATION_ID, schema_version(), 1))
             } else {
                 Ok(found)
             };
@@ -231,17 +234,21 @@ impl SqliteBackend {
             }
             found = finished.map_err(failed("cannot create the store"))?;
         }
-        if found.0 == APPLICATION_ID && found.1 == 1 {
-            // Version 1 had no `engram_trail`: its trail file is moved from
-            // the start.
+        let current = schema_version();
+        let older =
+            |found: (i32, i32, i64)| found.0 == APPLICATION_ID && (1..current).contains(&found.1);
+        if older(found) {
+            // The versions after its own, under the write lock. Version 1
+            // had no `engram_trail`: its trail file is moved from the start.
             conn.execute_batch("BEGIN IMMEDIATE")
                 .map_err(failed("cannot upgrade the store"))?;
             found = identify(&conn)?;
-            let upgraded = if found.1 == 1 {
+            let upgraded = if older(found) {
                 conn.execute_batch(&format!(
-                    "{TRAIL_SCHEMA} PRAGMA user_version = {SCHEMA_VERSION};"
+                    "{} PRAGMA user_version = {current};",
+                    schema_after(found.1)
                 ))
-                .map(|()| (APPLICATION_ID, SCHEMA_VERSION, found.2))
+                .map(|()| (APPLICATION_ID, current, found.2))
             } else {
                 Ok(found)
             };
@@ -252,10 +259,10 @@ impl SqliteBackend {
             found = finished.map_err(failed("cannot upgrade the store"))?;
         }
         match found {
-            (APPLICATION_ID, SCHEMA_VERSION, _) => {}
+            (APPLICATION_ID, version, _) if version == current => {}
             (APPLICATION_ID, other, _) => {
                 bail!(
-                    "{shown}: Engram store of schema version {other}; this build reads version {SCHEMA_VERSION}"
+                    "{shown}: Engram store of schema version {other}; this build reads version {current}"
                 )
             }
             _ => bail!("{shown}: not an Engram store (it is another SQLite database)"),

@@ -17,6 +17,7 @@
 // SQL API is.
 
 import { auditMatches, domainsByScan, sameBytes } from '../backend.js';
+import { SCHEMA_VERSIONS } from '../../gen/sqlite-schema.js';
 
 /** The schema version this backend writes and reads (`engram_schema`). */
 export const SCHEMA_VERSION = 1;
@@ -27,26 +28,11 @@ export const AUDIT_COLUMNS = Object.freeze([
   'outcome', 'stored_id', 'count', 'reason',
 ]);
 
+/** Version 1 of the schema every host runs (no trail: a Durable Object
+ * appends every audit row in its own transaction), and the version row. */
 const SCHEMA = [
   'CREATE TABLE engram_schema (version INTEGER NOT NULL)',
-  `CREATE TABLE engram_kv (
-    key   BLOB PRIMARY KEY NOT NULL,
-    value BLOB NOT NULL
-  ) WITHOUT ROWID`,
-  `CREATE TABLE engram_audit (
-    seq         INTEGER PRIMARY KEY,
-    at          INTEGER NOT NULL,
-    agent_id    TEXT NOT NULL,
-    request_id  TEXT NOT NULL,
-    operation   TEXT NOT NULL,
-    source      TEXT,
-    record_type TEXT,
-    outcome     TEXT NOT NULL,
-    stored_id   TEXT,
-    count       INTEGER,
-    reason      TEXT
-  )`,
-  'CREATE INDEX engram_audit_agent ON engram_audit (agent_id, seq)',
+  ...SCHEMA_VERSIONS[0].statements,
 ];
 
 const INSERT_AUDIT = `INSERT INTO engram_audit (${AUDIT_COLUMNS.join(', ')})

@@ -10,6 +10,7 @@
 
 import { DatabaseSync } from 'node:sqlite';
 import fs from 'node:fs';
+import { SCHEMA_VERSIONS } from '../../gen/sqlite-schema.js';
 import {
   auditLine,
   auditRowOfLine,
@@ -19,38 +20,20 @@ import {
 
 /** Marks a SQLite file as an Engram store (`PRAGMA application_id`). */
 export const APPLICATION_ID = 0x454e4752;
-/** The schema version this host reads and writes (`PRAGMA user_version`). */
-export const SCHEMA_VERSION = 2;
+/** The schema version this host reads and writes (`PRAGMA user_version`):
+ * the last of the schema every host runs. */
+export const SCHEMA_VERSION = SCHEMA_VERSIONS[SCHEMA_VERSIONS.length - 1].version;
 
-/** Version 2: how far the trail file is moved into `engram_audit`. */
-const TRAIL_SCHEMA = `
-CREATE TABLE engram_trail (
-    id    INTEGER PRIMARY KEY CHECK (id = 1),
-    moved INTEGER NOT NULL
-);
-INSERT INTO engram_trail (id, moved) VALUES (1, 0);
-`;
-
-const SCHEMA = `
-CREATE TABLE engram_kv (
-    key   BLOB PRIMARY KEY NOT NULL,
-    value BLOB NOT NULL
-) WITHOUT ROWID;
-CREATE TABLE engram_audit (
-    seq             INTEGER PRIMARY KEY,
-    at              INTEGER NOT NULL,
-    agent_id        TEXT NOT NULL,
-    request_id      TEXT NOT NULL,
-    operation       TEXT NOT NULL,
-    source          TEXT,
-    record_type     TEXT,
-    outcome         TEXT NOT NULL,
-    stored_id       TEXT,
-    count           INTEGER,
-    reason          TEXT
-);
-CREATE INDEX engram_audit_agent ON engram_audit (agent_id, seq);
-`;
+/**
+ * The statements that bring a store of version `from` to the last one.
+ * @param {number} from
+ */
+function schemaAfter(from) {
+  return SCHEMA_VERSIONS.filter((v) => v.version > from)
+    .flatMap((v) => v.statements)
+    .map((statement) => `${statement};`)
+    .join('\n');
+}
 
 /**
  * Options for opening a SQLite store.
@@ -94,7 +77,7 @@ export class SqliteBackend {
           found = identify(db, path);
           if (found.app === 0 && found.version === 0 && found.objects === 0) {
             db.exec(
-              `${SCHEMA} ${TRAIL_SCHEMA} PRAGMA application_id = ${APPLICATION_ID}; PRAGMA user_version = ${SCHEMA_VERSION};`,
+              `${schemaAfter(0)} PRAGMA application_id = ${APPLICATION_ID}; PRAGMA user_version = ${SCHEMA_VERSION};`,
             );
             found = { app: APPLICATION_ID, version: SCHEMA_VERSION, objects: 1 };
           }
@@ -107,14 +90,15 @@ export class SqliteBackend {
       if (found.app !== APPLICATION_ID) {
         throw new Error(`${path}: not an Engram store (it is another SQLite database)`);
       }
-      if (found.version === 1) {
-        // Version 1 had no `engram_trail`: its trail file is moved from
-        // the start.
+      const older = (/** @type {{version: number}} */ f) => f.version >= 1 && f.version < SCHEMA_VERSION;
+      if (older(found)) {
+        // The versions after its own, under the write lock. Version 1 had
+        // no `engram_trail`: its trail file is moved from the start.
         db.exec('BEGIN IMMEDIATE');
         try {
           found = identify(db, path);
-          if (found.version === 1) {
-            db.exec(`${TRAIL_SCHEMA} PRAGMA user_version = ${SCHEMA_VERSION};`);
+          if (older(found)) {
+            db.exec(`${schemaAfter(found.version)} PRAGMA user_version = ${SCHEMA_VERSION};`);
             found = { ...found, version: SCHEMA_VERSION };
           }
           db.exec('COMMIT');

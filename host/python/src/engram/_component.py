@@ -23,17 +23,17 @@ that a value crosses in one copy. The default summarizer and ranker are
 from __future__ import annotations
 
 import json
-import os
 import secrets
 import struct
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from importlib import resources
 from typing import Any, Protocol
 
 import wasmtime
 from wasmtime import component as wc
+
+from ._store import packaged
 
 VERSION = "@0.1.0"
 CALLS = "engram:js/calls" + VERSION
@@ -92,20 +92,6 @@ class EngineEntry:
     outcome: tuple[str, Any]
 
 
-def _wasm(name: str) -> bytes:
-    """A component's bytes: from ``ENGRAM_WASM_DIR`` when it is set (a
-    checkout's build), else from the package."""
-    override = os.environ.get("ENGRAM_WASM_DIR")
-    try:
-        if override:
-            with open(os.path.join(override, name), "rb") as file:
-                return file.read()
-        return resources.files("engram").joinpath("wasm").joinpath(name).read_bytes()
-    except FileNotFoundError:
-        where = override or "the package (install it with pip, which builds it)"
-        raise RuntimeError(f"engram: the engine's component {name} is not in {where}") from None
-
-
 def _record(**fields: Any) -> wc.Record:
     record = wc.Record()
     for name, value in fields.items():
@@ -150,7 +136,7 @@ class Runtime:
         with self._compiling:
             component = self._components.get(name)
             if component is None:
-                component = self._components[name] = wc.Component(self.engine, _wasm(name))
+                component = self._components[name] = wc.Component(self.engine, packaged(name))
             return component
 
     def api(self, builtin: bool) -> wc.Component:

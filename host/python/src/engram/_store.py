@@ -11,9 +11,11 @@ keeps bytes in bytewise key order.
 from __future__ import annotations
 
 import json
+import os
 import struct
 import threading
 from collections.abc import Iterable, Mapping, Sequence
+from importlib import resources
 from typing import Any, Protocol, TypedDict
 
 #: The longest agent id a domain may be opened for, in bytes.
@@ -105,6 +107,21 @@ class Backend(Protocol):
 
     def close(self) -> None:
         """Lets the store go; no call may follow."""
+
+
+def packaged(name: str) -> bytes:
+    """A file the build put into the package (a component, the SQLite
+    schema): from ``ENGRAM_WASM_DIR`` when it is set (a checkout's build),
+    else from the package."""
+    override = os.environ.get("ENGRAM_WASM_DIR")
+    try:
+        if override:
+            with open(os.path.join(override, name), "rb") as file:
+                return file.read()
+        return resources.files("engram").joinpath("wasm").joinpath(name).read_bytes()
+    except FileNotFoundError:
+        where = override or "the package (install it with pip, which builds it)"
+        raise RuntimeError(f"engram: the file {name} is not in {where}") from None
 
 
 def domain_prefix(agent_id: str) -> bytes:

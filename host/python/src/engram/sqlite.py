@@ -19,6 +19,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import re
 import sqlite3
 import struct
 import sys
@@ -36,6 +37,7 @@ from ._store import (
     compact,
     domain_lock_key,
     domains_by_scan,
+    packaged,
     row_of_line,
 )
 
@@ -54,37 +56,30 @@ _OFD = (
 
 #: Marks a SQLite file as an Engram store (``PRAGMA application_id``).
 APPLICATION_ID = 0x454E4752
-#: The schema version this host reads and writes (``PRAGMA user_version``).
-SCHEMA_VERSION = 2
 
-_SCHEMA = """
-CREATE TABLE engram_kv (
-    key   BLOB PRIMARY KEY NOT NULL,
-    value BLOB NOT NULL
-) WITHOUT ROWID;
-CREATE TABLE engram_audit (
-    seq             INTEGER PRIMARY KEY,
-    at              INTEGER NOT NULL,
-    agent_id        TEXT NOT NULL,
-    request_id      TEXT NOT NULL,
-    operation       TEXT NOT NULL,
-    source          TEXT,
-    record_type     TEXT,
-    outcome         TEXT NOT NULL,
-    stored_id       TEXT,
-    count           INTEGER,
-    reason          TEXT
-);
-CREATE INDEX engram_audit_agent ON engram_audit (agent_id, seq);
-"""
 
-_TRAIL_SCHEMA = """
-CREATE TABLE engram_trail (
-    id    INTEGER PRIMARY KEY CHECK (id = 1),
-    moved INTEGER NOT NULL
-);
-INSERT INTO engram_trail (id, moved) VALUES (1, 0);
-"""
+def _schema_versions() -> list[tuple[int, list[str]]]:
+    """The statements of each version of the SQLite schema every host runs
+    (``sqlite-schema.sql``), oldest first: the text after each line
+    ``-- version N``, split after each ``;`` that ends a line."""
+    text = packaged("sqlite-schema.sql").decode("utf-8")
+    parts = re.split(r"^-- version (\d+)[^\n]*$", text, flags=re.M)
+    return [
+        (int(parts[i]), [s.strip() for s in re.split(r";\s*$", parts[i + 1], flags=re.M) if s.strip()])
+        for i in range(1, len(parts), 2)
+    ]
+
+
+_VERSIONS = _schema_versions()
+#: The schema version this host reads and writes (``PRAGMA user_version``):
+#: the last of the schema.
+SCHEMA_VERSION = _VERSIONS[-1][0]
+
+
+def _schema_after(version: int) -> list[str]:
+    """The statements that bring a store of ``version`` to the last one."""
+    return [statement for v, statements in _VERSIONS if v > version for statement in statements]
+
 
 _INSERT_AUDIT = """INSERT INTO engram_audit (at, agent_id, request_id, operation, source, record_type,
     outcome, stored_id, count, reason) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"""
@@ -171,14 +166,16 @@ class SqliteStore:
             raise self._failed("cannot read the store", error) from None
         return int(row[0]), int(row[1]), int(row[2])
 
-    def _transaction(self, conn: sqlite3.Connection, doing: str, script: str, still: Any) -> tuple[int, int, int]:
+    def _transaction(
+        self, conn: sqlite3.Connection, doing: str, statements: list[str], still: Any
+    ) -> tuple[int, int, int]:
         """Runs ``script`` in ``BEGIN IMMEDIATE`` if ``still(found)`` holds
         once the write lock is taken; the marks found after."""
         try:
             conn.execute("BEGIN IMMEDIATE")
             found = self._identify(conn)
             if still(found):
-                for statement in _statements(script):
+                for statement in statements:
                     conn.execute(statement)
                 found = self._identify(conn)
             conn.execute("COMMIT")
@@ -201,19 +198,25 @@ class SqliteStore:
                 found = self._transaction(
                     conn,
                     "cannot create the store",
-                    _SCHEMA
-                    + _TRAIL_SCHEMA
-                    + f"PRAGMA application_id = {APPLICATION_ID};\nPRAGMA user_version = {SCHEMA_VERSION};",
+                    [
+                        *_schema_after(0),
+                        f"PRAGMA application_id = {APPLICATION_ID}",
+                        f"PRAGMA user_version = {SCHEMA_VERSION}",
+                    ],
                     lambda f: f == (0, 0, 0),
                 )
-            if found[0] == APPLICATION_ID and found[1] == 1:
-                # Version 1 had no `engram_trail`: its trail file is moved
-                # from the start.
+
+            def older(f: tuple[int, int, int]) -> bool:
+                return f[0] == APPLICATION_ID and 1 <= f[1] < SCHEMA_VERSION
+
+            if older(found):
+                # The versions after its own. Version 1 had no
+                # `engram_trail`: its trail file is moved from the start.
                 found = self._transaction(
                     conn,
                     "cannot upgrade the store",
-                    _TRAIL_SCHEMA + f"PRAGMA user_version = {SCHEMA_VERSION};",
-                    lambda f: f[1] == 1,
+                    [*_schema_after(found[1]), f"PRAGMA user_version = {SCHEMA_VERSION}"],
+                    older,
                 )
             if found[0] != APPLICATION_ID:
                 raise StoreError(f"{self.path}: not an Engram store (it is another SQLite database)")
@@ -468,10 +471,6 @@ class SqliteStore:
 
     def __exit__(self, *_: Any) -> None:
         self.close()
-
-
-def _statements(script: str) -> list[str]:
-    return [s.strip() for s in script.split(";") if s.strip()]
 
 
 def _parse_line(line: bytes) -> AuditRow | None:

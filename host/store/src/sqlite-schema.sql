@@ -1,0 +1,32 @@
+-- The tables of an Engram store in SQLite, the one text every host runs
+-- (docs/store-format.md describes them). A new file gets every version
+-- below, then `PRAGMA application_id = 0x454E4752` and `PRAGMA
+-- user_version` set to the last version; a file of an older version gets
+-- the versions after its own. Each version starts at a line `-- version N`.
+
+-- version 1
+CREATE TABLE engram_kv (
+    key   BLOB PRIMARY KEY NOT NULL,
+    value BLOB NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE engram_audit (
+    seq             INTEGER PRIMARY KEY,
+    at              INTEGER NOT NULL,
+    agent_id        TEXT NOT NULL,
+    request_id      TEXT NOT NULL,
+    operation       TEXT NOT NULL,
+    source          TEXT,
+    record_type     TEXT,
+    outcome         TEXT NOT NULL,
+    stored_id       TEXT,
+    count           INTEGER,
+    reason          TEXT
+);
+CREATE INDEX engram_audit_agent ON engram_audit (agent_id, seq);
+
+-- version 2: how far the trail file's entries are moved into engram_audit
+CREATE TABLE engram_trail (
+    id    INTEGER PRIMARY KEY CHECK (id = 1),
+    moved INTEGER NOT NULL
+);
+INSERT INTO engram_trail (id, moved) VALUES (1, 0);
