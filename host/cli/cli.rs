@@ -303,26 +303,10 @@ pub fn main() -> u8 {
     match run(cli) {
         Ok(code) => code,
         Err(Exit(code, message)) => {
-            eprintln!("engram: {}", one_line(&message));
+            eprintln!("engram: {}", engram_model::size::one_line(&message));
             code
         }
     }
-}
-
-/// A message on one line: control characters (a newline, `\r`, ESC from
-/// the input) are shown escaped, never acted on by the terminal.
-fn one_line(message: &str) -> String {
-    message
-        .chars()
-        .flat_map(|c| {
-            let escaped: Vec<char> = if c.is_control() {
-                c.escape_default().collect()
-            } else {
-                vec![c]
-            };
-            escaped
-        })
-        .collect()
 }
 
 /// An error as the user sees it: each cause's first line, the engine's

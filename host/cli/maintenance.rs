@@ -52,49 +52,6 @@ pub enum Maintenance {
 /// Items one export call returns at most: the default read-limit ceiling
 /// of the engine the CLI opens.
 const EXPORT_PAGE: u32 = 1_000;
-/// Items one import commit takes at most.
-const IMPORT_BATCH: usize = 500;
-/// What one import commit may carry, in the host's measure of records and
-/// in index entries: well inside the host's batch limits
-/// (`Config::max_batch_bytes`, `Config::max_batch_ops`).
-const IMPORT_BYTES: usize = 4 << 20;
-const IMPORT_OPS: usize = 4_000;
-
-/// Cuts items into import commits within the limits above.
-fn batches(items: &[ExportedItem]) -> Vec<&[ExportedItem]> {
-    let mut batches = Vec::new();
-    let (mut start, mut bytes, mut ops) = (0, 0, 0);
-    for (i, item) in items.iter().enumerate() {
-        let (size, entries) = match item {
-            ExportedItem::Record(r) => {
-                let keywords = match &r.record {
-                    engram::types::MemoryRecord::Event(e) => match &e.payload {
-                        engram::types::EventPayload::Ingested(m) => m.keywords.len(),
-                        _ => 0,
-                    },
-                    _ => 0,
-                };
-                (engram::limits::record_size(&r.record) + 256, 6 + keywords)
-            }
-            _ => (512, 1),
-        };
-        if i > start
-            && (i - start >= IMPORT_BATCH
-                || bytes + size > IMPORT_BYTES
-                || ops + entries > IMPORT_OPS)
-        {
-            batches.push(&items[start..i]);
-            (start, bytes, ops) = (i, 0, 0);
-        }
-        bytes += size;
-        ops += entries;
-    }
-    if start < items.len() {
-        batches.push(&items[start..]);
-    }
-    batches
-}
-
 pub fn run(store: &str, command: Maintenance) -> Result<u8, Exit> {
     match command {
         Maintenance::Write(io) => super::write(store, &io, Mode::Maintenance),
@@ -239,7 +196,7 @@ fn import(storage: &Store, lines: Vec<Line>) -> Result<u8, Exit> {
         )
         .map_err(failure)?;
         let mut new = 0;
-        for batch in batches(&items) {
+        for batch in engram::json::import_batches(&items) {
             new += domain
                 .import(batch)
                 .map_err(failure)?

@@ -138,6 +138,37 @@ fn stem(lower: &str) -> String {
     STEMMER.stem(lower).into_owned()
 }
 
+/// Writes the conversions between this crate's [`Candidate`] and
+/// [`Summary`] and a binding's `ranker` and `summarizer` types (the modules
+/// named, of any binding of the WIT: the wasmtime host's or a component's).
+#[macro_export]
+macro_rules! wit_conversions {
+    ($ranker:path, $summarizer:path) => {
+        const _: () = {
+            use $ranker as ranker;
+            use $summarizer as summarizer;
+            impl From<ranker::Candidate> for $crate::Candidate {
+                fn from(c: ranker::Candidate) -> Self {
+                    $crate::Candidate {
+                        id: c.id,
+                        summary: c.summary,
+                        keywords: c.keywords,
+                        timestamp: c.timestamp,
+                    }
+                }
+            }
+            impl From<$crate::Summary> for summarizer::Summary {
+                fn from(s: $crate::Summary) -> Self {
+                    summarizer::Summary {
+                        summary: s.summary,
+                        keywords: s.keywords,
+                    }
+                }
+            }
+        };
+    };
+}
+
 /// The normalized index terms of `text`, in order, repeats kept: what both
 /// the default summarizer (at ingestion and for a query) and the default
 /// ranker see.

@@ -19,7 +19,9 @@
 #[macro_export]
 macro_rules! wit_conversions {
     () => {
-        pub use self::conversions::{fact_payload_size, read_answer, record_size, summary_size};
+        pub use self::conversions::{
+            fact_payload_size, import_batches, read_answer, record_size, summary_size,
+        };
         mod conversions {
             use crate::cycle as wc;
             use crate::export as wx;
@@ -605,6 +607,26 @@ macro_rules! wit_conversions {
 
             /// What a list item costs beyond its own bytes.
             use $crate::size::list_size as text;
+
+            /// Cuts exported items into import commits within the bounds of
+            /// [`size::import_batches`]($crate::size::import_batches): a record
+            /// costs its size plus 256 bytes and 6 index entries plus one per
+            /// keyword; anything else 512 bytes and one entry.
+            pub fn import_batches(items: &[wx::ExportedItem]) -> Vec<&[wx::ExportedItem]> {
+                $crate::size::import_batches(items, |item| match item {
+                    wx::ExportedItem::Record(r) => {
+                        let keywords = match &r.record {
+                            wit::MemoryRecord::Event(e) => match &e.payload {
+                                wit::EventPayload::Ingested(m) => m.keywords.len(),
+                                _ => 0,
+                            },
+                            _ => 0,
+                        };
+                        (record_size(&r.record) + 256, 6 + keywords)
+                    }
+                    _ => (512, 1),
+                })
+            }
 
             /// The size of a record as the host limits it: the bytes of all its
             /// strings, plus 8 for every list item. Numbers, enums and options are

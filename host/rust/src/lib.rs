@@ -98,6 +98,8 @@ use bindings::engram::memory::{
     summarizer as wit_summarizer,
 };
 
+engram_algorithms::wit_conversions!(wit_ranker, wit_summarizer);
+
 /// Export and import of a domain (`engram:memory/maintenance`, IO-W7).
 pub mod export {
     pub use crate::bindings::exports::engram::memory::maintenance::*;
@@ -1201,10 +1203,7 @@ impl wit_summarizer::Host for DomainState {
         {
             return Err(why);
         }
-        Ok(wit_summarizer::Summary {
-            summary: summary.summary,
-            keywords: summary.keywords,
-        })
+        Ok(summary.into())
     }
 }
 
@@ -1215,15 +1214,7 @@ impl wit_ranker::Host for DomainState {
         candidates: Vec<wit_ranker::Candidate>,
         k: u32,
     ) -> Result<Vec<String>, String> {
-        let candidates: Vec<Candidate> = candidates
-            .into_iter()
-            .map(|c| Candidate {
-                id: c.id,
-                summary: c.summary,
-                keywords: c.keywords,
-                timestamp: c.timestamp,
-            })
-            .collect();
+        let candidates: Vec<Candidate> = candidates.into_iter().map(Candidate::from).collect();
         let ranker = &self.ranker;
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             ranker.rank(&query_keywords, &candidates, k)

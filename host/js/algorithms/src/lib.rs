@@ -16,6 +16,8 @@ wit_bindgen::generate!({
 
 use engram_algorithms::{Bm25Ranker, Candidate, ExtractiveSummarizer, Ranker, Summarizer};
 use exports::engram::memory::{ranker as wit_ranker, summarizer as wit_summarizer};
+
+engram_algorithms::wit_conversions!(wit_ranker, wit_summarizer);
 use std::sync::LazyLock;
 
 /// The largest summary the summarizer may answer, in the measure of a
@@ -46,10 +48,7 @@ impl wit_summarizer::Guest for Algorithms {
         ) {
             return Err(why);
         }
-        Ok(wit_summarizer::Summary {
-            summary: summary.summary,
-            keywords: summary.keywords,
-        })
+        Ok(summary.into())
     }
 }
 
@@ -59,15 +58,7 @@ impl wit_ranker::Guest for Algorithms {
         candidates: Vec<wit_ranker::Candidate>,
         k: u32,
     ) -> Result<Vec<String>, String> {
-        let candidates: Vec<Candidate> = candidates
-            .into_iter()
-            .map(|c| Candidate {
-                id: c.id,
-                summary: c.summary,
-                keywords: c.keywords,
-                timestamp: c.timestamp,
-            })
-            .collect();
+        let candidates: Vec<Candidate> = candidates.into_iter().map(Candidate::from).collect();
         Bm25Ranker.rank(&query_keywords, &candidates, k)
     }
 }

@@ -252,7 +252,7 @@ impl calls::Guest for Api {
             })
             .collect::<Result<Vec<_>, _>>()?;
         let mut new = 0u32;
-        for batch in batches(&items) {
+        for batch in json::import_batches(&items) {
             let stored = wit::maintenance::import(batch).map_err(maintenance_refusal)?;
             new = new.saturating_add(stored);
         }
@@ -483,23 +483,7 @@ fn thousand() -> u32 {
 
 /// An input failure: its message on one line.
 fn bad_input(message: String) -> Failure {
-    Failure::Input(one_line(&message))
-}
-
-/// A message on one line: control characters (a newline, `\r`, ESC from
-/// the input) are shown escaped, as the command line shows them.
-fn one_line(message: &str) -> String {
-    message
-        .chars()
-        .flat_map(|c| {
-            let escaped: Vec<char> = if c.is_control() {
-                c.escape_default().collect()
-            } else {
-                vec![c]
-            };
-            escaped
-        })
-        .collect()
+    Failure::Input(engram_model::size::one_line(&message))
 }
 
 /// Parses every request of `text` before any is run, as the command line's
@@ -685,50 +669,4 @@ fn run_cycle(
         Err(error) => cycle_error(&error),
     });
     lines
-}
-
-// ---- import commits --------------------------------------------------------------
-
-/// Items one import commit takes at most (the command line's).
-const IMPORT_BATCH: usize = 500;
-/// What one import commit may carry, in the host's measure of records and
-/// in index entries: the command line's bounds, well inside the hosts'
-/// batch limits (`max_batch_bytes`, `max_batch_ops`).
-const IMPORT_BYTES: usize = 4 << 20;
-const IMPORT_OPS: usize = 4_000;
-
-/// Cuts items into import commits within the limits above, as the command
-/// line's `engram maintenance import` does.
-fn batches(items: &[export::ExportedItem]) -> Vec<&[export::ExportedItem]> {
-    let mut batches = Vec::new();
-    let (mut start, mut bytes, mut ops) = (0, 0, 0);
-    for (i, item) in items.iter().enumerate() {
-        let (size, entries) = match item {
-            export::ExportedItem::Record(r) => {
-                let keywords = match &r.record {
-                    types::MemoryRecord::Event(e) => match &e.payload {
-                        types::EventPayload::Ingested(m) => m.keywords.len(),
-                        _ => 0,
-                    },
-                    _ => 0,
-                };
-                (json::record_size(&r.record) + 256, 6 + keywords)
-            }
-            _ => (512, 1),
-        };
-        if i > start
-            && (i - start >= IMPORT_BATCH
-                || bytes + size > IMPORT_BYTES
-                || ops + entries > IMPORT_OPS)
-        {
-            batches.push(&items[start..i]);
-            (start, bytes, ops) = (i, 0, 0);
-        }
-        bytes += size;
-        ops += entries;
-    }
-    if start < items.len() {
-        batches.push(&items[start..]);
-    }
-    batches
 }

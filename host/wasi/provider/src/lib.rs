@@ -45,6 +45,8 @@ use exports::engram::memory::{
     audit as wit_audit, domain as wit_domain, persistence, ranker as wit_ranker,
     summarizer as wit_summarizer, types,
 };
+
+engram_algorithms::wit_conversions!(wit_ranker, wit_summarizer);
 use std::cell::RefCell;
 use std::sync::{Arc, LazyLock};
 use wit_domain::AccessMode;
@@ -388,10 +390,7 @@ impl wit_summarizer::Guest for Provider {
         if let Some(why) = limits().summary_refusal(&summary.summary, &summary.keywords) {
             return Err(why);
         }
-        Ok(wit_summarizer::Summary {
-            summary: summary.summary,
-            keywords: summary.keywords,
-        })
+        Ok(summary.into())
     }
 }
 
@@ -401,15 +400,7 @@ impl wit_ranker::Guest for Provider {
         candidates: Vec<wit_ranker::Candidate>,
         k: u32,
     ) -> Result<Vec<String>, String> {
-        let candidates: Vec<Candidate> = candidates
-            .into_iter()
-            .map(|c| Candidate {
-                id: c.id,
-                summary: c.summary,
-                keywords: c.keywords,
-                timestamp: c.timestamp,
-            })
-            .collect();
+        let candidates: Vec<Candidate> = candidates.into_iter().map(Candidate::from).collect();
         Bm25Ranker.rank(&query_keywords, &candidates, k)
     }
 }
