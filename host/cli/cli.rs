@@ -16,6 +16,7 @@ use engram::cycle::{CycleError, ExecutionPlan, Stage, StepOutput, TurnInput};
 use engram::json::{self, Plan, ReadAnswer, ReadRequest, WriteAnswer, WriteRequest};
 use engram::types::PrivacyTier;
 use engram::{AuditQuery, Mode};
+use engram_model::calls;
 use serde::de::DeserializeOwned;
 use std::io::{BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
@@ -124,7 +125,7 @@ enum Command {
         #[arg(long, env = "ENGRAM_AGENT", value_parser = parse_agent)]
         agent: String,
         /// How many versions at most.
-        #[arg(long, default_value_t = 10)]
+        #[arg(long, default_value_t = calls::HISTORY_LIMIT)]
         limit: u32,
     },
     /// Print the version of a FACT key as of a time (MT-2): true in the world
@@ -147,7 +148,7 @@ enum Command {
         #[arg(long, allow_hyphen_values = true)]
         known: Option<i64>,
         /// How many of the newest versions to look at.
-        #[arg(long, default_value_t = 100)]
+        #[arg(long, default_value_t = calls::AS_OF_LIMIT)]
         limit: u32,
     },
     /// Print the current FACTs of a namespace, in key order (MT-7).
@@ -159,7 +160,7 @@ enum Command {
         #[arg(long, env = "ENGRAM_AGENT", value_parser = parse_agent)]
         agent: String,
         /// How many at most.
-        #[arg(long, default_value_t = 100)]
+        #[arg(long, default_value_t = calls::LIST_LIMIT)]
         limit: u32,
         /// Only the keys after this one: the key of the last FACT of the
         /// previous page.
@@ -175,7 +176,7 @@ enum Command {
         #[arg(long, env = "ENGRAM_AGENT", value_parser = parse_agent)]
         agent: String,
         /// How many at most.
-        #[arg(long, default_value_t = 100)]
+        #[arg(long, default_value_t = calls::ENTITIES_LIMIT)]
         limit: u32,
     },
     /// Print the current relationships of an entity (MT-8).
@@ -195,7 +196,7 @@ enum Command {
         #[arg(long, allow_hyphen_values = true)]
         valid_at: Option<i64>,
         /// How many index entries to examine at most.
-        #[arg(long, default_value_t = 100)]
+        #[arg(long, default_value_t = calls::RELATIONSHIPS_LIMIT)]
         limit: u32,
     },
     /// Walk the graph from an entity, bounded (MT-9): prints
@@ -219,13 +220,13 @@ enum Command {
         #[arg(long, allow_hyphen_values = true)]
         valid_at: Option<i64>,
         /// How many edges away at most.
-        #[arg(long, default_value_t = 2)]
+        #[arg(long, default_value_t = calls::MAX_DEPTH)]
         max_depth: u32,
         /// How many nodes at most.
-        #[arg(long, default_value_t = 100)]
+        #[arg(long, default_value_t = calls::MAX_NODES)]
         max_nodes: u32,
         /// How many edge-index entries to examine at most.
-        #[arg(long, default_value_t = 1000)]
+        #[arg(long, default_value_t = calls::MAX_EDGES)]
         max_edges: u32,
     },
     /// Offline maintenance under the domain's maintenance lock: export,

@@ -145,16 +145,6 @@ export async function open(agent, options = {}) {
   }
 }
 
-/** The CLI's defaults of the graph and history calls' optional fields. */
-const DEFAULTS = {
-  history: { limit: 10 },
-  asOf: { limit: 100 },
-  list: { limit: 100 },
-  entities: { limit: 100 },
-  relationships: { incoming: false, types: [], limit: 100 },
-  traverse: { depth_first: false, incoming: false, types: [], max_depth: 2, max_nodes: 100, max_edges: 1000 },
-};
-
 /** The request ids the CLI makes for calls that take none. */
 const PREFIX = {
   history: 'history',
@@ -330,7 +320,8 @@ export class Domain {
   /** The arguments of a graph or history call as JSON text. */
   #args(call, args) {
     if (typeof args === 'string') return args;
-    const full = { ...DEFAULTS[call], ...args };
+    // The defaults of what is left out are the JSON layer's (the CLI's).
+    const full = { ...args };
     full.request_id ??= `${PREFIX[call]}-${Date.now()}`;
     return stringify(full);
   }

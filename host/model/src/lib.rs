@@ -6,6 +6,7 @@
 #![warn(missing_docs)]
 
 pub mod audit;
+pub mod calls;
 pub mod json;
 pub mod size;
 mod wit;

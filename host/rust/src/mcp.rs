@@ -16,6 +16,7 @@ use engram::history::{AsOfRequest, TimeAxis, VersionsRequest};
 use engram::json::{self, ReadAnswer, ReadRequest, WriteAnswer, WriteRequest};
 use engram::types::StoredFact;
 use engram::{Domain, plans};
+use engram_model::calls;
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{CallToolResult, ContentBlock, ServerCapabilities, ServerConfig};
@@ -370,7 +371,7 @@ impl Memory {
         let request = VersionsRequest {
             request_id: request_id(args.request_id, "history"),
             key: args.key,
-            limit: args.limit.unwrap_or(10),
+            limit: args.limit.unwrap_or(calls::HISTORY_LIMIT),
         };
         facts(self.with(|domain| domain.versions(&request)))
     }
@@ -389,7 +390,7 @@ impl Memory {
             key: args.key,
             axis,
             at,
-            limit: args.limit.unwrap_or(100),
+            limit: args.limit.unwrap_or(calls::AS_OF_LIMIT),
         };
         facts(
             self.with(|domain| domain.as_of(&request))
@@ -411,7 +412,7 @@ impl Memory {
             );
         };
         let request_id = request_id(args.request_id, "entities");
-        let limit = args.limit.unwrap_or(100);
+        let limit = args.limit.unwrap_or(calls::ENTITIES_LIMIT);
         facts(self.with(|domain| domain.entities_of_type(&request_id, entity_type, limit)))
     }
 
@@ -432,7 +433,7 @@ impl Memory {
             },
             relationship_types: args.types,
             valid_at: args.valid_at,
-            limit: args.limit.unwrap_or(100),
+            limit: args.limit.unwrap_or(calls::RELATIONSHIPS_LIMIT),
         };
         facts(self.with(|domain| domain.relationships_of(&request)))
     }
@@ -456,9 +457,9 @@ impl Memory {
             },
             relationship_types: args.types,
             valid_at: args.valid_at,
-            max_depth: args.max_depth.unwrap_or(2),
-            max_nodes: args.max_nodes.unwrap_or(100),
-            max_edges: args.max_edges.unwrap_or(1000),
+            max_depth: args.max_depth.unwrap_or(calls::MAX_DEPTH),
+            max_nodes: args.max_nodes.unwrap_or(calls::MAX_NODES),
+            max_edges: args.max_edges.unwrap_or(calls::MAX_EDGES),
         };
         match self.with(|domain| domain.traverse(&request)) {
             Err(error) => failed(error),

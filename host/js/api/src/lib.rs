@@ -26,8 +26,10 @@ wit_bindgen::generate!({
 use engram::js::host;
 use engram::memory as wit;
 use engram_model::audit::{self, AuditEntry};
+use engram_model::calls::{
+    AsOfArgs, EntitiesArgs, HistoryArgs, ListArgs, RelationshipsArgs, TraverseArgs,
+};
 use exports::engram::js::calls::{self, ExportPage, Failure};
-use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::json;
 
@@ -343,140 +345,6 @@ impl calls::GuestTurn for Turn {
             Err(error) => Err(Failure::Refused(cycle_error(&error))),
         }
     }
-}
-
-// ---- the arguments of the lookups ------------------------------------------------
-//
-// The command line's options, as JSON objects: the same names (`_` for
-// `-`), the same defaults. `request_id` is required: the command line makes
-// one from the clock, which this component does not have.
-
-/// `history`: `{"request_id","key","limit"}`.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct HistoryArgs {
-    request_id: String,
-    key: String,
-    /// How many versions at most: 10 by default.
-    #[serde(default = "ten")]
-    limit: u32,
-}
-
-/// `as-of`: `{"request_id","key","limit"}` and `"valid"` or `"known"`.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct AsOfArgs {
-    request_id: String,
-    key: String,
-    /// A valid time (ms since the epoch).
-    #[serde(default)]
-    valid: Option<i64>,
-    /// A transaction time (ms since the epoch).
-    #[serde(default)]
-    known: Option<i64>,
-    /// How many of the newest versions to look at: 100 by default.
-    #[serde(default = "hundred")]
-    limit: u32,
-}
-
-/// `list`: `{"request_id","namespace","limit","after"}`.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ListArgs {
-    request_id: String,
-    /// The namespace's segments; at least one.
-    namespace: Vec<String>,
-    /// How many at most: 100 by default.
-    #[serde(default = "hundred")]
-    limit: u32,
-    /// Only the keys after this one.
-    #[serde(default)]
-    after: Option<String>,
-}
-
-/// `entities`: `{"request_id","entity_type","limit"}`.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct EntitiesArgs {
-    request_id: String,
-    /// `person`, `organization`, `place`, `product` or `event`.
-    entity_type: json::EntityType,
-    /// How many at most: 100 by default.
-    #[serde(default = "hundred")]
-    limit: u32,
-}
-
-/// `relationships`: `{"request_id","entity","incoming","types","valid_at",
-/// "limit"}`.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RelationshipsArgs {
-    request_id: String,
-    /// The entity's key (or a pseudo-entity such as `USER`).
-    entity: String,
-    /// Those it is the target of, instead of the source.
-    #[serde(default)]
-    incoming: bool,
-    /// Only relationships of these types; every type when empty.
-    #[serde(default)]
-    types: Vec<String>,
-    /// Only those valid at this time.
-    #[serde(default)]
-    valid_at: Option<i64>,
-    /// How many index entries to examine at most: 100 by default.
-    #[serde(default = "hundred")]
-    limit: u32,
-}
-
-/// `traverse`: `{"request_id","start","depth_first","incoming","types",
-/// "valid_at","max_depth","max_nodes","max_edges"}`.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct TraverseArgs {
-    request_id: String,
-    /// The key of the entity to start from.
-    start: String,
-    /// Depth-first instead of breadth-first.
-    #[serde(default)]
-    depth_first: bool,
-    /// Follow relationships from target to source.
-    #[serde(default)]
-    incoming: bool,
-    /// Only relationships of these types; every type when empty.
-    #[serde(default)]
-    types: Vec<String>,
-    /// Only relationships valid at this time.
-    #[serde(default)]
-    valid_at: Option<i64>,
-    /// How many edges away at most: 2 by default.
-    #[serde(default = "two")]
-    max_depth: u32,
-    /// How many nodes at most: 100 by default.
-    #[serde(default = "hundred")]
-    max_nodes: u32,
-    /// How many edge-index entries to examine at most: 1,000 by default.
-    #[serde(default = "thousand")]
-    max_edges: u32,
-}
-
-/// A default of the command line's options.
-fn two() -> u32 {
-    2
-}
-
-/// A default of the command line's options.
-fn ten() -> u32 {
-    10
-}
-
-/// A default of the command line's options.
-fn hundred() -> u32 {
-    100
-}
-
-/// A default of the command line's options.
-fn thousand() -> u32 {
-    1_000
 }
 
 // ---- parsing ---------------------------------------------------------------------

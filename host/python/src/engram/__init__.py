@@ -107,23 +107,6 @@ def _text(request: Any) -> str:
     return request if isinstance(request, str) else compact(request)
 
 
-#: The command line's defaults of the graph and history calls' optional fields.
-_DEFAULTS: dict[str, dict[str, Any]] = {
-    "history": {"limit": 10},
-    "as-of": {"limit": 100},
-    "list": {"limit": 100},
-    "entities": {"limit": 100},
-    "relationships": {"incoming": False, "types": [], "limit": 100},
-    "traverse": {
-        "depth_first": False,
-        "incoming": False,
-        "types": [],
-        "max_depth": 2,
-        "max_nodes": 100,
-        "max_edges": 1000,
-    },
-}
-
 #: The `export` page size.
 _EXPORT_PAGE = 1000
 
@@ -414,7 +397,8 @@ class Domain:
         return answers if many else answers[0]
 
     def _named(self, call: str, args: Mapping[str, Any] | None, kwargs: dict[str, Any]) -> Any:
-        full: dict[str, Any] = dict(_DEFAULTS[call])
+        # The defaults of what is left out are the JSON layer's (the CLI's).
+        full: dict[str, Any] = {}
         full.update(args or {})
         full.update(kwargs)
         if full.get("request_id") is None:
