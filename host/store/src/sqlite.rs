@@ -32,7 +32,7 @@ use anyhow::{Context, Result, bail};
 use engram_model::audit::{AuditEntry, AuditQuery, AuditSink};
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, MutexGuard, RwLock};
+use std::sync::{LazyLock, Mutex, MutexGuard, RwLock};
 use std::time::Duration;
 
 /// Marks a SQLite file as an Engram store (`PRAGMA application_id`).
@@ -42,7 +42,7 @@ const SCHEMA: &str = include_str!("sqlite-schema.sql");
 
 /// The statements of each version of [`SCHEMA`], oldest first: the text
 /// after each line `-- version N`, up to the next.
-fn schema_versions() -> Vec<(i32, &'static str)> {
+static SCHEMA_VERSIONS: LazyLock<Vec<(i32, &'static str)>> = LazyLock::new(|| {
     let mut versions = Vec::new();
     let mut rest = SCHEMA;
     while let Some(at) = rest.find("\n-- version ") {
@@ -57,21 +57,21 @@ fn schema_versions() -> Vec<(i32, &'static str)> {
         rest = &body[next..];
     }
     versions
-}
+});
 
 /// The schema version this build reads and writes (`PRAGMA user_version`):
 /// the last of [`SCHEMA`]. Version 2 added `engram_trail`; a store of an
 /// older version is brought to it when opened.
 fn schema_version() -> i32 {
-    schema_versions().last().map_or(0, |(version, _)| *version)
+    SCHEMA_VERSIONS.last().map_or(0, |(version, _)| *version)
 }
 
 /// The statements that bring a store of version `from` to the last one.
 fn schema_after(from: i32) -> String {
-    schema_versions()
-        .into_iter()
+    SCHEMA_VERSIONS
+        .iter()
         .filter(|(version, _)| *version > from)
-        .map(|(_, statements)| statements)
+        .map(|(_, statements)| *statements)
         .collect()
 }
 
@@ -555,11 +555,20 @@ impl Backend for SqliteBackend {
         self.commit_with(preconditions, ops, &[])
     }
 
+    /// Waits until no other thread or process writes the domain: a writer
+    /// reads, then commits on the condition that nothing it read changed,
+    /// so two processes writing one domain without taking turns keep
+    /// undoing each other's work, and one can lose every retry.
     fn lock_domain(&self, prefix: &[u8]) -> Result<bool, StoreError> {
-        if std::env::var_os("NOLOCK").is_some() {
-            return Ok(false);
+        let key = crate::domain_lock_key(prefix);
+        self.writers.take(key)?;
+        match self.trail.lock_domain(key) {
+            Ok(()) => Ok(true),
+            Err(error) => {
+                self.writers.give(key);
+                Err(StoreError::Unavailable(format!("{error:#}")))
+            }
         }
-        self.take_domain(prefix)
     }
 
     fn unlock_domain(&self, prefix: &[u8]) {
@@ -584,22 +593,6 @@ impl Backend for SqliteBackend {
 }
 
 impl SqliteBackend {
-    /// Waits until no other thread or process writes the domain: a writer
-    /// reads, then commits on the condition that nothing it read changed,
-    /// so two processes writing one domain without taking turns keep
-    /// undoing each other's work, and one can lose every retry.
-    fn take_domain(&self, prefix: &[u8]) -> Result<bool, StoreError> {
-        let key = crate::domain_lock_key(prefix);
-        self.writers.take(key)?;
-        match self.trail.lock_domain(key) {
-            Ok(()) => Ok(true),
-            Err(error) => {
-                self.writers.give(key);
-                Err(StoreError::Unavailable(format!("{error:#}")))
-            }
-        }
-    }
-
     /// Commits the preconditions, the ops and the audit entries of what
     /// they store atomically: in a transaction of their own, or in a group
     /// with the commits of other threads.

@@ -208,6 +208,7 @@ impl TrailFile {
                 pause = (pause * 2).min(Duration::from_millis(2));
             }
         }
+        #[cfg(not(unix))]
         let _ = key;
         Ok(())
     }
@@ -216,6 +217,7 @@ impl TrailFile {
     pub(super) fn unlock_domain(&self, key: i64) {
         #[cfg(unix)]
         let _ = range_lock(&self.file, key, false);
+        #[cfg(not(unix))]
         let _ = key;
     }
 

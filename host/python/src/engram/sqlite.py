@@ -169,7 +169,7 @@ class SqliteStore:
     def _transaction(
         self, conn: sqlite3.Connection, doing: str, statements: list[str], still: Any
     ) -> tuple[int, int, int]:
-        """Runs ``script`` in ``BEGIN IMMEDIATE`` if ``still(found)`` holds
+        """Runs ``statements`` in ``BEGIN IMMEDIATE`` if ``still(found)`` holds
         once the write lock is taken; the marks found after."""
         try:
             conn.execute("BEGIN IMMEDIATE")
