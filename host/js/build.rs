@@ -60,6 +60,8 @@ const PY_BUILTIN_FILE: &str = "engram-py-builtin.wasm";
 const ALGORITHMS_FILE: &str = "engram-algorithms.wasm";
 /// The interface the composition exports.
 const CALLS: &str = "engram:js/calls@0.1.0";
+/// What the adapter does for its host besides the engine's calls.
+const PY_DOMAIN: &str = "engram:py/domain@0.1.0";
 /// What the composition leaves for the JavaScript host to supply.
 const HOST: &[&str] = &["engram:memory/", "engram:js/"];
 /// An engine import the Python package's adapter supplies (with `audit`
@@ -93,6 +95,8 @@ fn main() -> Result<()> {
         "host/python/wit",
         "host/model",
         "host/algorithms",
+        "host/store/src",
+        "host/store/Cargo.toml",
         SQLITE_SCHEMA,
         "wit",
         "Cargo.toml",
@@ -200,13 +204,15 @@ fn compose_api(
     if let Some(adapter) = adapter {
         let adapter = Part::register(&mut graph, "engram:py-adapter", adapter)?;
         wire(&mut graph, &adapter, &[], PY_HOST)?;
-        ensure!(
-            adapter
-                .exports(&graph)
-                .iter()
-                .any(|name| name == PERSISTENCE),
-            "the adapter does not supply the engine's `{PERSISTENCE}`"
-        );
+        let exports = adapter.exports(&graph);
+        for name in [PERSISTENCE, PY_DOMAIN] {
+            ensure!(
+                exports.iter().any(|export| export == name),
+                "the adapter does not export `{name}`"
+            );
+        }
+        let node = graph.alias_instance_export(adapter.node, PY_DOMAIN)?;
+        graph.export(node, PY_DOMAIN)?;
         suppliers.push(adapter);
     }
     if let Some(algorithms) = algorithms {

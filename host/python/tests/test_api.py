@@ -122,8 +122,9 @@ def test_a_trap_during_a_call_fails_that_call_and_the_next_call_has_a_fresh_inst
 
 # proves S-TRAP: a call whose instance stopped still has its audit entry
 def test_a_write_during_which_the_engine_stopped_is_audited_failed_with_why() -> None:
-    # The clock is an import without an error of its own: its raising traps
-    # the instance (once: the entry is then stamped by it).
+    # The clock is an import without an error of its own: its raising when
+    # the engine asks the time (a FACT's transaction time) traps the
+    # instance (once: the entry is then stamped by it).
     failing = {"on": False}
 
     def clock() -> int:
@@ -136,10 +137,10 @@ def test_a_write_during_which_the_engine_stopped_is_audited_failed_with_why() ->
         alice = mem.open("alice")
         failing["on"] = True
         with pytest.raises(EngineStopped):
-            alice.write(state("w-stopped", 1))
+            alice.write(fact("w-stopped", "Alice is vegetarian"))
         [entry] = [e for e in alice.audit() if e["request_id"] == "w-stopped"]
         assert entry["operation"] == "WRITE" and entry["outcome"] == "FAILED"
-        assert entry["record_type"] == "STATE"
+        assert entry["record_type"] == "FACT"
         assert entry["source"] == {"agent_id": "alice", "component": "COGNITION", "actor": "USER"}
         assert "the clock is gone; its instance was stopped" in entry["reason"]
         assert "ACCEPTED" in alice.write(state("w-after", 2)), "a fresh instance writes"

@@ -14,11 +14,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from conftest import by_key, cli, fact
+from conftest import by_key, cli, fact, state
 
-from engram import Backend, Engram, SqliteStore, StoreError
-from engram._maintenance import LockError, LockGuard, forget, lock_key
-from engram._store import LOCK_AREA, domain_prefix
+from engram import Backend, Engram, LockError, SqliteStore, StoreError
 
 
 def row(request_id: str, **extra) -> dict:
@@ -80,20 +78,23 @@ def test_audit_rows_in_order_filtered_and_the_newest_kept(make_store: Callable[[
 
 # proves IO-W7 S-FORGET: forget runs under the maintenance lock, and is audited as MAINTENANCE
 def test_io_w7_domains_the_maintenance_lock_and_forget(make_store: Callable[[], Backend]) -> None:
-    store = make_store()
-    for agent in ("bob", "alice", "al"):
-        store.commit([], [put(domain_prefix(agent) + b"\x01", b"\x01")], [])
-    lock = LockGuard.acquire(store, "alice", 1)
-    assert store.domains() == ["al", "bob", "alice"]
-    with pytest.raises(LockError, match="locked for maintenance by process"):
-        LockGuard.acquire(store, "alice", 2)
-    assert forget(store, "alice", 3, lock) == 1
-    lock.release()
-    assert store.get(lock_key("alice")) is None
-    assert store.domains() == ["al", "bob"]
-    [audited] = store.audit_rows(None, "FORGET", None, None, None, 100)
-    assert audited["count"] == 1
-    assert audited["source"] == '{"agent_id":"alice","component":"MAINTENANCE","actor":"SYSTEM"}'
+    with Engram(make_store()) as mem:
+        for agent in ("bob", "alice", "al"):
+            assert "ACCEPTED" in mem.open(agent).write(state(f"w-{agent}", 1, agent=agent))
+        maintenance = mem.open("alice", mode="maintenance")
+        assert mem.domains() == ["al", "bob", "alice"]
+        with pytest.raises(LockError, match="locked for maintenance by process"):
+            mem.open("alice", mode="maintenance")
+        with pytest.raises(LockError, match="locked for maintenance by process"):
+            mem.forget("alice")
+        removed = maintenance.forget()["removed"]
+        assert removed > 0
+        maintenance.close()
+        assert mem.domains() == ["al", "bob"]
+        [audited] = mem.audit(operation="FORGET")
+        assert audited["count"] == removed
+        assert audited["source"] == {"agent_id": "alice", "component": "MAINTENANCE", "actor": "SYSTEM"}
+        mem.open("alice", mode="maintenance").close()  # the lock was let go
 
 
 def _schema_of(path: Path) -> list[tuple]:
@@ -115,11 +116,6 @@ def test_a_store_created_from_python_has_the_schema_text_of_one_the_command_line
     python = _schema_of(from_python)
     assert [row[1] for row in python] == ["engram_audit", "engram_audit_agent", "engram_kv", "engram_trail"]
     assert python == _schema_of(from_cli)
-
-
-def test_the_lock_area_is_above_every_domain() -> None:
-    assert LOCK_AREA[0] == 0xFF
-    assert domain_prefix("alice") == b"\x00\x00\x00\x05alice"
 
 
 def test_sqlite_the_file_format_every_host_shares(tmp_path: Path) -> None:

@@ -9,13 +9,16 @@
 
 #![warn(missing_docs)]
 
+#[cfg(feature = "sqlite")]
 mod group;
 pub mod maintenance;
 mod memory;
 #[cfg(feature = "postgres")]
 mod postgres;
 pub mod scope;
+#[cfg(feature = "sqlite")]
 mod sqlite;
+#[cfg(feature = "sqlite")]
 mod trail;
 mod turns;
 
@@ -23,9 +26,11 @@ pub use memory::MemoryBackend;
 #[cfg(feature = "postgres")]
 pub use postgres::{PostgresBackend, PostgresOptions, SCHEMA_VERSION as POSTGRES_SCHEMA_VERSION};
 pub use scope::{Limits, Scope};
+#[cfg(feature = "sqlite")]
 pub use sqlite::{SqliteBackend, SqliteOptions, Synchronous};
 
 use engram_model::audit::{AuditEntry, AuditSink, MemoryAudit};
+#[cfg(feature = "sqlite")]
 use std::path::Path;
 use std::sync::Arc;
 
@@ -49,6 +54,7 @@ impl Storage {
     }
 
     /// A SQLite file holding both, created if absent.
+    #[cfg(feature = "sqlite")]
     pub fn sqlite(path: impl AsRef<Path>) -> anyhow::Result<Self> {
         let store = Arc::new(SqliteBackend::open(path)?);
         Ok(Storage {
@@ -71,6 +77,7 @@ impl Storage {
     /// Opens the store `spec` names: a `postgres://` or `postgresql://` URL,
     /// or else a SQLite file path (the default kind). Any other URL scheme is
     /// refused.
+    #[cfg(feature = "sqlite")]
     pub fn open(spec: &str) -> anyhow::Result<Self> {
         match spec.split_once("://") {
             Some((scheme, _))
@@ -201,13 +208,11 @@ pub trait Backend: Send + Sync {
     }
 }
 
-/// Whether `sink` is the very object `backend` is: a store that keeps its
-/// own trail, which can then take a commit's entries in its transaction.
 /// The write-lock key of a domain: 64 bits of a hash of its prefix, stable
 /// across hosts and builds (FNV-1a, from a basis of its own). PostgreSQL
 /// takes it as an advisory lock; a SQLite store locks a byte of its trail
 /// file chosen by it (docs/store-format.md, "Sharing a file").
-pub(crate) fn domain_lock_key(prefix: &[u8]) -> i64 {
+pub fn domain_lock_key(prefix: &[u8]) -> i64 {
     let mut hash: u64 = 0xcbf2_9ce4_8422_2325 ^ 0x656e_6772_616d; // "engram"
     for byte in prefix {
         hash ^= u64::from(*byte);
@@ -216,6 +221,9 @@ pub(crate) fn domain_lock_key(prefix: &[u8]) -> i64 {
     hash as i64
 }
 
+/// Whether `sink` is the very object `backend` is: a store that keeps its
+/// own trail, which can then take a commit's entries in its transaction.
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
 pub(crate) fn same_object<T>(backend: &T, sink: &dyn AuditSink) -> bool {
     std::ptr::addr_eq(backend as *const T, sink as *const dyn AuditSink)
 }

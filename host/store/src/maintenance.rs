@@ -43,18 +43,31 @@ pub struct LockGuard {
 }
 
 impl LockGuard {
-    /// Takes the lock of `agent_id`, or says who holds it.
+    /// Takes the lock of `agent_id`, or says who holds it, with a token
+    /// from the system's entropy.
+    #[cfg(feature = "os")]
     pub fn acquire(backend: Arc<dyn Backend>, agent_id: &str, now: i64) -> Result<Self> {
-        let key = lock_key(agent_id);
-        let token = format!(
-            "{:016x}{:016x}",
+        let token = [
             getrandom::u64().context("no entropy for a lock token")?,
-            getrandom::u64().context("no entropy for a lock token")?
-        );
+            getrandom::u64().context("no entropy for a lock token")?,
+        ];
+        Self::acquire_as(backend, agent_id, now, process_id(), token)
+    }
+
+    /// Takes the lock of `agent_id` for process `pid` (0 where there is
+    /// none) with a random `token` the caller drew, or says who holds it.
+    pub fn acquire_as(
+        backend: Arc<dyn Backend>,
+        agent_id: &str,
+        now: i64,
+        pid: u32,
+        token: [u64; 2],
+    ) -> Result<Self> {
+        let key = lock_key(agent_id);
         let holder = LockHolder {
-            pid: process_id(),
+            pid,
             since: now,
-            token,
+            token: format!("{:016x}{:016x}", token[0], token[1]),
         };
         let value = serde_json::to_vec(&holder)?;
         match backend.commit(
@@ -85,6 +98,17 @@ impl LockGuard {
         }
     }
 
+    /// The lock of `agent_id` as a guard that holds `value`, taken earlier
+    /// by this holder (a host whose instance was replaced keeps its lock).
+    /// Commits under it fail, naming the lock, if it holds another value.
+    pub fn resume(backend: Arc<dyn Backend>, agent_id: &str, value: Vec<u8>) -> Self {
+        LockGuard {
+            backend,
+            key: lock_key(agent_id),
+            value,
+        }
+    }
+
     /// The value the lock holds while this guard has it.
     pub fn value(&self) -> &[u8] {
         &self.value
@@ -108,6 +132,7 @@ impl Drop for LockGuard {
 
 /// The id of this process, told in a lock it takes. WASI has none
 /// (`std::process::id` is unsupported there): 0.
+#[cfg(feature = "os")]
 fn process_id() -> u32 {
     #[cfg(not(target_os = "wasi"))]
     return std::process::id();
@@ -180,6 +205,7 @@ const FORGET_PAGE: u32 = 1_000;
 /// in the audit trail that it happened and how many entries went, nothing
 /// of what they held. `progress` hears the running count. Answers how many
 /// entries were removed. A forget cut short can be run again to finish.
+#[cfg(feature = "os")]
 pub fn forget(
     backend: Arc<dyn Backend>,
     audit: &dyn AuditSink,
@@ -188,6 +214,19 @@ pub fn forget(
     progress: &mut dyn FnMut(u64),
 ) -> Result<u64> {
     let lock = LockGuard::acquire(backend.clone(), agent_id, now)?;
+    forget_under(&lock, audit, agent_id, now, progress)
+}
+
+/// [`forget`] under a lock the caller holds (a domain opened for
+/// maintenance).
+pub fn forget_under(
+    lock: &LockGuard,
+    audit: &dyn AuditSink,
+    agent_id: &str,
+    now: i64,
+    progress: &mut dyn FnMut(u64),
+) -> Result<u64> {
+    let backend = &lock.backend;
     let prefix = crate::domain_prefix(agent_id);
     let end = successor(&prefix);
     let mut removed = 0u64;
@@ -197,7 +236,12 @@ pub fn forget(
             break;
         }
         let ops: Vec<Op> = page.into_iter().map(|(key, _)| Op::Delete(key)).collect();
-        backend.commit(&[lock.held()], &ops)?;
+        match backend.commit(&[lock.held()], &ops) {
+            Err(StoreError::Conflict) => {
+                bail!("the maintenance lock of {agent_id:?} was broken during the forget")
+            }
+            other => other?,
+        }
         removed += ops.len() as u64;
         progress(removed);
     }
@@ -217,6 +261,5 @@ pub fn forget(
         count: Some(u32::try_from(removed).unwrap_or(u32::MAX)),
         reason: None,
     })?;
-    drop(lock);
     Ok(removed)
 }

@@ -1,8 +1,16 @@
-//! `engram:memory/persistence`, `audit` and `domain`, and `engram:js/host`,
-//! over `engram:py/store` (`host/python/wit`): every byte string becomes a
-//! string of one character per byte, every list of them one packed string,
-//! every audit entry a JSON object, and back; a domain's fixed settings are
-//! asked for once, random bits a batch at a time; nothing else changes.
+//! The host layer of the language hosts: `engram:memory/persistence`,
+//! `audit` and `domain` for the engine, `engram:js/host` for the JSON layer
+//! and `engram:py/domain` for the host, over a raw store the host supplies
+//! (`engram:py/store`, `host/python/wit/py.wit`).
+//!
+//! Everything a host adds around the engine is `engram-store`'s, the code
+//! of the Rust host and the WASI provider: a [`Scope`] puts the domain's
+//! prefix on every key, bounds reads and commits, conditions every commit
+//! on the maintenance lock and builds the audit entries; the maintenance
+//! lock, forgetting and listing domains are its `maintenance` module. What
+//! is here is the packing of byte strings for the raw store (a string of one
+//! character per byte; lists packed into one), the settings, and the
+//! entropy and time the host hands over.
 
 wit_bindgen::generate!({
     path: ["../../../wit", "../../js/wit", "../wit"],
@@ -10,17 +18,24 @@ wit_bindgen::generate!({
     generate_all,
 });
 
-use engram::memory::types::{PrivacyTier, RecordType, SourceActor, SourceComponent};
+use engram::memory::types::{self, PrivacyTier};
 use engram::py::store;
+use engram_model::audit::{self as trail, AuditEntry, AuditQuery, AuditSink};
+use engram_store::maintenance::{self, LockGuard};
+use engram_store::scope::{EngineEntry, MAX_AGENT_ID_LEN};
+use engram_store::{Backend, Limits, Op, Order, Pair, Precondition, Scope, StoreError};
 use exports::engram::js::host;
-use exports::engram::memory::audit::{self, Operation, Outcome};
+use exports::engram::memory::audit;
 use exports::engram::memory::domain::{self, AccessMode};
 use exports::engram::memory::persistence::{
-    Direction, Entry, Guest, Key, Op, Precondition, StorageError, Value,
+    Direction, Entry, Guest, Key, Op as WitOp, Precondition as WitPrecondition, StorageError, Value,
 };
-use serde_json::{Map, Value as Json, json};
+use exports::engram::py::domain as control;
+use serde_json::Value as Json;
 use std::cell::RefCell;
-use std::sync::OnceLock;
+use std::sync::Arc;
+
+engram_store::engine_entry_from_wit!(audit, types);
 
 /// The length that stands for no value in a packed list of options.
 const NONE: u32 = u32::MAX;
@@ -31,34 +46,28 @@ fn text(bytes: &[u8]) -> String {
 }
 
 /// A string of one character per byte, as the bytes.
-fn bytes(text: &str) -> Result<Vec<u8>, StorageError> {
+fn bytes(text: &str) -> Result<Vec<u8>, StoreError> {
     text.chars()
         .map(|c| u8::try_from(c).ok())
         .collect::<Option<Vec<u8>>>()
         .ok_or_else(|| broken("a byte string holds a character above U+00FF"))
 }
 
-/// What an answer of the store says: its value (`V…`; none for `N`), or
-/// the storage error (`C`, `U…`).
-fn answer(text: String) -> Result<Option<String>, StorageError> {
+/// What an answer of the store says: its value, `Conflict` for `C`, or
+/// why the store could not do it.
+fn answer(text: String) -> Result<String, StoreError> {
     let mut chars = text.chars();
     match chars.next() {
-        Some('V') => Ok(Some(chars.as_str().to_owned())),
-        Some('N') if chars.as_str().is_empty() => Ok(None),
-        Some('C') if chars.as_str().is_empty() => Err(StorageError::Conflict),
-        Some('U') => Err(StorageError::Unavailable(chars.as_str().to_owned())),
-        _ => Err(broken("an answer that starts with none of V, N, C, U")),
+        Some('V') => Ok(chars.as_str().to_owned()),
+        Some('C') if chars.as_str().is_empty() => Err(StoreError::Conflict),
+        Some('U') => Err(StoreError::Unavailable(chars.as_str().to_owned())),
+        _ => Err(broken("an answer that starts with none of V, C, U")),
     }
 }
 
-/// An answer that must have a value.
-fn value(text: String) -> Result<String, StorageError> {
-    answer(text)?.ok_or_else(|| broken("N where a value was due"))
-}
-
-fn broken(why: &str) -> StorageError {
-    StorageError::Unavailable(format!(
-        "the Python host answered a malformed packing: {why}"
+fn broken(why: &str) -> StoreError {
+    StoreError::Unavailable(format!(
+        "the host's store answered a malformed packing: {why}"
     ))
 }
 
@@ -72,7 +81,7 @@ impl Packer {
     }
 
     fn item(&mut self, item: &[u8]) {
-        // A key or value is far below 4 GiB: the host's bounds see to it.
+        // A key or value is far below 4 GiB: the scope's bounds see to it.
         self.0.extend_from_slice(&(item.len() as u32).to_be_bytes());
         self.0.extend_from_slice(item);
     }
@@ -89,7 +98,7 @@ struct Unpacker {
 }
 
 impl Unpacker {
-    fn new(packed: &str) -> Result<Self, StorageError> {
+    fn new(packed: &str) -> Result<Self, StoreError> {
         Ok(Self {
             bytes: bytes(packed)?,
             at: 0,
@@ -100,7 +109,7 @@ impl Unpacker {
         self.at < self.bytes.len()
     }
 
-    fn take(&mut self, n: usize) -> Result<&[u8], StorageError> {
+    fn take(&mut self, n: usize) -> Result<&[u8], StoreError> {
         let end = self
             .at
             .checked_add(n)
@@ -111,17 +120,17 @@ impl Unpacker {
         Ok(taken)
     }
 
-    fn length(&mut self) -> Result<u32, StorageError> {
+    fn length(&mut self) -> Result<u32, StoreError> {
         let raw = self.take(4)?;
         Ok(u32::from_be_bytes([raw[0], raw[1], raw[2], raw[3]]))
     }
 
-    fn item(&mut self) -> Result<Vec<u8>, StorageError> {
+    fn item(&mut self) -> Result<Vec<u8>, StoreError> {
         let n = self.length()?;
         Ok(self.take(n as usize)?.to_vec())
     }
 
-    fn option(&mut self) -> Result<Option<Vec<u8>>, StorageError> {
+    fn option(&mut self) -> Result<Option<Vec<u8>>, StoreError> {
         match self.length()? {
             NONE => Ok(None),
             n => Ok(Some(self.take(n as usize)?.to_vec())),
@@ -129,29 +138,321 @@ impl Unpacker {
     }
 }
 
-struct Adapter;
+/// The host's store as a [`Backend`] and its trail as an [`AuditSink`]: a
+/// commit's audit rows always go in its transaction.
+struct Raw;
 
-impl Guest for Adapter {
-    fn get(key: Key) -> Result<Option<Value>, StorageError> {
-        answer(store::get(&text(&key)))?
-            .map(|value| bytes(&value))
-            .transpose()
+/// The time of an audit entry the store stamps as it appends it: the
+/// entry's row leaves `at` out (a crossing into the host saved per call).
+const UNSTAMPED: i64 = i64::MIN;
+
+impl Raw {
+    /// Audit rows, a JSON line each; `at` left out where the store stamps.
+    fn rows(entries: &[AuditEntry]) -> String {
+        let lines: Vec<String> = entries
+            .iter()
+            .map(|entry| {
+                let mut line = serde_json::to_value(entry).expect("an audit entry is JSON");
+                if entry.at == UNSTAMPED
+                    && let Some(fields) = line.as_object_mut()
+                {
+                    fields.remove("at");
+                }
+                line.to_string()
+            })
+            .collect();
+        lines.join("\n")
     }
 
-    fn get_many(keys: Vec<Key>) -> Result<Vec<Option<Value>>, StorageError> {
+    fn commit_rows(
+        preconditions: &[Precondition],
+        ops: &[Op],
+        rows: &str,
+    ) -> Result<(), StoreError> {
+        let mut conditions = Packer::default();
+        for precondition in preconditions {
+            match precondition {
+                Precondition::Absent(key) => {
+                    conditions.tag(0);
+                    conditions.item(key);
+                }
+                Precondition::Holds(key, value) => {
+                    conditions.tag(1);
+                    conditions.item(key);
+                    conditions.item(value);
+                }
+            }
+        }
+        let mut changes = Packer::default();
+        for op in ops {
+            match op {
+                Op::Delete(key) => {
+                    changes.tag(0);
+                    changes.item(key);
+                }
+                Op::Put(key, value) => {
+                    changes.tag(1);
+                    changes.item(key);
+                    changes.item(value);
+                }
+            }
+        }
+        match answer(store::commit(&conditions.done(), &changes.done(), rows))? {
+            rest if rest.is_empty() => Ok(()),
+            _ => Err(broken("a commit answered a value")),
+        }
+    }
+}
+
+impl Backend for Raw {
+    fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, StoreError> {
+        let mut values = self.get_many(&[key.to_vec()])?;
+        match (values.pop(), values.is_empty()) {
+            (Some(value), true) => Ok(value),
+            _ => Err(broken("not one value for one key")),
+        }
+    }
+
+    fn get_many(&self, keys: &[Vec<u8>]) -> Result<Vec<Option<Vec<u8>>>, StoreError> {
         let mut packed = Packer::default();
-        for key in &keys {
+        for key in keys {
             packed.item(key);
         }
-        let mut found = Unpacker::new(&value(store::get_many(&packed.done()))?)?;
+        let mut found = Unpacker::new(&answer(store::get_many(&packed.done()))?)?;
         let mut values = Vec::with_capacity(keys.len());
         while found.more() {
             values.push(found.option()?);
         }
-        if values.len() > keys.len() {
-            return Err(broken("more values than keys"));
+        if values.len() != keys.len() {
+            return Err(broken("not one value for each key"));
         }
         Ok(values)
+    }
+
+    fn scan(
+        &self,
+        start: &[u8],
+        end: &[u8],
+        limit: u32,
+        order: Order,
+    ) -> Result<Vec<Pair>, StoreError> {
+        let descending = order == Order::Descending;
+        let found = answer(store::scan(&text(start), &text(end), limit, descending))?;
+        let mut found = Unpacker::new(&found)?;
+        let mut pairs = Vec::new();
+        while found.more() {
+            let key = found.item()?;
+            let value = found.item()?;
+            pairs.push((key, value));
+        }
+        if pairs.len() > limit as usize {
+            return Err(broken("more pairs than the limit"));
+        }
+        Ok(pairs)
+    }
+
+    fn commit(&self, preconditions: &[Precondition], ops: &[Op]) -> Result<(), StoreError> {
+        Self::commit_rows(preconditions, ops, "")
+    }
+
+    fn commit_audited(
+        &self,
+        preconditions: &[Precondition],
+        ops: &[Op],
+        trail: &[AuditEntry],
+        _sink: &dyn AuditSink,
+    ) -> Result<bool, StoreError> {
+        Self::commit_rows(preconditions, ops, &Self::rows(trail)).map(|()| true)
+    }
+}
+
+impl AuditSink for Raw {
+    fn append(&self, entry: &AuditEntry) -> anyhow::Result<()> {
+        // A store that cannot append stops the instance with its own words.
+        store::append(&Self::rows(std::slice::from_ref(entry)));
+        Ok(())
+    }
+
+    fn trail(&self, _query: &AuditQuery) -> anyhow::Result<Vec<AuditEntry>> {
+        anyhow::bail!("the trail is read by the host, not through the adapter")
+    }
+}
+
+/// The fixed settings of the instance's domain (`store.settings`).
+struct Settings {
+    agent: String,
+    mode: AccessMode,
+    tier_ceiling: PrivacyTier,
+    pid: u32,
+    limits: Limits,
+}
+
+impl Settings {
+    /// The settings the host answers, checked.
+    fn read() -> Result<Self, String> {
+        let json: Json = serde_json::from_str(&store::settings())
+            .map_err(|e| format!("invalid: the settings are not JSON: {e}"))?;
+        let word = |name: &str| {
+            json[name]
+                .as_str()
+                .ok_or_else(|| format!("invalid: the settings have no string `{name}`"))
+        };
+        let agent = word("agent")?.to_owned();
+        if agent.is_empty() || agent.len() > MAX_AGENT_ID_LEN {
+            return Err(format!(
+                "invalid: an agent id must be 1 to {MAX_AGENT_ID_LEN} bytes long"
+            ));
+        }
+        let mode = match word("mode")? {
+            "online" => AccessMode::Online,
+            "maintenance" => AccessMode::Maintenance,
+            other => {
+                return Err(format!(
+                    "invalid: mode must be online or maintenance, not {other:?}"
+                ));
+            }
+        };
+        let tier_ceiling = match word("tier_ceiling")? {
+            "public" => PrivacyTier::Public,
+            "sensitive" => PrivacyTier::Sensitive,
+            "private" => PrivacyTier::Private,
+            other => {
+                return Err(format!(
+                    "invalid: tier_ceiling must be public, sensitive or private, not {other:?}"
+                ));
+            }
+        };
+        let mut limits = Limits::default();
+        let number = |name: &str, max: u64| -> Result<Option<u64>, String> {
+            match &json[name] {
+                Json::Null => Ok(None),
+                value => value
+                    .as_u64()
+                    .filter(|n| (1..=max).contains(n))
+                    .map(Some)
+                    .ok_or_else(|| format!("invalid: {name} must be a whole number 1 to {max}")),
+            }
+        };
+        let small = u64::from(u32::MAX);
+        if let Some(n) = number("read_limit_ceiling", small)? {
+            limits.read_limit_ceiling = n as u32;
+        }
+        if let Some(n) = number("candidate_limit", small)? {
+            limits.candidate_limit = n as u32;
+        }
+        if let Some(n) = number("max_answer_bytes", u64::MAX)? {
+            limits.max_answer_bytes = n;
+        }
+        if let Some(n) = number("max_memory_bytes", u64::MAX)? {
+            limits.max_memory_bytes = n;
+        }
+        if let Some(n) = number("max_record_bytes", small)? {
+            limits.max_record_bytes = n as usize;
+        }
+        if let Some(n) = number("max_batch_ops", small)? {
+            limits.max_batch_ops = n as u32;
+        }
+        if let Some(n) = number("max_batch_bytes", small)? {
+            limits.max_batch_bytes = n as usize;
+        }
+        let pid = match &json["pid"] {
+            Json::Null => 0,
+            value => value
+                .as_u64()
+                .and_then(|n| u32::try_from(n).ok())
+                .ok_or("invalid: pid must be a process id")?,
+        };
+        Ok(Settings {
+            agent,
+            mode,
+            tier_ceiling,
+            pid,
+            limits,
+        })
+    }
+}
+
+/// The instance's domain: its settings, its scope and the maintenance lock
+/// it holds.
+struct State {
+    settings: Settings,
+    scope: Scope,
+    lock: Option<LockGuard>,
+}
+
+impl State {
+    fn new(settings: Settings, lock: Option<LockGuard>) -> Self {
+        let raw = Arc::new(Raw);
+        let scope = Scope::new(
+            &settings.agent,
+            raw.clone(),
+            raw,
+            lock.as_ref().map(|lock| lock.value().to_vec()),
+            settings.limits,
+            // Audit entries are stamped by the store as it appends them.
+            Arc::new(|| UNSTAMPED),
+        );
+        State {
+            settings,
+            scope,
+            lock,
+        }
+    }
+}
+
+thread_local! {
+    static STATE: RefCell<Option<State>> = const { RefCell::new(None) };
+    static BITS: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Runs `f` on the domain, opened online at the first need if the host has
+/// not opened it. Settings the host cannot give stop the instance: nothing
+/// can be done without them.
+fn with<R>(f: impl FnOnce(&mut State) -> R) -> R {
+    STATE.with_borrow_mut(|state| {
+        let state = state.get_or_insert_with(|| {
+            let settings = Settings::read().unwrap_or_else(|why| panic!("the host's {why}"));
+            State::new(settings, None)
+        });
+        f(state)
+    })
+}
+
+/// 16 random bytes from the host, asked for in batches.
+fn entropy() -> [u64; 2] {
+    BITS.with_borrow_mut(|bits| {
+        if bits.len() < 16 {
+            let fresh = bytes(&store::entropy())
+                .unwrap_or_else(|_| panic!("the host's entropy is no byte string"));
+            assert!(
+                !fresh.is_empty() && fresh.len().is_multiple_of(16),
+                "the host's entropy is not a positive multiple of 16 bytes"
+            );
+            *bits = fresh;
+        }
+        let rest = bits.split_off(16);
+        let taken = std::mem::replace(bits, rest);
+        let half = |at: usize| u64::from_be_bytes(taken[at..at + 8].try_into().expect("8 bytes"));
+        [half(0), half(8)]
+    })
+}
+
+fn storage_error(error: StoreError) -> StorageError {
+    match error {
+        StoreError::Conflict => StorageError::Conflict,
+        StoreError::Unavailable(why) => StorageError::Unavailable(why),
+    }
+}
+
+struct Adapter;
+
+impl Guest for Adapter {
+    fn get(key: Key) -> Result<Option<Value>, StorageError> {
+        with(|state| state.scope.get(&key)).map_err(storage_error)
+    }
+
+    fn get_many(keys: Vec<Key>) -> Result<Vec<Option<Value>>, StorageError> {
+        with(|state| state.scope.get_many(&keys)).map_err(storage_error)
     }
 
     fn scan(
@@ -160,182 +461,58 @@ impl Guest for Adapter {
         limit: u32,
         order: Direction,
     ) -> Result<Vec<Entry>, StorageError> {
-        let descending = matches!(order, Direction::Descending);
-        let found = value(store::scan(&text(&start), &text(&end), limit, descending))?;
-        let mut found = Unpacker::new(&found)?;
-        let mut entries = Vec::new();
-        while found.more() {
-            let key = found.item()?;
-            let value = found.item()?;
-            entries.push(Entry { key, value });
-        }
-        Ok(entries)
+        let order = match order {
+            Direction::Ascending => Order::Ascending,
+            Direction::Descending => Order::Descending,
+        };
+        let pairs = with(|state| state.scope.scan(&start, &end, limit, order));
+        Ok(pairs
+            .map_err(storage_error)?
+            .into_iter()
+            .map(|(key, value)| Entry { key, value })
+            .collect())
     }
 
     fn commit(
-        preconditions: Vec<Precondition>,
-        ops: Vec<Op>,
+        preconditions: Vec<WitPrecondition>,
+        ops: Vec<WitOp>,
         trail: Vec<audit::Entry>,
     ) -> Result<(), StorageError> {
-        let mut conditions = Packer::default();
-        for precondition in &preconditions {
-            match precondition {
-                Precondition::Absent(key) => {
-                    conditions.tag(0);
-                    conditions.item(key);
-                }
-                Precondition::Holds(entry) => {
-                    conditions.tag(1);
-                    conditions.item(&entry.key);
-                    conditions.item(&entry.value);
-                }
-            }
-        }
-        let mut changes = Packer::default();
-        for op in &ops {
-            match op {
-                Op::Delete(key) => {
-                    changes.tag(0);
-                    changes.item(key);
-                }
-                Op::Put(entry) => {
-                    changes.tag(1);
-                    changes.item(&entry.key);
-                    changes.item(&entry.value);
-                }
-            }
-        }
-        let lines: Vec<String> = trail.iter().map(entry_json).collect();
-        match value(store::commit(
-            &conditions.done(),
-            &changes.done(),
-            &lines.join("\n"),
-        ))? {
-            rest if rest.is_empty() => Ok(()),
-            _ => Err(broken("a commit answered a value")),
-        }
+        let preconditions = preconditions
+            .into_iter()
+            .map(|p| match p {
+                WitPrecondition::Absent(key) => Precondition::Absent(key),
+                WitPrecondition::Holds(entry) => Precondition::Holds(entry.key, entry.value),
+            })
+            .collect();
+        let ops = ops
+            .into_iter()
+            .map(|op| match op {
+                WitOp::Put(entry) => Op::Put(entry.key, entry.value),
+                WitOp::Delete(key) => Op::Delete(key),
+            })
+            .collect();
+        let trail: Vec<EngineEntry> = trail.into_iter().map(engine_entry).collect();
+        with(|state| state.scope.commit(preconditions, ops, trail)).map_err(storage_error)
     }
 }
 
 impl audit::Guest for Adapter {
     fn append(entry: audit::Entry) {
-        store::append(&entry_json(&entry));
-    }
-}
-
-/// An audit entry as `engram:py/store` carries it.
-fn entry_json(entry: &audit::Entry) -> String {
-    let mut object = Map::new();
-    object.insert("request_id".into(), json!(entry.request_id));
-    let operation = match entry.operation {
-        Operation::Write => "write",
-        Operation::Read => "read",
-        Operation::Export => "export",
-        Operation::Import => "import",
-    };
-    object.insert("operation".into(), json!(operation));
-    if let Some(source) = &entry.source {
-        let component = match source.component {
-            SourceComponent::Cognition => "COGNITION",
-            SourceComponent::Maintenance => "MAINTENANCE",
-        };
-        let actor = match source.actor {
-            SourceActor::System => "SYSTEM",
-            SourceActor::User => "USER",
-            SourceActor::External => "EXTERNAL",
-        };
-        object.insert(
-            "source".into(),
-            json!({"agent_id": source.agent_id, "component": component, "actor": actor}),
-        );
-    }
-    if let Some(record_type) = entry.record_type {
-        let name = match record_type {
-            RecordType::Fact => "FACT",
-            RecordType::Event => "EVENT",
-            RecordType::State => "STATE",
-        };
-        object.insert("record_type".into(), json!(name));
-    }
-    let outcome = match &entry.outcome {
-        Outcome::Accepted(id) => json!({"accepted": id}),
-        Outcome::Replayed(id) => json!({"replayed": id}),
-        Outcome::Rejected(why) => json!({"rejected": why}),
-        Outcome::Returned(n) => json!({"returned": n}),
-        Outcome::Failed(why) => json!({"failed": why}),
-        Outcome::Applied(n) => json!({"applied": n}),
-        Outcome::Retrieved(r) => json!({"retrieved": {
-            "returned": r.returned,
-            "entries_read": r.entries_read,
-            "candidates": r.candidates,
-            "bound_reached": r.bound_reached,
-        }}),
-    };
-    object.insert("outcome".into(), outcome);
-    Json::Object(object).to_string()
-}
-
-/// A domain's settings (`store.settings`).
-struct Settings {
-    agent: String,
-    mode: AccessMode,
-    tier_ceiling: PrivacyTier,
-    read_limit_ceiling: u32,
-    candidate_limit: u32,
-    answer_byte_limit: u64,
-    max_record_bytes: u64,
-}
-
-/// The settings, asked for at the first need. A host that answers no valid
-/// settings stops the instance: nothing can be done without them.
-fn settings() -> &'static Settings {
-    static SETTINGS: OnceLock<Settings> = OnceLock::new();
-    SETTINGS.get_or_init(|| {
-        let text = store::settings();
-        let json: Json = serde_json::from_str(&text)
-            .unwrap_or_else(|e| panic!("the Python host's settings are not JSON: {e}"));
-        let number = |name: &str| {
-            json[name]
-                .as_u64()
-                .unwrap_or_else(|| panic!("the Python host's settings have no number `{name}`"))
-        };
-        let word = |name: &str| {
-            json[name]
-                .as_str()
-                .unwrap_or_else(|| panic!("the Python host's settings have no string `{name}`"))
-        };
-        let small = |name: &str| {
-            u32::try_from(number(name))
-                .unwrap_or_else(|_| panic!("the Python host's `{name}` is above 2^32"))
-        };
-        Settings {
-            agent: word("agent").to_owned(),
-            mode: match word("mode") {
-                "online" => AccessMode::Online,
-                "maintenance" => AccessMode::Maintenance,
-                other => panic!("the Python host's mode `{other}` is none of online, maintenance"),
-            },
-            tier_ceiling: match word("tier_ceiling") {
-                "public" => PrivacyTier::Public,
-                "sensitive" => PrivacyTier::Sensitive,
-                "private" => PrivacyTier::Private,
-                other => panic!("the Python host's tier ceiling `{other}` is no privacy tier"),
-            },
-            read_limit_ceiling: small("read_limit_ceiling"),
-            candidate_limit: small("candidate_limit"),
-            answer_byte_limit: number("answer_byte_limit"),
-            max_record_bytes: number("max_record_bytes"),
+        // An entry that cannot be written fails the call it records.
+        if let Err(error) = with(|state| state.scope.append(engine_entry(entry))) {
+            panic!("the audit trail could not be written: {error:#}");
         }
-    })
+    }
 }
 
 impl domain::Guest for Adapter {
     fn agent() -> String {
-        settings().agent.clone()
+        with(|state| state.settings.agent.clone())
     }
 
     fn mode() -> AccessMode {
-        settings().mode
+        with(|state| state.settings.mode)
     }
 
     fn now() -> i64 {
@@ -343,51 +520,152 @@ impl domain::Guest for Adapter {
     }
 
     fn read_limit_ceiling() -> u32 {
-        settings().read_limit_ceiling
+        with(|state| state.settings.limits.read_limit_ceiling)
     }
 
     fn candidate_limit() -> u32 {
-        settings().candidate_limit
+        with(|state| state.settings.limits.candidate_limit)
     }
 
     fn answer_byte_limit() -> u64 {
-        settings().answer_byte_limit
+        with(|state| state.settings.limits.answer_byte_limit())
     }
 
     fn tier_ceiling() -> PrivacyTier {
-        settings().tier_ceiling
+        with(|state| state.settings.tier_ceiling)
     }
 
     fn id_entropy() -> (u64, u64) {
-        thread_local! {
-            static BITS: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
-        }
-        BITS.with_borrow_mut(|bits| {
-            if bits.len() < 16 {
-                let fresh = bytes(&store::entropy())
-                    .unwrap_or_else(|_| panic!("the Python host's entropy is no byte string"));
-                assert!(
-                    !fresh.is_empty() && fresh.len().is_multiple_of(16),
-                    "the Python host's entropy is not a positive multiple of 16 bytes"
-                );
-                *bits = fresh;
-            }
-            let rest = bits.split_off(16);
-            let taken = std::mem::replace(bits, rest);
-            let half =
-                |at: usize| u64::from_be_bytes(taken[at..at + 8].try_into().expect("8 bytes"));
-            (half(0), half(8))
-        })
+        let [high, low] = entropy();
+        (high, low)
     }
 }
 
 impl host::Guest for Adapter {
     fn max_record_bytes() -> u64 {
-        settings().max_record_bytes
+        with(|state| state.settings.limits.max_record_bytes as u64)
     }
 
     fn append_audit(entry: String) {
-        store::append_line(&entry);
+        // The JSON layer's own entry (a write it refused before the engine
+        // ran), in the line form without `at` and `agent_id`.
+        let appended = with(|state| -> anyhow::Result<()> {
+            let mut line: Json = serde_json::from_str(&entry)?;
+            line["at"] = state.scope.clock_time().into();
+            line["agent_id"] = state.settings.agent.clone().into();
+            let entry: AuditEntry = serde_json::from_value(line)?;
+            state.scope.audit().append(&entry)
+        });
+        if let Err(error) = appended {
+            panic!("the audit trail could not be written: {error:#}");
+        }
+    }
+}
+
+impl control::Guest for Adapter {
+    fn open(held: Option<String>) -> Result<String, String> {
+        let settings = Settings::read()?;
+        let backend: Arc<dyn Backend> = Arc::new(Raw);
+        let lock = match (settings.mode, held) {
+            (AccessMode::Online, _) => None,
+            (AccessMode::Maintenance, Some(value)) => Some(LockGuard::resume(
+                backend,
+                &settings.agent,
+                value.into_bytes(),
+            )),
+            (AccessMode::Maintenance, None) => Some(
+                LockGuard::acquire_as(
+                    backend,
+                    &settings.agent,
+                    store::now(),
+                    settings.pid,
+                    entropy(),
+                )
+                .map_err(|e| format!("locked: {e:#}"))?,
+            ),
+        };
+        let value = lock.as_ref().map_or_else(String::new, |lock| {
+            String::from_utf8_lossy(lock.value()).into_owned()
+        });
+        STATE.with_borrow_mut(|state| *state = Some(State::new(settings, lock)));
+        Ok(value)
+    }
+
+    fn close() {
+        // Dropping the guard lets the lock go.
+        with(|state| state.lock = None);
+    }
+
+    fn forget() -> Result<u64, String> {
+        with(|state| {
+            let agent = state.settings.agent.clone();
+            let now = store::now();
+            let taken;
+            let lock = match &state.lock {
+                Some(lock) => lock,
+                None => {
+                    taken = LockGuard::acquire_as(
+                        Arc::new(Raw),
+                        &agent,
+                        now,
+                        state.settings.pid,
+                        entropy(),
+                    )
+                    .map_err(|e| format!("{e:#}"))?;
+                    &taken
+                }
+            };
+            maintenance::forget_under(lock, &Raw, &agent, now, &mut |_| {})
+                .map_err(|e| format!("{e:#}"))
+        })
+    }
+
+    fn break_lock() -> Result<bool, String> {
+        let agent = with(|state| state.settings.agent.clone());
+        maintenance::break_lock(&Raw, &agent).map_err(|e| format!("{e:#}"))
+    }
+
+    fn domains() -> Result<Vec<String>, String> {
+        maintenance::domains(&Raw).map_err(|e| format!("{e:#}"))
+    }
+
+    fn stopped_row(operation: String, request: String, why: String) -> String {
+        let Ok(request) = serde_json::from_str::<Json>(&request) else {
+            return String::new();
+        };
+        let Some(request_id) = request["request_id"].as_str() else {
+            return String::new();
+        };
+        let operation = match operation.as_str() {
+            "WRITE" => trail::Operation::Write,
+            "READ" => trail::Operation::Read,
+            _ => return String::new(),
+        };
+        let writes = operation == trail::Operation::Write;
+        let record = if writes { &request["record"] } else { &request };
+        let source = writes
+            .then(|| serde_json::from_value(request["source"].clone()).ok())
+            .flatten();
+        let record_type = serde_json::from_value(record["record_type"].clone()).ok();
+        with(|state| {
+            let entry = AuditEntry {
+                at: state.scope.clock_time(),
+                agent_id: state.settings.agent.clone(),
+                request_id: request_id.to_owned(),
+                operation,
+                source,
+                record_type,
+                outcome: trail::Outcome::Failed,
+                stored_id: None,
+                count: None,
+                reason: Some(why),
+            };
+            Raw::rows(&[entry])
+        })
+    }
+
+    fn prefix() -> String {
+        with(|state| text(state.scope.prefix()))
     }
 }
 

@@ -29,11 +29,19 @@ from typing import Any
 
 import wasmtime
 
-from ._component import AlgorithmError, Candidate, Failure, Instance, Runtime, Turn
-from ._maintenance import LockError, LockGuard, break_lock
-from ._maintenance import forget as _forget
-from ._scope import Limits, Ranker, Scope, Summarizer
-from ._store import MAX_AGENT_ID_BYTES, AuditRow, Backend, audit_line, compact, source_text
+from ._component import (
+    AlgorithmError,
+    Binding,
+    Candidate,
+    Failure,
+    Instance,
+    Limits,
+    Ranker,
+    Runtime,
+    Summarizer,
+    Turn,
+)
+from ._store import Backend, audit_line, compact, row_of_line
 from .memory import MemoryStore
 from .sqlite import SqliteStore, StoreError
 from .types import Answer, Plan, ReadAnswer, ReadRequest, WriteAnswer, WriteRequest
@@ -99,6 +107,10 @@ class EngineStopped(EngramError):
     or read that stopped so is audited FAILED with why."""
 
 
+class LockError(EngramError, RuntimeError):
+    """The domain's maintenance lock is held by someone else, or was broken."""
+
+
 def _now_ms() -> int:
     return time.time_ns() // 1_000_000
 
@@ -109,8 +121,6 @@ def _text(request: Any) -> str:
 
 #: The `export` page size.
 _EXPORT_PAGE = 1000
-
-_TIERS = ("public", "sensitive", "private")
 
 
 class Engram:
@@ -169,12 +179,8 @@ class Engram:
         ``input`` names the input in input errors."""
         if self._closed:
             raise EngramError("the store is closed")
-        if not isinstance(agent, str) or not agent or len(agent.encode("utf-8")) > MAX_AGENT_ID_BYTES:
-            raise ValueError(f"an agent id must be 1 to {MAX_AGENT_ID_BYTES} bytes long")
-        if mode not in ("online", "maintenance"):
-            raise ValueError(f"mode must be online or maintenance, not {mode!r}")
-        if tier_ceiling not in _TIERS:
-            raise ValueError(f"tier_ceiling must be public, sensitive or private, not {tier_ceiling!r}")
+        if not isinstance(agent, str):
+            raise ValueError("an agent id must be a string")
         summarizer = summarizer or self._summarizer
         ranker = ranker or self._ranker
         if (summarizer is None) != (ranker is None):
@@ -183,24 +189,10 @@ class Engram:
             summarizer = summarizer or default_summarizer
             ranker = ranker or default_ranker
         # Neither given: the engine's own, composed in (no call leaves the engine).
-        lock = LockGuard.acquire(self.store, agent, self._clock()) if mode == "maintenance" else None
-        scope = Scope(
-            agent_id=agent,
-            backend=self.store,
-            mode=mode,
-            tier_ceiling=tier_ceiling,
-            limits=self._limits,
-            clock=self._clock,
-            summarizer=summarizer,
-            ranker=ranker,
-            lock_value=None if lock is None else lock.value,
-        )
-        try:
-            return Domain(self._runtime, scope, lock, input)
-        except BaseException:
-            if lock is not None:
-                lock.release()
-            raise
+        settings: dict[str, Any] = {"agent": agent, "mode": mode, "tier_ceiling": tier_ceiling, "pid": os.getpid()}
+        settings.update((name, value) for name, value in vars(self._limits).items() if value is not None)
+        binding = Binding(self.store, compact(settings), self._clock, summarizer, ranker)
+        return Domain(self._runtime, binding, agent, mode, input)
 
     def audit(
         self,
@@ -221,7 +213,9 @@ class Engram:
 
     def domains(self) -> list[str]:
         """The agents whose domains hold anything, in key order."""
-        return self.store.domains()
+        # Any domain's instance can list them: the store is one.
+        with self.open("engram") as domain:
+            return domain._control("domains")
 
     def export(self, agents: Iterable[str] | None = None) -> list[dict]:
         """Domains (every one when ``agents`` is None) as export lines
@@ -251,12 +245,14 @@ class Engram:
     def forget(self, agent: str) -> dict:
         """Forgets an agent: removes every key of its domain under its
         maintenance lock and audits it with the count."""
-        return {"agent_id": agent, "removed": _forget(self.store, agent, self._clock())}
+        with self.open(agent) as domain:
+            return domain.forget()
 
     def unlock(self, agent: str) -> dict:
         """Breaks the maintenance lock of an agent, whoever holds it (a lock
         left behind by a process that died)."""
-        return {"agent_id": agent, "unlocked": break_lock(self.store, agent)}
+        with self.open(agent) as domain:
+            return {"agent_id": agent, "unlocked": domain._control("break-lock")}
 
     def close(self) -> None:
         """Closes a store this object opened."""
@@ -276,43 +272,75 @@ class Domain:
     """One agent's memory domain. Every call answers the lines the ``engram``
     command line prints, parsed. Not for several threads at once."""
 
-    def __init__(self, runtime: Runtime, scope: Scope, lock: LockGuard | None, input: str) -> None:
+    def __init__(self, runtime: Runtime, binding: Binding, agent: str, mode: str, input: str) -> None:
         self._runtime = runtime
-        self._scope = scope
-        self._lock = lock
+        self._binding = binding
+        self._agent = agent
+        self._mode = mode
         self._input = input
-        self._instance: Instance | None = Instance(runtime, scope)
-        self._generation = 0
+        self._instance: Instance | None = None
+        #: How many times the instance was replaced (the first is 0).
+        self._generation = -1
         self._cycles: set[Cycle] = set()
         self._closed = False
         self._mutex = threading.RLock()
+        #: The value of the maintenance lock while this domain holds it.
+        self._lock: str | None = None
+        self._lock = self._open() or None
+        self._prefix = self._control("prefix").encode("latin-1")
 
     @property
     def agent(self) -> str:
         """The agent whose domain this is."""
-        return self._scope.agent_id
+        return self._agent
 
     @property
     def mode(self) -> str:
         """``online`` or ``maintenance``."""
-        return self._scope.mode
+        return self._mode
 
     def _live(self) -> Instance:
+        """The domain's instance; a fresh one, opened, after one stopped (it
+        goes on holding the maintenance lock this domain holds)."""
         if self._closed:
             raise EngramError("the domain is closed")
         if self._instance is None:
-            self._instance = Instance(self._runtime, self._scope)
-            self._generation += 1
+            self._open()
+        assert self._instance is not None
         return self._instance
+
+    def _open(self) -> str:
+        """A fresh instance, opened: the lock's value it holds (empty
+        online)."""
+        instance = Instance(self._runtime, self._binding)
+        try:
+            held = str(instance.domain("open", self._lock))
+        except Failure as failure:
+            kind, _, why = failure.text.partition(": ")
+            if kind == "invalid":
+                raise ValueError(why) from None
+            raise LockError(why) from None
+        self._instance = instance
+        self._generation += 1
+        return held
+
+    def _control(self, name: str, *args: Any) -> Any:
+        """A call of the adapter's ``engram:py/domain``; its error as a
+        :class:`LockError` (the lock is what its calls can meet)."""
+        with self._mutex:
+            try:
+                return self._live().domain(name, *args)
+            except Failure as failure:
+                raise LockError(failure.text) from None
 
     def _call(self, f: Callable[[Instance], Any], audited: tuple | None = None, *, writes: bool = False) -> Any:
         """Calls into the instance; a call that ``writes`` waits its turn
         among the writers of the domain (:meth:`Backend.lock_domain`)."""
         with self._mutex:
             instance = self._live()
-            backend = self._scope.backend
+            backend = self._binding.backend
             if writes:
-                backend.lock_domain(self._scope.prefix)
+                backend.lock_domain(self._prefix)
             try:
                 return f(instance)
             except Failure as failure:
@@ -326,44 +354,17 @@ class Domain:
                 self._cycles.clear()
                 why = f"{error}; its instance was stopped, and the next call gets a fresh one"
                 if audited is not None:
-                    self._audit_stopped(audited[0], audited[1], why)
+                    # Best effort: the store may be what failed.
+                    try:
+                        row = self._live().domain("stopped-row", audited[0], audited[1], why)
+                        if row:
+                            backend.append_audit([row_of_line(json.loads(row), at=self._binding.clock())])
+                    except Exception:
+                        pass
                 raise EngineStopped(why) from error
             finally:
                 if writes:
-                    backend.unlock_domain(self._scope.prefix)
-
-    def _audit_stopped(self, operation: str, text: str, why: str) -> None:
-        """Audits a single write or read whose instance stopped before it
-        answered, as FAILED with why (IO-W8). Best effort: the store may be
-        what failed."""
-        try:
-            request = json.loads(text)
-        except ValueError:
-            return
-        if not isinstance(request, dict) or not isinstance(request.get("request_id"), str):
-            return
-        source = request.get("source") if operation == "WRITE" else None
-        record = request.get("record") if operation == "WRITE" else request
-        record_type = record.get("record_type") if isinstance(record, dict) else None
-        try:
-            self._scope.backend.append_audit(
-                [
-                    AuditRow(
-                        at=self._scope.now(),
-                        agent_id=self.agent,
-                        request_id=request["request_id"],
-                        operation=operation,
-                        source=source_text(source) if isinstance(source, dict) else None,
-                        record_type=record_type if record_type in ("FACT", "EVENT", "STATE") else None,
-                        outcome="FAILED",
-                        stored_id=None,
-                        count=None,
-                        reason=why,
-                    )
-                ]
-            )
-        except Exception:
-            pass  # the trail could not take it either; the call's error says why
+                    backend.unlock_domain(self._prefix)
 
     def _batch(self, request: Any, batch: bool | None) -> tuple:
         if isinstance(request, (list, tuple)):
@@ -471,7 +472,7 @@ class Domain:
         limit = query.pop("limit", 100)
         if not isinstance(limit, int) or not 1 <= limit <= 100000:
             raise ValueError("an audit limit must be 1 to 100000")
-        rows = self._scope.backend.audit_rows(
+        rows = self._binding.backend.audit_rows(
             self.agent, query.get("operation"), query.get("outcome"), query.get("since"), query.get("until"), limit
         )
         return [audit_line(row) for row in rows]
@@ -514,10 +515,7 @@ class Domain:
     def forget(self) -> dict:
         """Forgets this agent (see :meth:`Engram.forget`), under this
         domain's lock in maintenance mode."""
-        if self._closed:
-            raise EngramError("the domain is closed")
-        removed = _forget(self._scope.backend, self.agent, self._scope.now(), self._lock)
-        return {"agent_id": self.agent, "removed": removed}
+        return {"agent_id": self.agent, "removed": self._control("forget")}
 
     def close(self) -> None:
         """Drops the instance and releases the maintenance lock."""
@@ -525,10 +523,12 @@ class Domain:
             return
         for cycle in list(self._cycles):
             cycle.close()
-        self._closed = True
-        self._instance = None
-        if self._lock is not None:
-            self._lock.release()
+        try:
+            if self._lock:
+                self._control("close")  # lets the maintenance lock go
+        finally:
+            self._closed = True
+            self._instance = None
 
     def __enter__(self) -> Domain:
         return self

@@ -12,12 +12,15 @@ instance, which cannot be entered again.
 
 The engine loaded here is ``engram-py.wasm``: the unchanged engine composed
 with the JSON layer of the JavaScript host (``host/js/wit/js.wit``), whose
-export ``engram:js/calls`` takes and answers JSON text, and with an adapter
-that supplies the engine's ``persistence`` over ``engram:py/store``
-(``host/python/wit/py.wit``): the same calls with every byte string as a
-string of one character per byte and every list of them packed into one, so
-that a value crosses in one copy. The default summarizer and ranker are
-``engram-algorithms.wasm``, in a store of their own.
+export ``engram:js/calls`` takes and answers JSON text, and with the adapter
+(``host/python/adapter``), the host layer every host shares in Rust: the
+domain's key prefix, limits, maintenance lock and audit entries. It asks
+this package only for a raw store, ``engram:py/store``
+(``host/python/wit/py.wit``): whole keys, every byte string as a string of
+one character per byte and every list of them packed into one, so that a
+value crosses in one copy; and it exports ``engram:py/domain``, what the
+host does with a domain besides the engine's calls. The default summarizer
+and ranker are ``engram-algorithms.wasm``, in a store of their own.
 """
 
 from __future__ import annotations
@@ -26,26 +29,18 @@ import json
 import secrets
 import struct
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 import wasmtime
 from wasmtime import component as wc
 
-from ._store import packaged
+from ._store import AuditRow, Backend, Change, Condition, packaged, row_of_line
 
 VERSION = "@0.1.0"
 CALLS = "engram:js/calls" + VERSION
-
-
-class Unavailable(Exception):
-    """A store call that could not be done: the engine is told
-    ``storage-error.unavailable`` with this message."""
-
-
-class Conflict(Exception):
-    """A commit whose preconditions did not hold: ``storage-error.conflict``."""
+DOMAIN = "engram:py/domain" + VERSION
 
 
 class AlgorithmError(Exception):
@@ -63,33 +58,49 @@ class Candidate:
     timestamp: int
 
 
-@dataclass(frozen=True)
-class Precondition:
-    """A condition a commit checks first: ``absent`` (``value`` None) or
-    ``holds`` exactly ``value``. Keys are the engine's, unscoped."""
-
-    key: bytes
-    value: bytes | None
+Summarizer = Callable[[str, "str | None"], Any]
+Ranker = Callable[[list[str], list[Candidate], int], Sequence[str]]
 
 
 @dataclass(frozen=True)
-class Op:
-    """One change of a commit: a put (``value`` set) or a delete."""
+class Limits:
+    """What the host lets the engine ask of the store, and the limits the
+    engine is told; a limit left None has the default of every host
+    (``docs/limits.md``)."""
 
-    key: bytes
-    value: bytes | None
+    #: The largest ``limit`` of a read.
+    read_limit_ceiling: int | None = None
+    #: Keyword-index entries one retrieval may read.
+    candidate_limit: int | None = None
+    #: Bytes of the records of one answer, before the bound by memory.
+    max_answer_bytes: int | None = None
+    #: The engine's memory, of which an answer may take a quarter.
+    max_memory_bytes: int | None = None
+    #: The largest record a write may carry.
+    max_record_bytes: int | None = None
+    #: Puts and deletes of one commit.
+    max_batch_ops: int | None = None
+    #: Bytes of keys and values of one commit.
+    max_batch_bytes: int | None = None
 
 
 @dataclass(frozen=True)
-class EngineEntry:
-    """An audit entry the engine made (``audit.entry``), its outcome as
-    ``(tag, payload)``; a retrieval's payload is a dict."""
+class Binding:
+    """What one domain's engine instance is bound to: the raw store, the
+    domain's settings (``store.settings``, JSON, checked by the adapter),
+    the clock and the algorithms (both None: the engine's own, composed in
+    as ``engram-py-builtin.wasm``)."""
 
-    request_id: str
-    operation: str
-    source: dict | None
-    record_type: str | None
-    outcome: tuple[str, Any]
+    backend: Backend
+    settings: str
+    clock: Callable[[], int]
+    summarizer: Summarizer | None
+    ranker: Ranker | None
+
+    @property
+    def algorithms(self) -> bool:
+        """Whether the engine imports its summarizer and ranker from here."""
+        return self.summarizer is not None or self.ranker is not None
 
 
 def _record(**fields: Any) -> wc.Record:
@@ -97,20 +108,6 @@ def _record(**fields: Any) -> wc.Record:
     for name, value in fields.items():
         setattr(record, name.replace("_", "-"), value)
     return record
-
-
-def _entry(line: str) -> EngineEntry:
-    """An audit entry as the adapter hands it over: JSON
-    (``host/python/wit/py.wit``)."""
-    raw = json.loads(line)
-    ((tag, payload),) = raw["outcome"].items()
-    return EngineEntry(
-        request_id=raw["request_id"],
-        operation=raw["operation"],
-        source=raw.get("source"),
-        record_type=raw.get("record_type"),
-        outcome=(tag, payload),
-    )
 
 
 class Runtime:
@@ -201,40 +198,6 @@ def _export(store: wasmtime.Store, instance: wc.Instance, interface: str, name: 
     return func
 
 
-class Imports(Protocol):
-    """What an engine instance imports, as plain Python: a domain's scope
-    supplies these methods."""
-
-    # persistence
-    def get(self, key: bytes) -> bytes | None: ...
-    def get_many(self, keys: list[bytes]) -> list[bytes | None]: ...
-    def scan(self, start: bytes, end: bytes, limit: int, descending: bool) -> list[tuple[bytes, bytes]]: ...
-    def commit(self, preconditions: list[Precondition], ops: list[Op], trail: list[EngineEntry]) -> None: ...
-    # audit
-    def append(self, entry: EngineEntry) -> None: ...
-
-    # domain
-    agent_id: str
-    mode: str
-    tier_ceiling: str
-
-    def now(self) -> int: ...
-    def read_limit_ceiling(self) -> int: ...
-    def candidate_limit(self) -> int: ...
-    def answer_byte_limit(self) -> int: ...
-    # the JSON layer's host
-    def max_record_bytes(self) -> int: ...
-    def append_line(self, line: str) -> None: ...
-
-    # algorithms: when False, the engine's own are composed in and these
-    # are never called
-    @property
-    def algorithms(self) -> bool: ...
-
-    def summarize(self, user_message: str, model_response: str | None) -> Any: ...
-    def rank(self, query_keywords: list[str], candidates: list[Candidate], k: int) -> list[str]: ...
-
-
 _LENGTH = struct.Struct(">I")
 #: The length that stands for no value in a packed list of options.
 _NONE = b"\xff\xff\xff\xff"
@@ -256,7 +219,7 @@ def _unpack(packed: bytes) -> list[bytes]:
 
 
 def _unpack_tagged(packed: bytes) -> list[tuple[bytes, bytes | None]]:
-    """Packed preconditions or ops: a byte 0 then a key (absent, delete),
+    """Packed conditions or changes: a byte 0 then a key (absent, delete),
     or 1 then a key and a value (holds, put)."""
     items: list[tuple[bytes, bytes | None]] = []
     at, size = 0, len(packed)
@@ -276,90 +239,87 @@ def _unpack_tagged(packed: bytes) -> list[tuple[bytes, bytes | None]]:
     return items
 
 
-def _storage_error(error: Exception) -> str:
-    """A storage error as the store's answer: ``C`` for ``conflict``, ``U``
-    and the message for ``unavailable``."""
-    if isinstance(error, Conflict):
-        return "C"
+def _rows(text: str, clock: Callable[[], int]) -> list[AuditRow]:
+    """Audit rows as the adapter hands them over: a JSON line each, stamped
+    now when the line has no ``at``."""
+    if not text:
+        return []
+    now = int(clock())
+    return [row_of_line(json.loads(line), at=now) for line in text.split("\n")]
+
+
+def _failed(error: Exception) -> str:
+    """A store that could not do it: ``U`` and why, for the engine."""
     return "U" + (str(error) or type(error).__name__)
 
 
-def _link(linker: wc.Linker, imports: Imports) -> None:
+def _link(linker: wc.Linker, binding: Binding) -> None:
+    backend = binding.backend
     with linker.root() as root:
         with root.add_instance("engram:memory/types" + VERSION):
             pass
-        # The engine's `persistence` and `audit`, through the adapter of
-        # `engram-py.wasm`: byte strings as latin-1 strings, lists of them
-        # packed into one, answers as one string whose first character says
-        # what it is (`host/python/wit/py.wit`).
+        # The raw store the adapter of `engram-py.wasm` stores through: byte
+        # strings as latin-1 strings, lists of them packed into one, answers
+        # as one string whose first character says what it is
+        # (`host/python/wit/py.wit`).
         with root.add_instance("engram:py/store" + VERSION) as p:
-
-            def get(_store: Any, key: str) -> str:
-                try:
-                    value = imports.get(key.encode("latin-1"))
-                except (Unavailable, Conflict) as error:
-                    return _storage_error(error)
-                return "N" if value is None else "V" + value.decode("latin-1")
 
             def get_many(_store: Any, keys: str) -> str:
                 try:
-                    values = imports.get_many(_unpack(keys.encode("latin-1")))
-                except (Unavailable, Conflict) as error:
-                    return _storage_error(error)
+                    values = backend.get_many(_unpack(keys.encode("latin-1")))
+                except Exception as error:
+                    return _failed(error)
                 packed = b"".join(_NONE if v is None else _LENGTH.pack(len(v)) + v for v in values)
                 return "V" + packed.decode("latin-1")
 
             def scan(_store: Any, start: str, end: str, limit: int, descending: bool) -> str:
                 try:
-                    pairs = imports.scan(start.encode("latin-1"), end.encode("latin-1"), limit, descending)
-                except (Unavailable, Conflict) as error:
-                    return _storage_error(error)
+                    pairs = backend.scan(start.encode("latin-1"), end.encode("latin-1"), limit, descending)
+                except Exception as error:
+                    return _failed(error)
                 pack = _LENGTH.pack
                 return "V" + b"".join(pack(len(k)) + k + pack(len(v)) + v for k, v in pairs).decode("latin-1")
 
-            def commit(_store: Any, preconditions: str, ops: str, trail: str) -> str:
-                conditions = [Precondition(k, v) for k, v in _unpack_tagged(preconditions.encode("latin-1"))]
-                changes = [Op(k, v) for k, v in _unpack_tagged(ops.encode("latin-1"))]
-                entries = [_entry(line) for line in trail.split("\n")] if trail else []
+            def commit(_store: Any, conditions: str, changes: str, rows: str) -> str:
                 try:
-                    imports.commit(conditions, changes, entries)
-                except (Unavailable, Conflict) as error:
-                    return _storage_error(error)
-                return "V"
+                    done = backend.commit(
+                        [Condition(key=k, value=v) for k, v in _unpack_tagged(conditions.encode("latin-1"))],
+                        [Change(key=k, value=v) for k, v in _unpack_tagged(changes.encode("latin-1"))],
+                        _rows(rows, binding.clock),
+                    )
+                except Exception as error:
+                    return _failed(error)
+                return "V" if done else "C"
 
-            p.add_func("get", get)
+            def append(_store: Any, rows: str) -> None:
+                # An exception stops the instance: the call fails with it.
+                backend.append_audit(_rows(rows, binding.clock))
+
             p.add_func("get-many", get_many)
             p.add_func("scan", scan)
             p.add_func("commit", commit)
-            p.add_func("append", lambda _store, entry: imports.append(_entry(entry)))
-            p.add_func("append-line", lambda _store, line: imports.append_line(line))
-            p.add_func(
-                "settings",
-                lambda _store: json.dumps(
-                    {
-                        "agent": imports.agent_id,
-                        "mode": imports.mode,
-                        "tier_ceiling": imports.tier_ceiling,
-                        "read_limit_ceiling": imports.read_limit_ceiling(),
-                        "candidate_limit": imports.candidate_limit(),
-                        "answer_byte_limit": imports.answer_byte_limit(),
-                        "max_record_bytes": imports.max_record_bytes(),
-                    }
-                ),
-            )
-            p.add_func("now", lambda _store: imports.now())
+            p.add_func("append", append)
+            p.add_func("settings", lambda _store: binding.settings)
+            p.add_func("now", lambda _store: int(binding.clock()))
             # Bits for 16 record ids at a time.
             p.add_func("entropy", lambda _store: secrets.token_bytes(16 * 16).decode("latin-1"))
-        if not imports.algorithms:
+        summarizer, ranker = binding.summarizer, binding.ranker
+        if summarizer is None or ranker is None:
             return
         with root.add_instance("engram:memory/summarizer" + VERSION) as s:
 
             def summarize(_store: Any, user_message: str, model_response: str | None) -> Any:
                 try:
-                    summary = imports.summarize(user_message, model_response)
-                except AlgorithmError as error:
-                    return str(error)
-                return _record(summary=summary["summary"], keywords=list(summary["keywords"]))
+                    summary = summarizer(user_message, model_response)
+                except Exception as error:
+                    return str(error) or type(error).__name__
+                if isinstance(summary, Mapping):
+                    text, keywords = summary.get("summary"), summary.get("keywords", [])
+                else:
+                    text, keywords = getattr(summary, "summary", None), getattr(summary, "keywords", [])
+                if not isinstance(text, str) or isinstance(keywords, str):
+                    return "the summarizer answered no {summary, keywords}"
+                return _record(summary=text, keywords=[str(k) for k in keywords])
 
             s.add_func("summarize", summarize)
         with root.add_instance("engram:memory/ranker" + VERSION) as r:
@@ -370,9 +330,12 @@ def _link(linker: wc.Linker, imports: Imports) -> None:
                     for c in candidates
                 ]
                 try:
-                    return list(imports.rank(list(query_keywords), given, k))
-                except AlgorithmError as error:
-                    return str(error)
+                    ids = ranker(list(query_keywords), given, k)
+                except Exception as error:
+                    return str(error) or type(error).__name__
+                if isinstance(ids, (str, bytes)) or not isinstance(ids, Sequence):
+                    return "the ranker answered no list of ids"
+                return [str(i) for i in ids]
 
             r.add_func("rank", rank)
 
@@ -407,30 +370,46 @@ class Turn:
 
 
 class Instance:
-    """One instance of the engine with the JSON layer, over ``imports``.
-    After a trap it must not be used again (the caller makes another)."""
+    """One instance of the engine with the JSON layer and the adapter, over
+    ``binding``. After a trap it must not be used again (the caller makes
+    another)."""
 
-    def __init__(self, runtime: Runtime, imports: Imports) -> None:
+    def __init__(self, runtime: Runtime, binding: Binding) -> None:
         self.store = wasmtime.Store(runtime.engine)
         linker = wc.Linker(runtime.engine)
-        builtin = not imports.algorithms
-        _link(linker, imports)
-        self._instance = linker.instantiate(self.store, runtime.api(builtin))
-        calls = self._instance.get_export_index(self.store, CALLS)
-        if calls is None:
-            raise RuntimeError(f"the engine exports no {CALLS}")
-        self._calls = calls
+        _link(linker, binding)
+        self._instance = linker.instantiate(self.store, runtime.api(not binding.algorithms))
         self._funcs: dict = {}
+        self._interfaces: dict = {}
 
-    def _func(self, name: str) -> wc.Func:
-        func = self._funcs.get(name)
+    def _func(self, name: str, interface: str = CALLS) -> wc.Func:
+        func = self._funcs.get((interface, name))
         if func is None:
-            index = self._instance.get_export_index(self.store, name, self._calls)
-            func = None if index is None else self._instance.get_func(self.store, index)
+            index = self._interfaces.get(interface)
+            if index is None:
+                index = self._interfaces[interface] = self._instance.get_export_index(self.store, interface)
+                if index is None:
+                    raise RuntimeError(f"the engine exports no {interface}")
+            found = self._instance.get_export_index(self.store, name, index)
+            func = None if found is None else self._instance.get_func(self.store, found)
             if func is None:
-                raise RuntimeError(f"{CALLS} exports no {name}")
-            self._funcs[name] = func
+                raise RuntimeError(f"{interface} exports no {name}")
+            self._funcs[(interface, name)] = func
         return func
+
+    def domain(self, name: str, *args: Any) -> Any:
+        """A call of ``engram:py/domain``: its answer, or raises
+        :class:`Failure` (kind ``domain``) with the error of its result."""
+        func = self._func(name, DOMAIN)
+        answer = func(self.store, *args)
+        func.post_return(self.store)
+        if isinstance(answer, wc.Variant):
+            if answer.tag == "err":
+                raise Failure("domain", str(answer.payload))
+            return answer.payload
+        if isinstance(answer, str) and name not in ("prefix", "stopped-row"):
+            raise Failure("domain", answer)
+        return answer
 
     def _call(self, name: str, *args: Any) -> Any:
         func = self._func(name)

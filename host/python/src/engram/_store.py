@@ -1,28 +1,20 @@
-"""What every store shares: the backend interface, key order, domain
-prefixes, maintenance-lock keys, audit rows and their line form
-(docs/store-format.md).
+"""What every store shares: the raw store interface, the writers' turns,
+audit rows and their line form (docs/store-format.md).
 
-Keys a backend sees are full keys: the domain's scope has already put the
-domain's prefix in front of every key the engine names, and the maintenance
-locks live outside every domain's range. A backend interprets nothing: it
-keeps bytes in bytewise key order.
+Keys a store sees are whole keys: the adapter (the host layer every host
+shares, in Rust) has already put the domain's prefix in front of every key
+the engine names, and keeps the maintenance locks outside every domain's
+range. A store interprets nothing: it keeps bytes in bytewise key order.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import struct
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from importlib import resources
 from typing import Any, Protocol, TypedDict
-
-#: The longest agent id a domain may be opened for, in bytes.
-MAX_AGENT_ID_BYTES = 256
-
-#: Where the maintenance locks live: above every domain's keys.
-LOCK_AREA = b"\xffengram-maintenance-lock\x00"
 
 
 class AuditRow(TypedDict):
@@ -102,9 +94,6 @@ class Backend(Protocol):
     ) -> list[AuditRow]:
         """The newest ``limit`` rows that match, oldest first."""
 
-    def domains(self) -> list[str]:
-        """The agents whose domains hold any key, in key order."""
-
     def close(self) -> None:
         """Lets the store go; no call may follow."""
 
@@ -122,13 +111,6 @@ def packaged(name: str) -> bytes:
     except FileNotFoundError:
         where = override or "the package (install it with pip, which builds it)"
         raise RuntimeError(f"engram: the file {name} is not in {where}") from None
-
-
-def domain_prefix(agent_id: str) -> bytes:
-    """The prefix of every key of an agent's domain: the id's length in
-    bytes, 4 bytes big-endian, then its UTF-8 bytes."""
-    raw = agent_id.encode("utf-8")
-    return struct.pack(">I", len(raw)) + raw
 
 
 def domain_lock_key(prefix: bytes) -> int:
@@ -158,40 +140,6 @@ class Turns:
         with self._freed:
             self._held.discard(key)
             self._freed.notify_all()
-
-
-def lock_key(agent_id: str) -> bytes:
-    """The key of an agent's maintenance lock."""
-    return LOCK_AREA + domain_prefix(agent_id)
-
-
-def successor(prefix: bytes) -> bytes:
-    """The smallest key above every key that starts with ``prefix``."""
-    end = bytearray(prefix)
-    while end:
-        last = end.pop()
-        if last < 0xFF:
-            end.append(last + 1)
-            return bytes(end)
-    return b"\xff" * (len(prefix) + 1)
-
-
-def domains_by_scan(backend: Any) -> list[str]:
-    """The agents whose domains hold anything, in key order, found with one
-    ``scan`` of one pair per domain."""
-    agents: list[str] = []
-    start = b"\x00\x00\x00\x00"
-    end = LOCK_AREA[:1]
-    while True:
-        pairs = backend.scan(start, end, 1, False)
-        if not pairs:
-            return agents
-        key = pairs[0][0]
-        (length,) = struct.unpack(">I", key[:4])
-        if len(key) < 4 + length:
-            raise ValueError("a key shorter than its domain id")
-        agents.append(key[4 : 4 + length].decode("utf-8"))
-        start = successor(key[: 4 + length])
 
 
 def compact(value: Any) -> str:

@@ -7,7 +7,7 @@ import bisect
 import threading
 from collections.abc import Sequence
 
-from ._store import AuditRow, Change, Condition, Turns, audit_matches, domain_lock_key, domains_by_scan, rows_of
+from ._store import AuditRow, Change, Condition, Turns, audit_matches, domain_lock_key, rows_of
 
 
 class MemoryStore:
@@ -98,11 +98,6 @@ class MemoryStore:
                 if audit_matches(row, agent, operation, outcome, since, until):
                     found.append(row)
             return rows_of(reversed(found))
-
-    def domains(self) -> list[str]:
-        with self._lock:
-            self._open()
-            return domains_by_scan(self)
 
     def close(self) -> None:
         self._closed = True

@@ -36,7 +36,6 @@ from ._store import (
     audit_line,
     compact,
     domain_lock_key,
-    domains_by_scan,
     packaged,
     row_of_line,
 )
@@ -454,9 +453,6 @@ class SqliteStore:
             )
             for r in reversed(found)
         ]
-
-    def domains(self) -> list[str]:
-        return domains_by_scan(self)
 
     def close(self) -> None:
         with self._lock:
