@@ -34,65 +34,69 @@ fn world(path: &str) -> (Vec<String>, Vec<String>) {
     (imports, exports)
 }
 
+/// Checks that the component at `path` imports and exports exactly these.
+fn assert_world(path: &str, imports: &[&str], exports: &[&str]) {
+    let (found_imports, found_exports) = world(path);
+    assert_eq!(found_imports, imports, "the imports of {path}");
+    assert_eq!(found_exports, exports, "the exports of {path}");
+}
+
 /// The composition imports what the JavaScript host supplies, and
 /// nothing of WASI; it exports the calls only.
 #[test]
 fn the_api_imports_the_engines_imports_and_the_host() {
-    let (imports, exports) = world(API);
-    let expected: Vec<String> = [
-        "engram:js/host@0.1.0",
-        "engram:memory/audit@0.1.0",
-        "engram:memory/domain@0.1.0",
-        "engram:memory/persistence@0.1.0",
-        "engram:memory/ranker@0.1.0",
-        "engram:memory/summarizer@0.1.0",
-        "engram:memory/types@0.1.0",
-    ]
-    .map(String::from)
-    .to_vec();
-    assert_eq!(imports, expected);
-    assert_eq!(exports, ["engram:js/calls@0.1.0"]);
+    assert_world(
+        API,
+        &[
+            "engram:js/host@0.1.0",
+            "engram:memory/audit@0.1.0",
+            "engram:memory/domain@0.1.0",
+            "engram:memory/persistence@0.1.0",
+            "engram:memory/ranker@0.1.0",
+            "engram:memory/summarizer@0.1.0",
+            "engram:memory/types@0.1.0",
+        ],
+        &["engram:js/calls@0.1.0"],
+    );
 }
 
-/// The Python composition imports `engram:py/store` where the
-/// JavaScript one imports `persistence`, `audit`, `domain` and
-/// `engram:js/host`, and the rest the same.
+/// The Python composition imports a raw store, `engram:py/store`, where
+/// the JavaScript one imports `persistence`, `audit`, `domain` and
+/// `engram:js/host` (the adapter does the host's part), and the rest the
+/// same; it exports the calls and the adapter's `engram:py/domain`.
 #[test]
 fn the_python_api_imports_the_store_instead_of_persistence() {
-    let (imports, exports) = world(PY_API);
-    let expected: Vec<String> = [
-        "engram:memory/ranker@0.1.0",
-        "engram:memory/summarizer@0.1.0",
-        "engram:memory/types@0.1.0",
-        "engram:py/store@0.1.0",
-    ]
-    .map(String::from)
-    .to_vec();
-    assert_eq!(imports, expected);
-    assert_eq!(exports, ["engram:js/calls@0.1.0"]);
+    assert_world(
+        PY_API,
+        &[
+            "engram:memory/ranker@0.1.0",
+            "engram:memory/summarizer@0.1.0",
+            "engram:memory/types@0.1.0",
+            "engram:py/store@0.1.0",
+        ],
+        &["engram:js/calls@0.1.0", "engram:py/domain@0.1.0"],
+    );
 }
 
 /// With the algorithms inside, no summarizer or ranker is imported.
 #[test]
 fn the_builtin_python_api_imports_the_store_and_the_types_only() {
-    let (imports, exports) = world(PY_BUILTIN);
-    assert_eq!(
-        imports,
-        ["engram:memory/types@0.1.0", "engram:py/store@0.1.0"]
+    assert_world(
+        PY_BUILTIN,
+        &["engram:memory/types@0.1.0", "engram:py/store@0.1.0"],
+        &["engram:js/calls@0.1.0", "engram:py/domain@0.1.0"],
     );
-    assert_eq!(exports, ["engram:js/calls@0.1.0"]);
 }
 
 /// The algorithms import only the types their exports refer to.
 #[test]
 fn the_algorithms_export_the_summarizer_and_the_ranker() {
-    let (imports, exports) = world(ALGORITHMS);
-    assert_eq!(imports, ["engram:memory/types@0.1.0"]);
-    assert_eq!(
-        exports,
-        [
+    assert_world(
+        ALGORITHMS,
+        &["engram:memory/types@0.1.0"],
+        &[
             "engram:memory/ranker@0.1.0",
-            "engram:memory/summarizer@0.1.0"
-        ]
+            "engram:memory/summarizer@0.1.0",
+        ],
     );
 }

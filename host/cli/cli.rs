@@ -673,22 +673,17 @@ fn run_cycle(
         Ok(cycle) => cycle,
         Err(error) => {
             out.push(serde_json::json!({"plan_error": {
-                "step": error.step, "rule": error.rule, "kind": debug_name(&error.kind)}}));
+                "step": error.step, "rule": error.rule, "kind": json::error_name(&error.kind)}}));
             return Ok(REFUSED);
         }
     };
     let mut code = OK;
     let failed = |out: &mut Lines, error: CycleError| {
-        out.push(serde_json::json!({"cycle_error": debug_name(&error)}));
+        out.push(serde_json::json!({"cycle_error": json::error_name(&error)}));
         REFUSED
     };
     'stages: {
-        for stage in [
-            Stage::ContextSelect,
-            Stage::PromptAssemble,
-            Stage::SummarizeMemory,
-            Stage::PersistMemory,
-        ] {
+        for stage in json::Stage::ALL.map(Stage::from) {
             if !plan.steps.iter().any(|s| s.stage == stage) {
                 continue;
             }
@@ -698,7 +693,7 @@ fn run_cycle(
                         .into_iter()
                         .map(|r| serde_json::json!({"step": r.step, "output": json::StepOutput::from(r.output)}))
                         .collect();
-                    out.push(serde_json::json!({"stage": stage_name(stage), "steps": steps}));
+                    out.push(serde_json::json!({"stage": json::Stage::from(stage).name(), "steps": steps}));
                 }
                 Err(error) => {
                     code = failed(out, error);
@@ -807,24 +802,6 @@ fn cycle_batch(
     Ok(code)
 }
 
-fn stage_name(stage: Stage) -> &'static str {
-    match stage {
-        Stage::ContextSelect => "ContextSelect",
-        Stage::PromptAssemble => "PromptAssemble",
-        Stage::SummarizeMemory => "SummarizeMemory",
-        Stage::PersistMemory => "PersistMemory",
-    }
-}
-
-/// A typed error's name and payload, without its type's path.
-pub(crate) fn debug_name(error: &impl std::fmt::Debug) -> String {
-    let text = format!("{error:?}");
-    match text.split_once("::") {
-        Some((_, rest)) => rest.to_owned(),
-        None => text,
-    }
-}
-
 const CONVERSATION: &str = include_str!("../../samples/conversation.jsonl");
 const DEMO_AGENT: &str = "demo";
 
@@ -897,7 +874,10 @@ fn demo(store: &str, question: &str) -> Result<u8, Exit> {
     };
     for stage in [Stage::ContextSelect, Stage::PromptAssemble] {
         if let Err(error) = domain.run_stage(&cycle, stage, &input).map_err(failure)? {
-            println!("{}", serde_json::json!({"cycle_error": debug_name(&error)}));
+            println!(
+                "{}",
+                serde_json::json!({"cycle_error": json::error_name(&error)})
+            );
             return Ok(REFUSED);
         }
     }

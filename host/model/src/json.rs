@@ -582,6 +582,36 @@ pub enum Stage {
     PersistMemory,
 }
 
+impl Stage {
+    /// Every stage, in the order a turn runs them.
+    pub const ALL: [Stage; 4] = [
+        Stage::ContextSelect,
+        Stage::PromptAssemble,
+        Stage::SummarizeMemory,
+        Stage::PersistMemory,
+    ];
+
+    /// The stage's name in the JSON model (`{"stage":…}` lines).
+    pub fn name(self) -> &'static str {
+        match self {
+            Stage::ContextSelect => "ContextSelect",
+            Stage::PromptAssemble => "PromptAssemble",
+            Stage::SummarizeMemory => "SummarizeMemory",
+            Stage::PersistMemory => "PersistMemory",
+        }
+    }
+}
+
+/// A typed error's name and payload, without its type's path: how the
+/// answers name a plan's or a cycle's error (`{"cycle_error":…}`).
+pub fn error_name(error: &impl std::fmt::Debug) -> String {
+    let text = format!("{error:?}");
+    match text.split_once("::") {
+        Some((_, rest)) => rest.to_owned(),
+        None => text,
+    }
+}
+
 /// A step's kind; `{"SummarizeMemory":{"of":"user_message"|"turn"}}` or a
 /// plain name.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

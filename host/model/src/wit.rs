@@ -3,6 +3,29 @@
 //! component's own (`wit_bindgen::generate!`) name the types alike, so one
 //! macro body serves both.
 
+/// A semantic memory of type `$to` from `$m`, of the other side's type:
+/// every field as it is, the privacy tier through `$tier`. For
+/// [`wit_conversions!`], both ways.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! semantic_memory {
+    ($($to:ident)::+, $m:ident, $tier:ident) => {
+        $($to)::+ {
+            content: $m.content,
+            context: $m.context,
+            valid_at: $m.valid_at,
+            invalid_at: $m.invalid_at,
+            strength: $m.strength,
+            last_accessed: $m.last_accessed,
+            access_count: $m.access_count,
+            sources: $m.sources,
+            confidence: $m.confidence,
+            contradictions: $m.contradictions,
+            privacy_tier: $tier($m.privacy_tier),
+        }
+    };
+}
+
 /// Writes the conversions between [`crate::json`] and the component's types
 /// into the module it is invoked in. The crate must have, at its root, the
 /// modules `types` (the `engram:memory/types` interface), `io`, `cycle`
@@ -168,21 +191,9 @@ macro_rules! wit_conversions {
             impl<P: Properties> From<FactPayload<P>> for wit::FactPayload {
                 fn from(payload: FactPayload<P>) -> Self {
                     match payload {
-                        FactPayload::Semantic(m) => {
-                            wit::FactPayload::Semantic(wit::SemanticMemory {
-                                content: m.content,
-                                context: m.context,
-                                valid_at: m.valid_at,
-                                invalid_at: m.invalid_at,
-                                strength: m.strength,
-                                last_accessed: m.last_accessed,
-                                access_count: m.access_count,
-                                sources: m.sources,
-                                confidence: m.confidence,
-                                contradictions: m.contradictions,
-                                privacy_tier: tier_to_wit(m.privacy_tier),
-                            })
-                        }
+                        FactPayload::Semantic(m) => wit::FactPayload::Semantic(
+                            $crate::semantic_memory!(wit::SemanticMemory, m, tier_to_wit),
+                        ),
                         FactPayload::Procedural(r) => {
                             wit::FactPayload::Procedural(wit::ProceduralRule {
                                 agent_type: r.agent_type,
@@ -343,19 +354,7 @@ macro_rules! wit_conversions {
 
             impl From<wit::SemanticMemory> for SemanticMemory {
                 fn from(m: wit::SemanticMemory) -> Self {
-                    SemanticMemory {
-                        content: m.content,
-                        context: m.context,
-                        valid_at: m.valid_at,
-                        invalid_at: m.invalid_at,
-                        strength: m.strength,
-                        last_accessed: m.last_accessed,
-                        access_count: m.access_count,
-                        sources: m.sources,
-                        confidence: m.confidence,
-                        contradictions: m.contradictions,
-                        privacy_tier: tier_from_wit(m.privacy_tier),
-                    }
+                    $crate::semantic_memory!(SemanticMemory, m, tier_from_wit)
                 }
             }
 
@@ -433,6 +432,17 @@ macro_rules! wit_conversions {
                         Stage::PromptAssemble => wc::Stage::PromptAssemble,
                         Stage::SummarizeMemory => wc::Stage::SummarizeMemory,
                         Stage::PersistMemory => wc::Stage::PersistMemory,
+                    }
+                }
+            }
+
+            impl From<wc::Stage> for Stage {
+                fn from(s: wc::Stage) -> Self {
+                    match s {
+                        wc::Stage::ContextSelect => Stage::ContextSelect,
+                        wc::Stage::PromptAssemble => Stage::PromptAssemble,
+                        wc::Stage::SummarizeMemory => Stage::SummarizeMemory,
+                        wc::Stage::PersistMemory => Stage::PersistMemory,
                     }
                 }
             }

@@ -24,21 +24,11 @@ from collections.abc import Callable, Sequence
 
 from engram import Candidate, Engram, default_algorithms
 
-INGEST = {
-    "metadata": {},
-    "steps": [
-        {"name": "summary", "stage": "SummarizeMemory", "kind": {"SummarizeMemory": {"of": "turn"}}},
-        {"name": "persist", "stage": "PersistMemory", "kind": "PersistMemory", "inputs": ["summary"]},
-    ],
-}
-RECALL = {
-    "metadata": {"top_k": 10},
-    "steps": [
-        {"name": "query", "stage": "ContextSelect", "kind": {"SummarizeMemory": {"of": "user_message"}}},
-        {"name": "retrieve", "stage": "ContextSelect", "kind": "RetrieveMemory", "inputs": ["query"]},
-        {"name": "select", "stage": "ContextSelect", "kind": "ContextSelect", "inputs": ["retrieve"]},
-    ],
-}
+#: The sample plan's stages, split: a turn's ingest, and a question's recall.
+with open(os.path.join(os.path.dirname(__file__), "..", "..", "..", "samples", "plan.json")) as _file:
+    _STEPS = json.load(_file)["steps"]
+INGEST = {"metadata": {}, "steps": [s for s in _STEPS if s["stage"] in ("SummarizeMemory", "PersistMemory")]}
+RECALL = {"metadata": {"top_k": 10}, "steps": [s for s in _STEPS if s["stage"] == "ContextSelect"]}
 
 Ranker = Callable[[list[str], list[Candidate], int], Sequence[str]]
 

@@ -252,7 +252,7 @@ impl Memory {
                 Err(error) => return failed(error),
                 Ok(Err(error)) => {
                     return answer(
-                        json!({"plan_error": {"step": error.step, "rule": error.rule, "kind": cli::debug_name(&error.kind)}}),
+                        json!({"plan_error": {"step": error.step, "rule": error.rule, "kind": engram::json::error_name(&error.kind)}}),
                         true,
                     );
                 }
@@ -266,7 +266,7 @@ impl Memory {
                 match domain.run_stage(&cycle, stage, input) {
                     Err(error) => result = Some(failed(error)),
                     Ok(Err(error)) => {
-                        result = Some(answer(json!({"cycle_error": cli::debug_name(&error)}), true))
+                        result = Some(answer(json!({"cycle_error": engram::json::error_name(&error)}), true))
                     }
                     Ok(Ok(_)) => {}
                 }
@@ -285,7 +285,7 @@ impl Memory {
                 },
                 None => match domain.commit_cycle(&cycle) {
                     Ok(Ok(ids)) => answer(json!({"committed": ids}), false),
-                    Ok(Err(error)) => answer(json!({"cycle_error": cli::debug_name(&error)}), true),
+                    Ok(Err(error)) => answer(json!({"cycle_error": engram::json::error_name(&error)}), true),
                     Err(error) => failed(error),
                 },
             });

@@ -456,7 +456,7 @@ fn record_type(record: &types::MemoryRecord) -> types::RecordType {
 fn maintenance_refusal(error: export::MaintenanceError) -> Failure {
     let why = match error {
         export::MaintenanceError::InvalidItem(why) => why,
-        other => debug_name(&other),
+        other => json::error_name(&other),
     };
     Failure::Refused(json!({ "error": why }).to_string())
 }
@@ -464,13 +464,13 @@ fn maintenance_refusal(error: export::MaintenanceError) -> Failure {
 /// A refused plan's line: `{"plan_error":{"step","rule","kind"}}`.
 fn plan_error(error: &cycle::PlanError) -> String {
     json!({"plan_error": {
-        "step": error.step, "rule": error.rule, "kind": debug_name(&error.kind)}})
+        "step": error.step, "rule": error.rule, "kind": json::error_name(&error.kind)}})
     .to_string()
 }
 
 /// A failed cycle's line: `{"cycle_error":…}`.
 fn cycle_error(error: &cycle::CycleError) -> String {
-    json!({ "cycle_error": debug_name(error) }).to_string()
+    json!({ "cycle_error": json::error_name(error) }).to_string()
 }
 
 /// A stage's line: `{"stage","steps":[{"step","output"}…]}`.
@@ -479,26 +479,7 @@ fn stage_line(stage: cycle::Stage, results: Vec<cycle::StepResult>) -> String {
         .into_iter()
         .map(|r| json!({"step": r.step, "output": json::StepOutput::from(r.output)}))
         .collect();
-    json!({"stage": stage_name(stage), "steps": steps}).to_string()
-}
-
-/// A stage's name in the JSON model.
-fn stage_name(stage: cycle::Stage) -> &'static str {
-    match stage {
-        cycle::Stage::ContextSelect => "ContextSelect",
-        cycle::Stage::PromptAssemble => "PromptAssemble",
-        cycle::Stage::SummarizeMemory => "SummarizeMemory",
-        cycle::Stage::PersistMemory => "PersistMemory",
-    }
-}
-
-/// A typed error's name and payload, without its type's path.
-fn debug_name(error: &impl std::fmt::Debug) -> String {
-    let text = format!("{error:?}");
-    match text.split_once("::") {
-        Some((_, rest)) => rest.to_owned(),
-        None => text,
-    }
+    json!({"stage": json::Stage::from(stage).name(), "steps": steps}).to_string()
 }
 
 /// Runs a cycle stage by stage, a line per stage that has steps, then
@@ -515,12 +496,7 @@ fn run_cycle(
         Err(error) => return vec![plan_error(&error)],
     };
     let mut lines = Vec::new();
-    for stage in [
-        cycle::Stage::ContextSelect,
-        cycle::Stage::PromptAssemble,
-        cycle::Stage::SummarizeMemory,
-        cycle::Stage::PersistMemory,
-    ] {
+    for stage in json::Stage::ALL.map(cycle::Stage::from) {
         if !plan.steps.iter().any(|s| s.stage == stage) {
             continue;
         }

@@ -76,8 +76,18 @@ fn broken(why: &str) -> StoreError {
 struct Packer(Vec<u8>);
 
 impl Packer {
-    fn tag(&mut self, tag: u8) {
-        self.0.push(tag);
+    /// Conditions or changes: a byte 0 then the key (absent, delete), or
+    /// 1 then the key and the value (holds, put).
+    fn tagged<'a>(items: impl Iterator<Item = (&'a Vec<u8>, Option<&'a Vec<u8>>)>) -> String {
+        let mut packed = Packer::default();
+        for (key, value) in items {
+            packed.0.push(u8::from(value.is_some()));
+            packed.item(key);
+            if let Some(value) = value {
+                packed.item(value);
+            }
+        }
+        packed.done()
     }
 
     fn item(&mut self, item: &[u8]) {
@@ -169,35 +179,15 @@ impl Raw {
         ops: &[Op],
         rows: &str,
     ) -> Result<(), StoreError> {
-        let mut conditions = Packer::default();
-        for precondition in preconditions {
-            match precondition {
-                Precondition::Absent(key) => {
-                    conditions.tag(0);
-                    conditions.item(key);
-                }
-                Precondition::Holds(key, value) => {
-                    conditions.tag(1);
-                    conditions.item(key);
-                    conditions.item(value);
-                }
-            }
-        }
-        let mut changes = Packer::default();
-        for op in ops {
-            match op {
-                Op::Delete(key) => {
-                    changes.tag(0);
-                    changes.item(key);
-                }
-                Op::Put(key, value) => {
-                    changes.tag(1);
-                    changes.item(key);
-                    changes.item(value);
-                }
-            }
-        }
-        match answer(store::commit(&conditions.done(), &changes.done(), rows))? {
+        let conditions = Packer::tagged(preconditions.iter().map(|p| match p {
+            Precondition::Absent(key) => (key, None),
+            Precondition::Holds(key, value) => (key, Some(value)),
+        }));
+        let changes = Packer::tagged(ops.iter().map(|op| match op {
+            Op::Delete(key) => (key, None),
+            Op::Put(key, value) => (key, Some(value)),
+        }));
+        match answer(store::commit(&conditions, &changes, rows))? {
             rest if rest.is_empty() => Ok(()),
             _ => Err(broken("a commit answered a value")),
         }
