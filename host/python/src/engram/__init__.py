@@ -33,9 +33,9 @@ from ._component import AlgorithmError, Candidate, Failure, Instance, Runtime, T
 from ._maintenance import LockError, LockGuard, break_lock
 from ._maintenance import forget as _forget
 from ._scope import Limits, Ranker, Scope, Summarizer
-from ._store import MAX_AGENT_ID_BYTES, AuditRow, Backend, audit_line, compact, source_text
+from ._store import MAX_AGENT_ID_BYTES, AuditRow, Backend, StoreError, audit_line, compact, source_text
 from .memory import MemoryStore
-from .sqlite import SqliteStore, StoreError
+from .sqlite import SqliteStore
 from .types import Answer, Plan, ReadAnswer, ReadRequest, WriteAnswer, WriteRequest
 
 __all__ = [
@@ -99,6 +99,19 @@ class EngineStopped(EngramError):
     or read that stopped so is audited FAILED with why."""
 
 
+def _open_url(url: str) -> Backend:
+    """The store a URL names: PostgreSQL for ``postgres://`` and
+    ``postgresql://``, as the command line's ``--store`` opens them."""
+    scheme = url.split("://", 1)[0]
+    if scheme.lower() not in ("postgres", "postgresql"):
+        raise StoreError(
+            f"{scheme}://: not a kind of store Engram opens (give a SQLite file path or a postgres:// URL)"
+        )
+    from .postgres import PostgresStore
+
+    return PostgresStore(url)
+
+
 def _now_ms() -> int:
     return time.time_ns() // 1_000_000
 
@@ -117,11 +130,14 @@ class Engram:
     """A store and the engine that serves its agents' domains.
 
     ``store``: the path of a SQLite file (created if absent, the format of
-    every host), a :class:`Backend` object, or None / ``":memory:"`` for a
-    fresh in-memory store. ``synchronous`` and ``busy_timeout`` are for a
-    store given by path. ``summarizer`` and ``ranker`` are the defaults of
-    every domain opened here (every host's own when None); ``clock`` answers
-    ms since the epoch.
+    every host), a ``postgres://`` or ``postgresql://`` URL (a
+    :class:`engram.postgres.PostgresStore`, with the ``postgres`` extra
+    installed), a :class:`Backend` object, or None / ``":memory:"`` for a
+    fresh in-memory store; a URL of another scheme is refused.
+    ``synchronous`` and ``busy_timeout`` are for a store given by path.
+    ``summarizer`` and ``ranker`` are the defaults of every domain opened
+    here (every host's own when None); ``clock`` answers ms since the
+    epoch.
     """
 
     def __init__(
@@ -137,6 +153,9 @@ class Engram:
     ) -> None:
         if store is None or store == ":memory:":
             self.store: Backend = MemoryStore()
+            self._owned = True
+        elif isinstance(store, str) and "://" in store:
+            self.store = _open_url(store)
             self._owned = True
         elif isinstance(store, (str, os.PathLike)):
             self.store = SqliteStore(store, synchronous=synchronous, busy_timeout=busy_timeout)
