@@ -4,11 +4,13 @@
 //! again only when that file changed) and the package itself, installed by
 //! pip from its folder with the components this build made (`engram-js`'s
 //! build script); then the package's pytest suite runs against the
-//! installed package: the shared scenarios over SQLite and in memory, the
-//! store format shared with the `engram` command line (this crate's
-//! binary), two processes writing one file, plug-in algorithms. Nothing may
-//! be skipped. The package's code is also held to its linter and formatter
-//! (ruff, configured in `pyproject.toml`).
+//! installed package: the shared scenarios over SQLite, in memory and on
+//! PostgreSQL, the store format shared with the `engram` command line (this
+//! crate's binary), two processes writing one file or one PostgreSQL
+//! domain, plug-in algorithms. Nothing may be skipped but the PostgreSQL
+//! cases when `ENGRAM_TEST_POSTGRES_URL` names no database, and those are
+//! counted. The package's code is also held to its linter and formatter
+//! (ruff, configured in `pyproject.toml`) and its type checker (mypy).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -77,10 +79,55 @@ fn make_environment() -> PathBuf {
     python
 }
 
-// Every shared scenario on the Python host with both backends: each line names its rule in
-// its `note`.
-#[test]
-fn the_python_package_installs_and_passes_its_tests() {
+/// The variable that names the PostgreSQL database of the PostgreSQL cases.
+const POSTGRES_URL_VAR: &str = "ENGRAM_TEST_POSTGRES_URL";
+
+/// Why a PostgreSQL case is skipped (`host/python/tests/conftest.py`).
+const NEEDS_POSTGRES: &str = "needs PostgreSQL: set ENGRAM_TEST_POSTGRES_URL";
+
+/// How many cases pytest's short summary (`-ra`) lists as skipped for a
+/// reason other than `reason`, and how many for it: lines `SKIPPED [N]
+/// file:line: reason`.
+fn skips(report: &str, reason: &str) -> (u64, u64) {
+    let (mut other, mut counted) = (0, 0);
+    for line in report.lines() {
+        let Some(rest) = line.strip_prefix("SKIPPED [") else {
+            continue;
+        };
+        let (n, rest) = rest.split_once(']').unwrap_or(("0", rest));
+        let n: u64 = n.parse().unwrap_or(0);
+        if rest.ends_with(reason) {
+            counted += n;
+        } else {
+            other += n;
+        }
+    }
+    (other, counted)
+}
+
+/// What pytest's run of the package's suite said.
+struct Report {
+    /// Whether pytest exited with success.
+    success: bool,
+    /// Its standard output, then its standard error.
+    text: String,
+    passed: u64,
+    failed: u64,
+    skipped: u64,
+    errors: u64,
+    /// The skips for want of PostgreSQL.
+    postgres_skips: u64,
+    /// The skips for any other reason.
+    other_skips: u64,
+}
+
+/// The package installed and its suite run, once for every test below.
+fn pytest() -> &'static Report {
+    static REPORT: OnceLock<Report> = OnceLock::new();
+    REPORT.get_or_init(run_pytest)
+}
+
+fn run_pytest() -> Report {
     let python = environment();
     let wasm_dir = Path::new(engram_js::API).parent().unwrap();
     // The package as a user installs it (pip builds it from its folder),
@@ -107,7 +154,9 @@ fn the_python_package_installs_and_passes_its_tests() {
         .args(["-m", "pytest", "-q", "-p", "no:cacheprovider", "tests"])
         .current_dir(package())
         .env("ENGRAM_BIN", env!("CARGO_BIN_EXE_engram"))
-        // The installed package's own components, not a checkout's.
+        // The installed package's own components, not a checkout's. The
+        // PostgreSQL cases run against the database ENGRAM_TEST_POSTGRES_URL
+        // names (inherited), each in schemas of its own.
         .env_remove("ENGRAM_WASM_DIR");
     let output = pytest.output().expect("running pytest");
     let report = String::from_utf8_lossy(&output.stdout);
@@ -119,18 +168,77 @@ fn the_python_package_installs_and_passes_its_tests() {
             .find_map(|(n, rest)| rest.starts_with(name).then(|| n.parse().ok()).flatten())
             .unwrap_or(0)
     };
-    let (passed, failed, skipped, errors) = (
-        count("passed"),
-        count("failed"),
-        count("skipped"),
-        count("error"),
-    );
+    let (other_skips, postgres_skips) = skips(&report, NEEDS_POSTGRES);
+    Report {
+        success: output.status.success(),
+        text: format!("{report}\n{}", String::from_utf8_lossy(&output.stderr)),
+        passed: count("passed"),
+        failed: count("failed"),
+        skipped: count("skipped"),
+        errors: count("error"),
+        postgres_skips,
+        other_skips,
+    }
+}
+
+// Every shared scenario on the Python host with every backend: each line names its rule in
+// its `note`.
+#[test]
+fn the_python_package_installs_and_passes_its_tests() {
+    let r = pytest();
+    let postgres = std::env::var(POSTGRES_URL_VAR).is_ok_and(|url| !url.trim().is_empty());
+    // With a database nothing may be skipped; without one, only the
+    // PostgreSQL cases, each listed with why (and counted below).
+    let skips_allowed = if postgres {
+        r.skipped == 0
+    } else {
+        r.other_skips == 0 && r.postgres_skips == r.skipped
+    };
     assert!(
-        output.status.success() && passed > 0 && failed == 0 && skipped == 0 && errors == 0,
-        "the Python tests: passed {passed}, failed {failed}, skipped {skipped}, errors {errors}\n{report}\n{}",
-        String::from_utf8_lossy(&output.stderr)
+        r.success && r.passed > 0 && r.failed == 0 && skips_allowed && r.errors == 0,
+        "the Python tests: passed {}, failed {}, skipped {} ({} of them PostgreSQL cases), errors {}\n{}",
+        r.passed,
+        r.failed,
+        r.skipped,
+        r.postgres_skips,
+        r.errors,
+        r.text
     );
-    eprintln!("Python tests: {passed} passed");
+    if r.skipped == 0 {
+        eprintln!("Python tests: {} passed", r.passed);
+    } else {
+        eprintln!(
+            "Python tests: {} passed; {} PostgreSQL cases skipped ({NEEDS_POSTGRES})",
+            r.passed, r.skipped
+        );
+    }
+}
+
+// The Python package's PostgreSQL cases (the shared scenarios and the store's tests on a
+// third backend, the command line and Python writing one domain): run with the suite
+// above, and counted here, so that without ENGRAM_TEST_POSTGRES_URL this summary line
+// says `1 ignored` as every test binary's does for its PostgreSQL cases.
+#[test]
+#[cfg_attr(
+    engram_no_postgres,
+    ignore = "needs PostgreSQL: set ENGRAM_TEST_POSTGRES_URL"
+)]
+fn the_python_package_passes_its_postgresql_cases() {
+    let postgres = std::env::var(POSTGRES_URL_VAR).is_ok_and(|url| !url.trim().is_empty());
+    assert!(
+        postgres,
+        "this case needs PostgreSQL: set {POSTGRES_URL_VAR}=postgres://postgres@127.0.0.1:5432/test"
+    );
+    let r = pytest();
+    assert!(
+        r.success && r.failed == 0 && r.errors == 0 && r.postgres_skips == 0 && r.skipped == 0,
+        "the Python tests on PostgreSQL: passed {}, failed {}, skipped {}, errors {}\n{}",
+        r.passed,
+        r.failed,
+        r.skipped,
+        r.errors,
+        r.text
+    );
 }
 
 #[test]

@@ -5,7 +5,9 @@ build script writes ``engram-py.wasm``, ``engram-py-builtin.wasm`` and
 ``engram-algorithms.wasm`` to
 ``js/`` in the workspace's target folder, and the SQLite schema every host
 runs, ``sqlite-schema.sql``, beside them); ``ENGRAM_WASM_DIR`` names a
-folder that already holds them instead.
+folder that already holds them instead. The PostgreSQL schema every host
+runs, ``postgres-schema.sql``, comes from that folder when it holds it, else
+from the repository (``host/store/src``).
 """
 
 import json
@@ -19,6 +21,8 @@ from setuptools.command.build_py import build_py
 
 #: What the Rust build puts beside them too: the SQLite schema every host runs.
 COMPONENTS = ("engram-py.wasm", "engram-py-builtin.wasm", "engram-algorithms.wasm", "sqlite-schema.sql")
+#: The PostgreSQL schema, which the Rust store embeds from its source.
+SCHEMAS = ("postgres-schema.sql",)
 REPOSITORY = Path(__file__).resolve().parent.parent.parent
 
 
@@ -30,7 +34,7 @@ def components() -> Path:
     if not (REPOSITORY / "Cargo.toml").is_file():
         raise SystemExit(
             "engram-memory: the engine's components are built from the Engram repository; "
-            "set ENGRAM_WASM_DIR to a folder holding " + " and ".join(COMPONENTS)
+            "set ENGRAM_WASM_DIR to a folder holding " + ", ".join(COMPONENTS + SCHEMAS)
         )
     subprocess.run(["cargo", "build", "-p", "engram-js"], cwd=REPOSITORY, check=True)
     metadata = subprocess.run(
@@ -53,6 +57,13 @@ class BuildWithComponents(build_py):
             if not (source / name).is_file():
                 raise SystemExit(f"engram-memory: {source / name} is missing")
             shutil.copyfile(source / name, target / name)
+        for name in SCHEMAS:
+            found = source / name
+            if not found.is_file():
+                found = REPOSITORY / "host" / "store" / "src" / name
+            if not found.is_file():
+                raise SystemExit(f"engram-memory: {name} is in neither {source} nor {found.parent}")
+            shutil.copyfile(found, target / name)
 
 
 setup(cmdclass={"build_py": BuildWithComponents})

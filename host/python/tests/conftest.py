@@ -3,9 +3,11 @@ command line that ``ENGRAM_BIN`` names (``cargo test`` sets it)."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import subprocess
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -14,14 +16,78 @@ import pytest
 
 from engram import Backend, MemoryStore, SqliteStore
 
+#: The variable that names the PostgreSQL database the PostgreSQL cases run
+#: against (``postgres://postgres@127.0.0.1:5432/test``); each case makes
+#: schemas of its own in it and drops them after.
+POSTGRES_URL_VAR = "ENGRAM_TEST_POSTGRES_URL"
 
-@pytest.fixture(params=["memory", "sqlite"])
-def make_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Callable[[], Backend]]:
-    """A factory of fresh, empty stores of one backend; each closed after."""
+#: Why a PostgreSQL case did not run: ``cargo test --test python`` counts
+#: the skips that say this, and allows no other.
+NEEDS_POSTGRES = f"needs PostgreSQL: set {POSTGRES_URL_VAR}"
+
+
+def postgres_url() -> str | None:
+    """The test database's URL, if the variable names one."""
+    return os.environ.get(POSTGRES_URL_VAR, "").strip() or None
+
+
+#: Marks a test that needs PostgreSQL: skipped, and so counted, without the
+#: variable.
+needs_postgres = pytest.mark.skipif(postgres_url() is None, reason=NEEDS_POSTGRES)
+
+_schemas = itertools.count()
+
+
+def unique_schema(what: str) -> str:
+    """A schema name no other case, process or run uses."""
+    return f"engram_py_{what}_{os.getpid()}_{next(_schemas)}_{time.time_ns() % 10**9}"
+
+
+def with_schema(url: str, schema: str) -> str:
+    """The URL of the database with ``schema`` first on its search path, as
+    a host that takes only a URL (the command line) is given it."""
+    return f"{url}{'&' if '?' in url else '?'}options=-csearch_path%3D{schema}"
+
+
+@pytest.fixture
+def pg_schema() -> Iterator[Callable[[str], str]]:
+    """Names fresh schemas of the test database (``make("what")``), each
+    dropped with everything in it after the test."""
+    url = postgres_url()
+    made: list[str] = []
+
+    def make(what: str) -> str:
+        assert url is not None, NEEDS_POSTGRES
+        made.append(unique_schema(what))
+        return made[-1]
+
+    yield make
+    if made:
+        import psycopg
+
+        with psycopg.connect(str(url), autocommit=True) as conn:
+            for schema in made:
+                conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+
+
+@pytest.fixture(params=["memory", "sqlite", pytest.param("postgres", marks=needs_postgres)])
+def make_store(
+    request: pytest.FixtureRequest, tmp_path: Path, pg_schema: Callable[[str], str]
+) -> Iterator[Callable[[], Backend]]:
+    """A factory of fresh, empty stores of one backend (a PostgreSQL store in
+    a schema of its own); each closed after."""
     made: list[Backend] = []
 
     def make() -> Backend:
-        store: Backend = MemoryStore() if request.param == "memory" else SqliteStore(tmp_path / f"s{len(made)}.db")
+        store: Backend
+        if request.param == "memory":
+            store = MemoryStore()
+        elif request.param == "sqlite":
+            store = SqliteStore(tmp_path / f"s{len(made)}.db")
+        else:
+            from engram.postgres import PostgresStore
+
+            store = PostgresStore(str(postgres_url()), schema=pg_schema("store"))
         made.append(store)
         return store
 
@@ -39,7 +105,7 @@ def engram_bin() -> str:
     return path
 
 
-def cli(bin: str, store: Path, args: list[str], stdin: str = "") -> list[Any]:
+def cli(bin: str, store: Path | str, args: list[str], stdin: str = "") -> list[Any]:
     """Runs the command line on ``store``: its standard output's lines,
     parsed."""
     out = subprocess.run(

@@ -23,33 +23,9 @@ pub const SCHEMA_VERSION: i32 = 1;
 /// tables across hosts ("ENGR").
 const MIGRATION_LOCK: i64 = 0x454e_4752;
 
-const SCHEMA: &str = "
-CREATE TABLE engram_schema (
-    version    integer NOT NULL,
-    created_at timestamptz NOT NULL DEFAULT now(),
-    one_row    boolean PRIMARY KEY DEFAULT true CHECK (one_row)
-);
-CREATE TABLE engram_kv (
-    key   bytea PRIMARY KEY,
-    value bytea NOT NULL
-);
--- Agent ids, request ids and reasons are kept byte for byte (UTF-8): a
--- text column cannot hold every string a caller may send (NUL).
-CREATE TABLE engram_audit (
-    seq         bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-    at          bigint NOT NULL,
-    agent_id    bytea NOT NULL,
-    request_id  bytea NOT NULL,
-    operation   text NOT NULL,
-    source      text,
-    record_type text,
-    outcome     text NOT NULL,
-    stored_id   text,
-    count       bigint,
-    reason      bytea
-);
-CREATE INDEX engram_audit_agent ON engram_audit (agent_id, seq);
-";
+/// The tables, version by version (`postgres-schema.sql`, which the Python
+/// package runs too).
+const SCHEMA: &str = include_str!("postgres-schema.sql");
 
 /// Options for opening a PostgreSQL store.
 #[derive(Clone, Debug)]
@@ -798,6 +774,16 @@ mod tests {
         );
         assert_eq!(redacted("postgres://u@h/db"), "postgres://u@h/db");
         assert_eq!(redacted("postgres://h/db"), "postgres://h/db");
+    }
+
+    #[test]
+    fn the_schema_text_ends_at_this_builds_version() {
+        let versions: Vec<i32> = SCHEMA
+            .lines()
+            .filter_map(|line| line.strip_prefix("-- version "))
+            .map(|rest| rest.split_whitespace().next().unwrap().parse().unwrap())
+            .collect();
+        assert_eq!(versions, (1..=SCHEMA_VERSION).collect::<Vec<_>>());
     }
 
     #[test]

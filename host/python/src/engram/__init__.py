@@ -41,9 +41,9 @@ from ._component import (
     Summarizer,
     Turn,
 )
-from ._store import Backend, audit_line, compact, row_of_line
+from ._store import Backend, StoreError, audit_line, compact, row_of_line
 from .memory import MemoryStore
-from .sqlite import SqliteStore, StoreError
+from .sqlite import SqliteStore
 from .types import Answer, Plan, ReadAnswer, ReadRequest, WriteAnswer, WriteRequest
 
 __all__ = [
@@ -111,6 +111,19 @@ class LockError(EngramError, RuntimeError):
     """The domain's maintenance lock is held by someone else, or was broken."""
 
 
+def _open_url(url: str) -> Backend:
+    """The store a URL names: PostgreSQL for ``postgres://`` and
+    ``postgresql://``, as the command line's ``--store`` opens them."""
+    scheme = url.split("://", 1)[0]
+    if scheme.lower() not in ("postgres", "postgresql"):
+        raise StoreError(
+            f"{scheme}://: not a kind of store Engram opens (give a SQLite file path or a postgres:// URL)"
+        )
+    from .postgres import PostgresStore
+
+    return PostgresStore(url)
+
+
 def _now_ms() -> int:
     return time.time_ns() // 1_000_000
 
@@ -127,11 +140,14 @@ class Engram:
     """A store and the engine that serves its agents' domains.
 
     ``store``: the path of a SQLite file (created if absent, the format of
-    every host), a :class:`Backend` object, or None / ``":memory:"`` for a
-    fresh in-memory store. ``synchronous`` and ``busy_timeout`` are for a
-    store given by path. ``summarizer`` and ``ranker`` are the defaults of
-    every domain opened here (every host's own when None); ``clock`` answers
-    ms since the epoch.
+    every host), a ``postgres://`` or ``postgresql://`` URL (a
+    :class:`engram.postgres.PostgresStore`, with the ``postgres`` extra
+    installed), a :class:`Backend` object, or None / ``":memory:"`` for a
+    fresh in-memory store; a URL of another scheme is refused.
+    ``synchronous`` and ``busy_timeout`` are for a store given by path.
+    ``summarizer`` and ``ranker`` are the defaults of every domain opened
+    here (every host's own when None); ``clock`` answers ms since the
+    epoch.
     """
 
     def __init__(
@@ -147,6 +163,9 @@ class Engram:
     ) -> None:
         if store is None or store == ":memory:":
             self.store: Backend = MemoryStore()
+            self._owned = True
+        elif isinstance(store, str) and "://" in store:
+            self.store = _open_url(store)
             self._owned = True
         elif isinstance(store, (str, os.PathLike)):
             self.store = SqliteStore(store, synchronous=synchronous, busy_timeout=busy_timeout)

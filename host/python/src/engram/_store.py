@@ -17,6 +17,11 @@ from importlib import resources
 from typing import Any, Protocol, TypedDict
 
 
+class StoreError(Exception):
+    """A store that cannot be opened or used: the message, one line, names
+    the store and why."""
+
+
 class AuditRow(TypedDict):
     """One row of the audit trail: the columns of ``engram_audit`` but
     ``seq``, which the store gives in append order."""
@@ -99,17 +104,17 @@ class Backend(Protocol):
 
 
 def packaged(name: str) -> bytes:
-    """A file the build put into the package (a component, the SQLite
-    schema): from ``ENGRAM_WASM_DIR`` when it is set (a checkout's build),
-    else from the package."""
+    """A file the build put into the package (a component, a store's
+    schema): from ``ENGRAM_WASM_DIR`` when it is set (a checkout's build)
+    and holds it, else from the package."""
     override = os.environ.get("ENGRAM_WASM_DIR")
+    if override and os.path.isfile(os.path.join(override, name)):
+        with open(os.path.join(override, name), "rb") as file:
+            return file.read()
     try:
-        if override:
-            with open(os.path.join(override, name), "rb") as file:
-                return file.read()
         return resources.files("engram").joinpath("wasm").joinpath(name).read_bytes()
     except FileNotFoundError:
-        where = override or "the package (install it with pip, which builds it)"
+        where = (f"{override} nor in " if override else "") + "the package (install it with pip, which builds it)"
         raise RuntimeError(f"engram: the file {name} is not in {where}") from None
 
 

@@ -32,6 +32,7 @@ from ._store import (
     AuditRow,
     Change,
     Condition,
+    StoreError,
     Turns,
     audit_line,
     compact,
@@ -91,10 +92,6 @@ _SELECT_AUDIT = """SELECT at, agent_id, request_id, operation, source, record_ty
       AND (?4 IS NULL OR operation = ?4)
       AND (?5 IS NULL OR outcome = ?5)
     ORDER BY seq DESC LIMIT ?6"""
-
-
-class StoreError(Exception):
-    """A store that cannot be opened: the message names the file and why."""
 
 
 class _Busy(Exception):

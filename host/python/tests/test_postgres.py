@@ -1,0 +1,429 @@
+"""The PostgreSQL store (engram.postgres) against the Rust host's: the same
+tables, the same commits and the same domain locks, so the ``engram``
+command line and Python processes share one schema, and a store moves
+between them. The cases that need a server run when
+``ENGRAM_TEST_POSTGRES_URL`` names a database (each in schemas of its own)
+and are skipped, and counted, without it."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import psycopg
+import pytest
+from conftest import by_key, cli, fact, needs_postgres, postgres_url, state, with_schema
+from test_sqlite import check_every_write_kept, put, row
+
+from engram import Engram, SqliteStore, StoreError
+from engram._store import domain_lock_key
+from engram.postgres import PostgresStore, redacted, signed
+
+
+def url() -> str:
+    found = postgres_url()
+    assert found is not None
+    return found
+
+
+def test_opening_errors_say_what_failed_in_one_line(tmp_path: Path) -> None:
+    # Nothing listens on port 1 of the loopback address.
+    with pytest.raises(StoreError) as refused:
+        PostgresStore("postgres://app:secret@127.0.0.1:1/memory")
+    message = str(refused.value)
+    assert "\n" not in message and "secret" not in message
+    assert message.startswith("postgres://app:***@127.0.0.1:1/memory: cannot connect:")
+    assert "Connection refused" in message
+    with pytest.raises(StoreError, match=r"^postgres://h/db\?nosuch=1: not a valid PostgreSQL URL: .*nosuch"):
+        PostgresStore("postgres://h/db?nosuch=1")
+    with pytest.raises(StoreError, match="not a schema name Engram uses"):
+        PostgresStore("postgres://127.0.0.1:1/db", schema="Mixed-Case")
+    with pytest.raises(StoreError, match=r"^mysql://: not a kind of store Engram opens"):
+        Engram("mysql://h/db")
+    with pytest.raises(StoreError, match="cannot connect"):
+        Engram("postgresql://127.0.0.1:1/db")
+    assert redacted("postgres://u:pw@h:5432/db?x=1") == "postgres://u:***@h:5432/db?x=1"
+    assert redacted("postgres://u@h/db") == "postgres://u@h/db"
+
+
+def test_without_psycopg_a_postgres_url_says_how_to_install_it() -> None:
+    # psycopg hidden from the import system, as if the extra were not installed.
+    program = (
+        "import sys; sys.modules['psycopg'] = None\n"
+        "from engram import Engram, StoreError\n"
+        "try:\n"
+        "    Engram('postgres://app:secret@db.internal/memory')\n"
+        "except StoreError as error:\n"
+        "    print(error)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, check=True).stdout
+    assert out == (
+        "postgres://app:***@db.internal/memory: a PostgreSQL store needs psycopg 3: "
+        "pip install 'engram-memory[postgres]'\n"
+    )
+
+
+def test_the_lock_key_is_the_same_64_bits_signed() -> None:
+    assert signed(0) == 0
+    assert signed(2**63 - 1) == 2**63 - 1
+    assert signed(2**63) == -(2**63)
+    assert signed(2**64 - 1) == -1
+    with Engram() as mem:
+        prefixes = [mem.open(agent)._prefix for agent in ("alice", "bob", "carol", "dave")]
+    for prefix in prefixes:
+        key = domain_lock_key(prefix)
+        assert -(2**63) <= signed(key) < 2**63 and signed(key) % 2**64 == key
+
+
+@needs_postgres
+def test_engram_opens_a_postgres_url_in_the_schema_its_search_path_names(pg_schema: Callable[[str], str]) -> None:
+    schema = pg_schema("url")
+    for scheme in ("postgres", "postgresql"):
+        given = with_schema(url(), schema).replace("postgres://", f"{scheme}://", 1)
+        with Engram(given) as mem:
+            assert isinstance(mem.store, PostgresStore) and mem.store.schema == schema
+            alice = mem.open("alice")
+            answer = alice.write(fact(f"w-{scheme}", "Alice is vegetarian"))
+            assert "ACCEPTED" in answer
+    with psycopg.connect(url()) as conn:
+        [(version,)] = conn.execute(f"SELECT version FROM {schema}.engram_schema").fetchall()
+        assert version == 1
+        assert conn.execute(f"SELECT count(*) FROM {schema}.engram_audit").fetchone() == (2,)
+
+
+def _columns(schema: str) -> list[tuple]:
+    """What a schema's tables are made of: columns (type, nullability,
+    default, identity), constraints and indexes."""
+    with psycopg.connect(url()) as conn:
+        columns = conn.execute(
+            """SELECT table_name, column_name, ordinal_position, data_type, is_nullable,
+                      column_default, is_identity, identity_generation
+               FROM information_schema.columns WHERE table_schema = %s ORDER BY 1, 3""",
+            (schema,),
+        ).fetchall()
+        constraints = conn.execute(
+            """SELECT conrelid::regclass::text, contype, pg_get_constraintdef(oid)
+               FROM pg_constraint WHERE connamespace = %s::regnamespace ORDER BY 1, 2, 3""",
+            (schema,),
+        ).fetchall()
+        indexes = conn.execute(
+            "SELECT indexname, replace(indexdef, %s, 'S.') FROM pg_indexes WHERE schemaname = %s ORDER BY 1",
+            (f"{schema}.", schema),
+        ).fetchall()
+    return [tuple(c) for c in columns] + [(t.split(".")[-1], k, d) for t, k, d in constraints] + indexes
+
+
+# One schema text, run by every host: a PostgreSQL store Python creates has, column by column, the tables of
+# one the command line creates.
+@needs_postgres
+def test_a_schema_created_from_python_has_the_tables_of_one_the_command_line_creates(
+    pg_schema: Callable[[str], str], engram_bin: str
+) -> None:
+    from_python, from_cli = pg_schema("python"), pg_schema("cli")
+    PostgresStore(url(), schema=from_python).close()
+    cli(engram_bin, with_schema(url(), from_cli), ["write", "--agent", "alice"], json.dumps(fact("w1", "Alice")))
+    python = _columns(from_python)
+    assert {c[0] for c in python if len(c) == 8} == {"engram_audit", "engram_kv", "engram_schema"}
+    assert python == _columns(from_cli)
+
+
+# A schema of another version, or with Engram's table names and no version, is refused and left untouched.
+@needs_postgres
+def test_a_newer_schema_version_or_foreign_tables_are_refused_and_left_alone(
+    pg_schema: Callable[[str], str], engram_bin: str
+) -> None:
+    newer, foreign = pg_schema("newer"), pg_schema("foreign")
+    PostgresStore(url(), schema=newer).close()
+    with psycopg.connect(url()) as conn:
+        conn.execute(f"UPDATE {newer}.engram_schema SET version = 2")
+        conn.execute(f"CREATE SCHEMA {foreign}; CREATE TABLE {foreign}.engram_kv (x int)")
+    with pytest.raises(StoreError) as refused:
+        PostgresStore(url(), schema=newer)
+    assert str(refused.value) == (
+        f"{url()}: cannot open the Engram store: schema {newer}: Engram store of schema version 2; "
+        "this host reads version 1"
+    )
+    with pytest.raises(StoreError, match="not an Engram store"):
+        Engram(with_schema(url(), foreign))
+    # The command line refuses what Python refuses.
+    failed = subprocess.run(
+        [engram_bin, "--store", with_schema(url(), newer), "read", "--agent", "alice"],
+        input=json.dumps(by_key("q")),
+        capture_output=True,
+        text=True,
+    )
+    assert failed.returncode != 0 and "schema version 2" in failed.stderr
+    with psycopg.connect(url()) as conn:
+        assert conn.execute(f"SELECT version FROM {newer}.engram_schema").fetchall() == [(2,)]
+        tables = conn.execute("SELECT table_name FROM information_schema.tables WHERE table_schema = %s", (foreign,))
+        assert tables.fetchall() == [("engram_kv",)]
+
+
+@needs_postgres
+def test_a_commit_that_loses_to_another_transaction_is_a_failed_condition_and_changes_nothing(
+    pg_schema: Callable[[str], str],
+) -> None:
+    schema = pg_schema("conflict")
+    store = PostgresStore(url(), schema=schema)
+    other = psycopg.connect(with_schema(url(), schema))
+    # Another host inserts a key the store's commit writes too, and commits
+    # while the store's transaction waits for it.
+    other.execute("BEGIN ISOLATION LEVEL SERIALIZABLE")
+    other.execute("INSERT INTO engram_kv (key, value) VALUES ('\\x02', 'other')")
+    answers: list[bool] = []
+    commit = threading.Thread(
+        target=lambda: answers.append(
+            store.commit([{"key": b"\x01", "value": None}], [put(b"\x01", b"py"), put(b"\x02", b"py")], [row("w")])
+        )
+    )
+    commit.start()
+    with psycopg.connect(url()) as watcher:
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            waiting = watcher.execute(
+                "SELECT count(*) FROM pg_stat_activity "
+                "WHERE wait_event_type = 'Lock' AND query LIKE 'INSERT INTO engram_kv%'"
+            ).fetchone()
+            if waiting and waiting[0]:
+                break
+            time.sleep(0.01)
+    other.execute("COMMIT")
+    commit.join(10)
+    assert answers == [False]
+    assert store.get(b"\x01") is None and store.get(b"\x02") == b"other"
+    assert store.audit_rows(None, None, None, None, None, 10) == []
+    # The next commit goes through.
+    assert store.commit([{"key": b"\x01", "value": None}], [put(b"\x01", b"py")], [row("w")])
+    other.close()
+    store.close()
+
+
+@needs_postgres
+def test_a_lost_connection_fails_the_call_and_the_next_call_connects_again(pg_schema: Callable[[str], str]) -> None:
+    store = PostgresStore(url(), schema=pg_schema("lost"))
+    assert store.commit([], [put(b"\x01", b"\x01")], [])
+    with psycopg.connect(url(), autocommit=True) as admin:
+        assert store._conn is not None
+        admin.execute("SELECT pg_terminate_backend(%s)", (store._conn.info.backend_pid,))
+    with pytest.raises(StoreError) as lost:
+        store.get(b"\x01")
+    assert "\n" not in str(lost.value)
+    assert store.get(b"\x01") == b"\x01"
+    store.close()
+    with pytest.raises(StoreError, match="closed"):
+        store.get(b"\x01")
+
+
+# proves IO-W6 IO-W2 (across hosts): the command line reads what Python wrote to PostgreSQL, a retry through it
+# is one, and Python reads what it wrote back
+@needs_postgres
+def test_a_schema_written_from_python_is_read_by_the_command_line_and_back(
+    pg_schema: Callable[[str], str], engram_bin: str
+) -> None:
+    store = with_schema(url(), pg_schema("interop"))
+    with Engram(store) as mem:
+        alice = mem.open("alice")
+        written = alice.write(fact("w1", "Alice is vegetarian"))
+        read = alice.read(by_key("q-python"))
+    stored = written["ACCEPTED"]["stored_id"]
+    [answer] = cli(engram_bin, store, ["read", "--agent", "alice"], json.dumps(by_key("q-cli")))
+    assert answer == read and answer["records"][0]["id"] == stored
+    [retry] = cli(engram_bin, store, ["write", "--agent", "alice"], json.dumps(fact("w1", "Alice is vegetarian")))
+    assert retry == {"ACCEPTED": {"stored_id": stored}}
+    [bob] = cli(engram_bin, store, ["write", "--agent", "bob"], json.dumps(fact("b1", "Bob eats fish", agent="bob")))
+    trail = [
+        (e["request_id"], e["operation"], e["outcome"]) for e in cli(engram_bin, store, ["audit", "--agent", "alice"])
+    ]
+    assert trail == [
+        ("w1", "WRITE", "ACCEPTED"),
+        ("q-python", "READ", "RETURNED"),
+        ("q-cli", "READ", "RETURNED"),
+        ("w1", "WRITE", "REPLAYED"),
+    ]
+    with Engram(store) as mem:
+        assert mem.domains() == ["bob", "alice"]
+        assert mem.open("bob").read(by_key("q-bob"))["records"][0]["id"] == bob["ACCEPTED"]["stored_id"]
+        assert [(e["request_id"], e["outcome"]) for e in mem.audit("alice")] == [
+            (request_id, outcome) for request_id, _, outcome in trail
+        ]
+        # What the command line exports, Python exports the same.
+        assert mem.export() == cli(engram_bin, store, ["maintenance", "export"])
+
+
+# proves IO-W2 S-EXPORT: a SQLite file's memories move to PostgreSQL, by the command line's export and import or by
+# Python's, ids and answers kept
+@needs_postgres
+def test_memories_move_from_a_file_to_postgres(
+    tmp_path: Path, pg_schema: Callable[[str], str], engram_bin: str
+) -> None:
+    old = tmp_path / "old.db"
+    with Engram(old) as mem:
+        alice = mem.open("alice")
+        stored = alice.write(fact("w1", "Alice is vegetarian"))["ACCEPTED"]["stored_id"]
+        alice.write(state("s1", 1767225600000))
+        before = alice.read(by_key("q"))
+        exported = mem.export()
+    by_cli, by_python = with_schema(url(), pg_schema("moved_cli")), with_schema(url(), pg_schema("moved_py"))
+    export = subprocess.run(
+        [engram_bin, "--store", str(old), "maintenance", "export"], capture_output=True, text=True, check=True
+    ).stdout
+    cli(engram_bin, by_cli, ["maintenance", "import"], export)
+    with Engram(by_python) as mem:
+        assert mem.import_(exported) == [{"agent_id": "alice", "items": len(exported), "new": len(exported)}]
+    for store in (by_cli, by_python):
+        with Engram(store) as mem:
+            alice = mem.open("alice")
+            assert alice.read(by_key("q")) == before and before["records"][0]["id"] == stored
+            assert alice.write(fact("w1", "Alice is vegetarian")) == {"ACCEPTED": {"stored_id": stored}}
+            assert mem.export() == exported
+
+
+# proves IO-W8 IO-G1: a Python process holding a domain's write lock keeps the command line's writer of that
+# domain waiting, on the same advisory lock key, and it goes on when let go
+@needs_postgres
+def test_a_python_writer_holding_a_domain_makes_the_command_line_wait(
+    tmp_path: Path, pg_schema: Callable[[str], str], engram_bin: str
+) -> None:
+    store_url = with_schema(url(), pg_schema("lockwait"))
+    store = PostgresStore(store_url)
+    # The command line compiles the engine at its first run on a machine.
+    cli(engram_bin, store_url, ["read", "--agent", "someone-else"], json.dumps(by_key("warm")))
+    with Engram() as mem:
+        prefix = mem.open("alice")._prefix  # the adapter's, the command line's
+    key = signed(domain_lock_key(prefix))
+    store.lock_domain(prefix)
+    request = tmp_path / "fact.json"
+    request.write_text(json.dumps(fact("w1", "Alice is vegetarian")))
+    writer = subprocess.Popen(
+        [engram_bin, "--store", store_url, "write", "--agent", "alice", str(request)],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    # PostgreSQL shows a bigint advisory key as its high and low 32 bits.
+    high, low = (key >> 32) & 0xFFFFFFFF, key & 0xFFFFFFFF
+    waiting = []
+    with psycopg.connect(url(), autocommit=True) as watcher:
+        deadline = time.monotonic() + 30
+        while not waiting and time.monotonic() < deadline and writer.poll() is None:
+            waiting = watcher.execute(
+                "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND NOT granted "
+                "AND classid = %s AND objid = %s AND objsubid = 1",
+                (high, low),
+            ).fetchall()
+            time.sleep(0.02)
+    assert waiting, "the command line's writer did not wait for the domain's lock"
+    time.sleep(0.5)
+    assert writer.poll() is None, "the command line wrote while Python held the domain"
+    store.unlock_domain(prefix)
+    out, err = writer.communicate(timeout=60)
+    assert writer.returncode == 0, err
+    assert "ACCEPTED" in json.loads(out)
+    store.close()
+
+
+def _writer(store: str, agent: str, prefix: str, count: int) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, str(Path(__file__).with_name("writer.py")), store, agent, prefix, str(count)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=os.environ.copy(),
+    )
+
+
+# proves IO-W2 IO-W8 IO-G1: a Python process and the engram command line writing one PostgreSQL domain at once
+# take turns: every write ACCEPTED, none lost, no id handed out twice
+@needs_postgres
+def test_io_w8_a_python_process_and_the_command_line_writing_one_postgres_domain_keep_every_write(
+    pg_schema: Callable[[str], str], engram_bin: str
+) -> None:
+    store = with_schema(url(), pg_schema("mixed"))
+    # Created, and the engine compiled, before the writers start together.
+    warm = {"record_type": "STATE", "selector": {"Latest": {"limit": 1}}, "request_id": "warm"}
+    cli(engram_bin, store, ["read", "--agent", "someone-else"], json.dumps(warm))
+    count = 150
+    python = _writer(store, "alice", "p", count)
+    assert python.stdout is not None and python.stdout.readline().strip() == "ready"
+    batch = "\n".join(json.dumps(state(f"c-{i}", i)) for i in range(count))
+    cli_process = subprocess.Popen(
+        [engram_bin, "--store", store, "write", "--agent", "alice", "--batch"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert python.stdin is not None
+    python.stdin.write("go\n")
+    python.stdin.flush()
+    cli_out, cli_err = cli_process.communicate(batch, timeout=600)
+    py_out, py_err = python.communicate(timeout=600)
+    assert python.returncode == 0, py_err
+    assert cli_process.returncode == 0, (cli_out, cli_err)
+    acknowledged = dict(line.split() for line in py_out.splitlines())
+    for i, line in enumerate(cli_out.splitlines()):
+        acknowledged[f"c-{i}"] = json.loads(line)["ACCEPTED"]["stored_id"]
+    assert len(acknowledged) == 2 * count, f"only {len(acknowledged)} of {2 * count} writes were ACCEPTED"
+    assert len(set(acknowledged.values())) == 2 * count, "an id was handed out twice"
+    check_every_write_kept(store, acknowledged, reads=count)
+
+
+# proves IO-W2 IO-W8 IO-G1: threads of one process and two processes writing one PostgreSQL domain: every write
+# ACCEPTED and kept, each audited once
+@needs_postgres
+def test_io_w8_threads_and_processes_writing_one_postgres_domain_keep_every_write(
+    pg_schema: Callable[[str], str],
+) -> None:
+    store = with_schema(url(), pg_schema("threads"))
+    PostgresStore(store).close()
+    count = 60
+    processes = [_writer(store, "alice", name, count) for name in ("p", "q")]
+    for process in processes:
+        assert process.stdout is not None and process.stdout.readline().strip() == "ready", process.stderr
+    acknowledged: dict[str, str] = {}
+    failures: list[BaseException] = []
+    with Engram(store) as mem:
+
+        def write(name: str) -> None:
+            try:
+                domain = mem.open("alice")
+                for i in range(count):
+                    answer = domain.write(state(f"{name}-{i}", i))
+                    acknowledged[f"{name}-{i}"] = answer["ACCEPTED"]["stored_id"]
+                    domain.read(
+                        {"record_type": "STATE", "selector": {"Latest": {"limit": 1}}, "request_id": f"{name}-{i}-r"}
+                    )
+            except BaseException as error:  # noqa: BLE001 - reported below
+                failures.append(error)
+
+        threads = [threading.Thread(target=write, args=(name,)) for name in ("t", "u")]
+        for process in processes:
+            assert process.stdin is not None
+            process.stdin.write("go\n")
+            process.stdin.flush()
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(600)
+    assert not failures, failures
+    for process in processes:
+        out, err = process.communicate(timeout=600)
+        assert process.returncode == 0, err
+        acknowledged.update(line.split() for line in out.splitlines())
+    assert len(acknowledged) == 4 * count, f"only {len(acknowledged)} of {4 * count} writes were ACCEPTED"
+    assert len(set(acknowledged.values())) == 4 * count, "an id was handed out twice"
+    check_every_write_kept(store, acknowledged, reads=4 * count)
+
+
+def test_sqlite_paths_are_not_urls(tmp_path: Path) -> None:
+    # A path is a SQLite file, whatever its name; a URL needs a scheme.
+    with Engram(tmp_path / "postgres.db") as mem:
+        assert isinstance(mem.store, SqliteStore)
