@@ -169,6 +169,52 @@ macro_rules! wit_conversions {
     };
 }
 
+/// Writes, for `$guest`, a component's exports of the default algorithms:
+/// `summarizer.summarize` ([`ExtractiveSummarizer`], its answer refused with
+/// the reason `$refusal` gives, a `fn(&Summary) -> Option<String>`) and
+/// `ranker.rank` ([`Bm25Ranker`]), over the binding's `ranker` and
+/// `summarizer` export modules; with [`wit_conversions!`].
+#[macro_export]
+macro_rules! wit_guests {
+    ($guest:ty, $ranker:path, $summarizer:path, $refusal:expr) => {
+        $crate::wit_conversions!($ranker, $summarizer);
+        const _: () = {
+            use $crate::{Ranker as _, Summarizer as _};
+            use $ranker as ranker;
+            use $summarizer as summarizer;
+            /// The summarizer cycles call, with its default settings.
+            static SUMMARIZER: std::sync::LazyLock<$crate::ExtractiveSummarizer> =
+                std::sync::LazyLock::new($crate::ExtractiveSummarizer::default);
+            impl summarizer::Guest for $guest {
+                fn summarize(
+                    user_message: String,
+                    model_response: Option<String>,
+                ) -> Result<summarizer::Summary, String> {
+                    let summary = SUMMARIZER.summarize(&user_message, model_response.as_deref())?;
+                    let refusal: fn(&$crate::Summary) -> Option<String> = $refusal;
+                    match refusal(&summary) {
+                        Some(why) => Err(why),
+                        None => Ok(summary.into()),
+                    }
+                }
+            }
+            impl ranker::Guest for $guest {
+                fn rank(
+                    query_keywords: Vec<String>,
+                    candidates: Vec<ranker::Candidate>,
+                    k: u32,
+                ) -> Result<Vec<String>, String> {
+                    let candidates: Vec<$crate::Candidate> = candidates
+                        .into_iter()
+                        .map($crate::Candidate::from)
+                        .collect();
+                    $crate::Bm25Ranker.rank(&query_keywords, &candidates, k)
+                }
+            }
+        };
+    };
+}
+
 /// The normalized index terms of `text`, in order, repeats kept: what both
 /// the default summarizer (at ingestion and for a query) and the default
 /// ranker see.

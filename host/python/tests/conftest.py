@@ -7,6 +7,7 @@ import itertools
 import json
 import os
 import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -173,3 +174,43 @@ ASK = {
         {"name": "select", "stage": "ContextSelect", "kind": "ContextSelect", "inputs": ["retrieve"]},
     ],
 }
+
+
+def python_and_cli_writing(engram_bin: str, store: str, count: int) -> dict[str, str]:
+    """A Python process (``writer.py``) and the command line writing
+    ``count`` STATEs each into alice's domain of ``store`` at once: the
+    stored id of every write, by request id, each checked ACCEPTED and none
+    handed out twice."""
+    # The command line compiles the engine at its first run on a machine:
+    # done here, so that the writers below start together.
+    warm = {"record_type": "STATE", "selector": {"Latest": {"limit": 1}}, "request_id": "warm"}
+    cli(engram_bin, store, ["read", "--agent", "someone-else"], json.dumps(warm))
+    python = subprocess.Popen(
+        [sys.executable, str(Path(__file__).with_name("writer.py")), store, "alice", "p", str(count)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert python.stdout is not None and python.stdout.readline().strip() == "ready"
+    batch = "\n".join(json.dumps(state(f"c-{i}", i)) for i in range(count))
+    cli_process = subprocess.Popen(
+        [engram_bin, "--store", store, "write", "--agent", "alice", "--batch"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert python.stdin is not None
+    python.stdin.write("go\n")
+    python.stdin.flush()
+    cli_out, cli_err = cli_process.communicate(batch, timeout=600)
+    py_out, py_err = python.communicate(timeout=600)
+    assert python.returncode == 0, py_err
+    assert cli_process.returncode == 0, (cli_out, cli_err)
+    acknowledged = dict(line.split() for line in py_out.splitlines())
+    for i, line in enumerate(cli_out.splitlines()):
+        acknowledged[f"c-{i}"] = json.loads(line)["ACCEPTED"]["stored_id"]
+    assert len(acknowledged) == 2 * count, f"only {len(acknowledged)} of {2 * count} writes were ACCEPTED"
+    assert len(set(acknowledged.values())) == 2 * count, "an id was handed out twice"
+    return acknowledged

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from conftest import by_key, cli, fact, needs_postgres, postgres_url, state, with_schema
+from conftest import by_key, cli, fact, needs_postgres, postgres_url, python_and_cli_writing, state, with_schema
 from test_sqlite import check_every_write_kept, put, row
 
 from engram import Engram, SqliteStore, StoreError
@@ -347,32 +347,8 @@ def test_io_w8_a_python_process_and_the_command_line_writing_one_postgres_domain
     pg_schema: Callable[[str], str], engram_bin: str
 ) -> None:
     store = with_schema(url(), pg_schema("mixed"))
-    # Created, and the engine compiled, before the writers start together.
-    warm = {"record_type": "STATE", "selector": {"Latest": {"limit": 1}}, "request_id": "warm"}
-    cli(engram_bin, store, ["read", "--agent", "someone-else"], json.dumps(warm))
     count = 150
-    python = _writer(store, "alice", "p", count)
-    assert python.stdout is not None and python.stdout.readline().strip() == "ready"
-    batch = "\n".join(json.dumps(state(f"c-{i}", i)) for i in range(count))
-    cli_process = subprocess.Popen(
-        [engram_bin, "--store", store, "write", "--agent", "alice", "--batch"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    assert python.stdin is not None
-    python.stdin.write("go\n")
-    python.stdin.flush()
-    cli_out, cli_err = cli_process.communicate(batch, timeout=600)
-    py_out, py_err = python.communicate(timeout=600)
-    assert python.returncode == 0, py_err
-    assert cli_process.returncode == 0, (cli_out, cli_err)
-    acknowledged = dict(line.split() for line in py_out.splitlines())
-    for i, line in enumerate(cli_out.splitlines()):
-        acknowledged[f"c-{i}"] = json.loads(line)["ACCEPTED"]["stored_id"]
-    assert len(acknowledged) == 2 * count, f"only {len(acknowledged)} of {2 * count} writes were ACCEPTED"
-    assert len(set(acknowledged.values())) == 2 * count, "an id was handed out twice"
+    acknowledged = python_and_cli_writing(engram_bin, store, count)
     check_every_write_kept(store, acknowledged, reads=count)
 
 

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from conftest import by_key, cli, fact, state
+from conftest import by_key, cli, fact, python_and_cli_writing, state
 
 from engram import Backend, Engram, LockError, SqliteStore, StoreError
 
@@ -296,47 +296,8 @@ def test_a_python_process_and_the_engram_command_line_writing_one_file_keep_ever
 ) -> None:
     store = tmp_path / "mixed.db"
     SqliteStore(store).close()
-    # The command line compiles the engine at its first run on a machine:
-    # done here, so that the writers below start together.
-    warm = {"record_type": "STATE", "selector": {"Latest": {"limit": 1}}, "request_id": "warm"}
-    cli(engram_bin, store, ["read", "--agent", "someone-else"], json.dumps(warm))
     count = 150
-    python = subprocess.Popen(
-        [sys.executable, str(Path(__file__).with_name("writer.py")), str(store), "alice", "p", str(count)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    assert python.stdout is not None and python.stdout.readline().strip() == "ready"
-    batch = "\n".join(
-        json.dumps(
-            {
-                "request_id": f"c-{i}",
-                "source": {"agent_id": "alice", "component": "COGNITION", "actor": "USER"},
-                "record": {"record_type": "STATE", "timestamp": i, "payload": {"subject": "c", "properties": {}}},
-            }
-        )
-        for i in range(count)
-    )
-    cli_process = subprocess.Popen(
-        [engram_bin, "--store", str(store), "write", "--agent", "alice", "--batch"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    assert python.stdin is not None
-    python.stdin.write("go\n")
-    python.stdin.flush()
-    cli_out, cli_err = cli_process.communicate(batch, timeout=600)
-    py_out, py_err = python.communicate(timeout=600)
-    assert python.returncode == 0, py_err
-    assert cli_process.returncode == 0, (cli_out, cli_err)
-    acknowledged = dict(line.split() for line in py_out.splitlines())
-    for i, line in enumerate(cli_out.splitlines()):
-        acknowledged[f"c-{i}"] = json.loads(line)["ACCEPTED"]["stored_id"]
-    assert len(acknowledged) == 2 * count, f"only {len(acknowledged)} of {2 * count} writes were ACCEPTED"
+    acknowledged = python_and_cli_writing(engram_bin, str(store), count)
     check_every_write_kept(store, acknowledged, reads=count)
 
 

@@ -14,11 +14,7 @@ wit_bindgen::generate!({
     generate_all,
 });
 
-use engram_algorithms::{Bm25Ranker, Candidate, ExtractiveSummarizer, Ranker, Summarizer};
 use exports::engram::memory::{ranker as wit_ranker, summarizer as wit_summarizer};
-
-engram_algorithms::wit_conversions!(wit_ranker, wit_summarizer);
-use std::sync::LazyLock;
 
 /// The largest summary the summarizer may answer, in the measure of a
 /// record's size (the bytes of the summary and of each keyword, plus 8 per
@@ -32,33 +28,6 @@ struct Algorithms;
 
 export!(Algorithms);
 
-/// The summarizer cycles call, with its default settings.
-static SUMMARIZER: LazyLock<ExtractiveSummarizer> = LazyLock::new(ExtractiveSummarizer::default);
-
-impl wit_summarizer::Guest for Algorithms {
-    fn summarize(
-        user_message: String,
-        model_response: Option<String>,
-    ) -> Result<wit_summarizer::Summary, String> {
-        let summary = SUMMARIZER.summarize(&user_message, model_response.as_deref())?;
-        if let Some(why) = engram_model::size::summary_refusal(
-            &summary.summary,
-            &summary.keywords,
-            MAX_SUMMARY_BYTES,
-        ) {
-            return Err(why);
-        }
-        Ok(summary.into())
-    }
-}
-
-impl wit_ranker::Guest for Algorithms {
-    fn rank(
-        query_keywords: Vec<String>,
-        candidates: Vec<wit_ranker::Candidate>,
-        k: u32,
-    ) -> Result<Vec<String>, String> {
-        let candidates: Vec<Candidate> = candidates.into_iter().map(Candidate::from).collect();
-        Bm25Ranker.rank(&query_keywords, &candidates, k)
-    }
-}
+engram_algorithms::wit_guests!(Algorithms, wit_ranker, wit_summarizer, |s| {
+    engram_model::size::summary_refusal(&s.summary, &s.keywords, MAX_SUMMARY_BYTES)
+});

@@ -35,7 +35,6 @@ wit_bindgen::generate!({
     world: "engram:host/provider",
 });
 
-use engram_algorithms::{Bm25Ranker, Candidate, ExtractiveSummarizer, Ranker, Summarizer};
 use engram_model::audit::{AuditEntry, AuditQuery};
 use engram_store::maintenance::{self, LockGuard};
 use engram_store::scope::MAX_AGENT_ID_LEN;
@@ -46,9 +45,8 @@ use exports::engram::memory::{
     summarizer as wit_summarizer, types,
 };
 
-engram_algorithms::wit_conversions!(wit_ranker, wit_summarizer);
 use std::cell::RefCell;
-use std::sync::{Arc, LazyLock};
+use std::sync::Arc;
 use wit_domain::AccessMode;
 
 engram_store::engine_entry_from_wit!(wit_audit, types);
@@ -378,32 +376,9 @@ impl wit_domain::Guest for Provider {
     }
 }
 
-/// The summarizer cycles call.
-static SUMMARIZER: LazyLock<ExtractiveSummarizer> = LazyLock::new(ExtractiveSummarizer::default);
-
-impl wit_summarizer::Guest for Provider {
-    fn summarize(
-        user_message: String,
-        model_response: Option<String>,
-    ) -> Result<wit_summarizer::Summary, String> {
-        let summary = SUMMARIZER.summarize(&user_message, model_response.as_deref())?;
-        if let Some(why) = limits().summary_refusal(&summary.summary, &summary.keywords) {
-            return Err(why);
-        }
-        Ok(summary.into())
-    }
-}
-
-impl wit_ranker::Guest for Provider {
-    fn rank(
-        query_keywords: Vec<String>,
-        candidates: Vec<wit_ranker::Candidate>,
-        k: u32,
-    ) -> Result<Vec<String>, String> {
-        let candidates: Vec<Candidate> = candidates.into_iter().map(Candidate::from).collect();
-        Bm25Ranker.rank(&query_keywords, &candidates, k)
-    }
-}
+engram_algorithms::wit_guests!(Provider, wit_ranker, wit_summarizer, |s| {
+    limits().summary_refusal(&s.summary, &s.keywords)
+});
 
 impl host_store::Guest for Provider {
     fn open(path: String) -> Result<(), String> {
