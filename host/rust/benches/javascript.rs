@@ -14,7 +14,7 @@
 #[path = "common/rust_json.rs"]
 mod rust_json;
 
-use rust_json::compare;
+use rust_json::{compare, run_bench};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -30,23 +30,13 @@ fn node(n: usize, path: &Path) -> anyhow::Result<(f64, f64)> {
         node.exists() && package().join("gen/engram-js/engram-js.js").exists(),
         "the JavaScript package is not installed and built: run `cargo test --test javascript` first"
     );
-    let out = Command::new(node)
+    let mut command = Command::new(node);
+    command
         .current_dir(package())
         .arg("bench/io.js")
         .arg(n.to_string())
-        .arg(path)
-        .output()?;
-    anyhow::ensure!(
-        out.status.success(),
-        "bench/io.js: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let answer: serde_json::Value = serde_json::from_slice(&out.stdout)?;
-    let field = |name: &str| answer[name].as_f64();
-    match (field("write_us"), field("read_us")) {
-        (Some(write), Some(read)) => Ok((write, read)),
-        _ => anyhow::bail!("bench/io.js answered {answer}"),
-    }
+        .arg(path);
+    run_bench(command, "bench/io.js")
 }
 
 /// The bytes of every file under `dir`.

@@ -14,7 +14,7 @@
 #[path = "common/rust_json.rs"]
 mod rust_json;
 
-use rust_json::compare;
+use rust_json::{compare, run_bench};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -30,23 +30,13 @@ fn python(n: usize, path: &Path) -> anyhow::Result<(f64, f64)> {
         python.exists(),
         "the Python package is not installed: run `cargo test --test python` first"
     );
-    let out = Command::new(python)
+    let mut command = Command::new(python);
+    command
         .arg(package().join("bench/io.py"))
         .arg(n.to_string())
         .arg(path)
-        .env_remove("ENGRAM_WASM_DIR")
-        .output()?;
-    anyhow::ensure!(
-        out.status.success(),
-        "bench/io.py: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let answer: serde_json::Value = serde_json::from_slice(&out.stdout)?;
-    let field = |name: &str| answer[name].as_f64();
-    match (field("write_us"), field("read_us")) {
-        (Some(write), Some(read)) => Ok((write, read)),
-        _ => anyhow::bail!("bench/io.py answered {answer}"),
-    }
+        .env_remove("ENGRAM_WASM_DIR");
+    run_bench(command, "bench/io.py")
 }
 
 fn main() -> anyhow::Result<()> {

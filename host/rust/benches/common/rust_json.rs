@@ -91,3 +91,20 @@ fn median(values: &mut [f64]) -> f64 {
     values.sort_by(f64::total_cmp);
     values[values.len() / 2]
 }
+
+/// µs per write and per read by id that a host's bench script answers
+/// (`{"write_us","read_us"}` on its standard output), run by `command`.
+pub fn run_bench(mut command: std::process::Command, what: &str) -> anyhow::Result<(f64, f64)> {
+    let out = command.output()?;
+    anyhow::ensure!(
+        out.status.success(),
+        "{what}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let answer: serde_json::Value = serde_json::from_slice(&out.stdout)?;
+    let field = |name: &str| answer[name].as_f64();
+    match (field("write_us"), field("read_us")) {
+        (Some(write), Some(read)) => Ok((write, read)),
+        _ => anyhow::bail!("{what} answered {answer}"),
+    }
+}
