@@ -1,8 +1,9 @@
 //! The components the JavaScript and Python packages load (`engram-js`'s
 //! build script): each imports exactly what its host supplies, nothing of
-//! WASI, and exports the calls only.
+//! WASI, and exports the calls only (the engine's, or the JSON layer's and
+//! the host layer's).
 
-use engram_js::{ALGORITHMS, API, PY_API, PY_BUILTIN};
+use engram_js::{ALGORITHMS, HOST, HOST_BUILTIN};
 use wasmparser::{Parser, Payload};
 
 /// The names a component imports and exports itself (not those of the
@@ -34,32 +35,12 @@ fn world(path: &str) -> (Vec<String>, Vec<String>) {
     (imports, exports)
 }
 
-/// The composition imports what the JavaScript host supplies, and
-/// nothing of WASI; it exports the calls only.
+/// The composition imports a raw store where the engine imports
+/// `persistence`, `audit` and `domain`, and exports the host layer's calls
+/// beside the JSON layer's; nothing of WASI.
 #[test]
-fn the_api_imports_the_engines_imports_and_the_host() {
-    let (imports, exports) = world(API);
-    let expected: Vec<String> = [
-        "engram:js/host@0.1.0",
-        "engram:memory/audit@0.1.0",
-        "engram:memory/domain@0.1.0",
-        "engram:memory/persistence@0.1.0",
-        "engram:memory/ranker@0.1.0",
-        "engram:memory/summarizer@0.1.0",
-        "engram:memory/types@0.1.0",
-    ]
-    .map(String::from)
-    .to_vec();
-    assert_eq!(imports, expected);
-    assert_eq!(exports, ["engram:js/calls@0.1.0"]);
-}
-
-/// The Python composition imports `engram:py/store` where the
-/// JavaScript one imports `persistence`, `audit`, `domain` and
-/// `engram:js/host`, and the rest the same.
-#[test]
-fn the_python_api_imports_the_store_instead_of_persistence() {
-    let (imports, exports) = world(PY_API);
+fn the_host_composition_imports_the_store_instead_of_persistence() {
+    let (imports, exports) = world(HOST);
     let expected: Vec<String> = [
         "engram:memory/ranker@0.1.0",
         "engram:memory/summarizer@0.1.0",
@@ -69,18 +50,18 @@ fn the_python_api_imports_the_store_instead_of_persistence() {
     .map(String::from)
     .to_vec();
     assert_eq!(imports, expected);
-    assert_eq!(exports, ["engram:js/calls@0.1.0"]);
+    assert_eq!(exports, ["engram:js/calls@0.1.0", "engram:py/domain@0.1.0"]);
 }
 
 /// With the algorithms inside, no summarizer or ranker is imported.
 #[test]
-fn the_builtin_python_api_imports_the_store_and_the_types_only() {
-    let (imports, exports) = world(PY_BUILTIN);
+fn the_builtin_composition_imports_the_store_and_the_types_only() {
+    let (imports, exports) = world(HOST_BUILTIN);
     assert_eq!(
         imports,
         ["engram:memory/types@0.1.0", "engram:py/store@0.1.0"]
     );
-    assert_eq!(exports, ["engram:js/calls@0.1.0"]);
+    assert_eq!(exports, ["engram:js/calls@0.1.0", "engram:py/domain@0.1.0"]);
 }
 
 /// The algorithms import only the types their exports refer to.
