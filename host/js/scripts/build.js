@@ -11,7 +11,7 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { debugLogOnce, lazyInlineModules } from './lazy-modules.js';
+import { cachedMemoryViews, debugLogOnce, lazyInlineModules } from './lazy-modules.js';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const from = resolve(root, process.env.ENGRAM_JS_WASM_DIR ?? join('..', '..', 'target', 'js'));
@@ -44,7 +44,7 @@ for (const name of COMPONENTS) {
     { stdio: 'inherit' },
   );
   const code = join(out, `${name}.js`);
-  writeFileSync(code, debugLogOnce(lazyInlineModules(readFileSync(code, 'utf8'))));
+  writeFileSync(code, cachedMemoryViews(debugLogOnce(lazyInlineModules(readFileSync(code, 'utf8')))));
   console.log(`build: ${name} -> gen/${name}/`);
 }
 
