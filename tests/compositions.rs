@@ -1,8 +1,9 @@
 //! The components the JavaScript and Python packages load (`engram-js`'s
 //! build script): each imports exactly what its host supplies, nothing of
-//! WASI, and exports the calls only.
+//! WASI, and exports the calls only (the engine's, or the JSON layer's and
+//! the host layer's).
 
-use engram_js::{ALGORITHMS, API, PY_API, PY_BUILTIN};
+use engram_js::{ALGORITHMS, HOST, HOST_BUILTIN};
 use wasmparser::{Parser, Payload};
 
 /// The names a component imports and exports itself (not those of the
@@ -41,33 +42,13 @@ fn assert_world(path: &str, imports: &[&str], exports: &[&str]) {
     assert_eq!(found_exports, exports, "the exports of {path}");
 }
 
-/// The composition imports what the JavaScript host supplies, and
-/// nothing of WASI; it exports the calls only.
+/// The composition imports a raw store where the engine imports
+/// `persistence`, `audit` and `domain`, and exports the host layer's calls
+/// beside the JSON layer's; nothing of WASI.
 #[test]
-fn the_api_imports_the_engines_imports_and_the_host() {
+fn the_host_composition_imports_the_store_instead_of_persistence() {
     assert_world(
-        API,
-        &[
-            "engram:js/host@0.1.0",
-            "engram:memory/audit@0.1.0",
-            "engram:memory/domain@0.1.0",
-            "engram:memory/persistence@0.1.0",
-            "engram:memory/ranker@0.1.0",
-            "engram:memory/summarizer@0.1.0",
-            "engram:memory/types@0.1.0",
-        ],
-        &["engram:js/calls@0.1.0"],
-    );
-}
-
-/// The Python composition imports a raw store, `engram:py/store`, where
-/// the JavaScript one imports `persistence`, `audit`, `domain` and
-/// `engram:js/host` (the adapter does the host's part), and the rest the
-/// same; it exports the calls and the adapter's `engram:py/domain`.
-#[test]
-fn the_python_api_imports_the_store_instead_of_persistence() {
-    assert_world(
-        PY_API,
+        HOST,
         &[
             "engram:memory/ranker@0.1.0",
             "engram:memory/summarizer@0.1.0",
@@ -80,9 +61,9 @@ fn the_python_api_imports_the_store_instead_of_persistence() {
 
 /// With the algorithms inside, no summarizer or ranker is imported.
 #[test]
-fn the_builtin_python_api_imports_the_store_and_the_types_only() {
+fn the_builtin_composition_imports_the_store_and_the_types_only() {
     assert_world(
-        PY_BUILTIN,
+        HOST_BUILTIN,
         &["engram:memory/types@0.1.0", "engram:py/store@0.1.0"],
         &["engram:js/calls@0.1.0", "engram:py/domain@0.1.0"],
     );

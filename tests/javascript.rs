@@ -59,7 +59,7 @@ fn install() {
 #[test]
 fn the_javascript_package_passes_its_tests_on_node_and_in_workerd() {
     install();
-    let wasm_dir = Path::new(engram_js::API).parent().unwrap();
+    let wasm_dir = Path::new(engram_js::HOST).parent().unwrap();
     npm(
         &["run", "build"],
         &[("ENGRAM_JS_WASM_DIR", wasm_dir.to_str().unwrap())],

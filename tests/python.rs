@@ -129,7 +129,7 @@ fn pytest() -> &'static Report {
 
 fn run_pytest() -> Report {
     let python = environment();
-    let wasm_dir = Path::new(engram_js::API).parent().unwrap();
+    let wasm_dir = Path::new(engram_js::HOST).parent().unwrap();
     // The package as a user installs it (pip builds it from its folder),
     // with the components of this build.
     // setuptools builds in the package's `build/`: a fresh one each time, so

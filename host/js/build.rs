@@ -1,29 +1,29 @@
 //! Builds the components of Engram's JavaScript and Python packages and
-//! composes the JSON layer with the engine component, unchanged
-//! (`engram-component`):
+//! composes the JSON layer and the host layer with the engine component,
+//! unchanged (`engram-component`):
 //!
 //! 1. adds the `wasm32-unknown-unknown` target with rustup when the
 //!    toolchain lacks it;
 //! 2. builds the JSON layer (`host/js/api`), the default algorithms
-//!    (`host/js/algorithms`) and the Python package's persistence adapter
+//!    (`host/js/algorithms`) and the host layer of the language hosts
 //!    (`host/python/adapter`) for `wasm32-unknown-unknown` with the `guest`
 //!    profile, in a target folder of their own in `OUT_DIR`;
 //! 3. encodes the core modules as components with `wit-component`, as
 //!    `engram-component` does the engine;
-//! 4. composes the JSON layer with the engine with `wac-graph`:
-//!    `engram-js.wasm`, whose imports are the engine's
-//!    (`engram:memory/persistence`, `audit`, `domain`, `summarizer`,
-//!    `ranker`, `types`) and `engram:js/host`, and whose export is
-//!    `engram:js/calls`; the algorithms are `engram-algorithms.wasm` as
-//!    they are; `engram-py.wasm` is `engram-js.wasm` with the engine's
-//!    `persistence`, `audit` and `domain` imports and the JSON layer's
-//!    `engram:js/host` supplied by the adapter, which imports
-//!    `engram:py/store` instead (`host/python/wit`), and
-//!    `engram-py-builtin.wasm` is that with the algorithms inside too;
-//! 5. writes them to `OUT_DIR` for the crate (`ENGRAM_JS_API`,
-//!    `ENGRAM_JS_ALGORITHMS`, `ENGRAM_PY_API`) and copies them to `js/` in
-//!    the workspace's target folder, where the JavaScript package's build
-//!    and the Python package's `setup.py` take them.
+//! 4. composes them with `wac-graph`: `engram-host.wasm` is the engine
+//!    whose `persistence`, `audit` and `domain` imports, and the JSON
+//!    layer's `engram:js/host`, are supplied by the host layer, which
+//!    imports a raw store (`engram:py/store`, `host/python/wit`) and the
+//!    engine's types, summarizer and ranker; it exports `engram:js/calls`
+//!    and `engram:py/domain`. `engram-host-builtin.wasm` is that with the
+//!    algorithms inside too; the algorithms are `engram-algorithms.wasm` as
+//!    they are;
+//! 5. writes them to `OUT_DIR` for the crate (`ENGRAM_HOST`,
+//!    `ENGRAM_HOST_BUILTIN`, `ENGRAM_JS_ALGORITHMS`) and copies them to
+//!    `js/` in the workspace's target folder, where the JavaScript
+//!    package's build and the Python package's `setup.py` take them, with
+//!    the SQLite schema and the limits' defaults (`limits.json`, of
+//!    `engram-store`) the packages read.
 
 #[path = "../component/rust_target.rs"]
 mod rust_target;
@@ -47,33 +47,32 @@ const PROFILE: &str = "guest";
 const API: (&str, &str) = ("engram-js-api", "engram_js_api.wasm");
 /// The algorithms' package, and their core module as cargo names it.
 const ALGORITHMS: (&str, &str) = ("engram-js-algorithms", "engram_js_algorithms.wasm");
-/// The Python package's persistence adapter, and its core module.
+/// The host layer of the language hosts, and its core module.
 const ADAPTER: (&str, &str) = ("engram-py-adapter", "engram_py_adapter.wasm");
-/// The composed JSON layer and engine.
-const API_FILE: &str = "engram-js.wasm";
-/// The same, with the Python package's persistence adapter.
-const PY_API_FILE: &str = "engram-py.wasm";
+/// The engine with the JSON layer and the host layer.
+const HOST_FILE: &str = "engram-host.wasm";
 /// The same, with the default algorithms inside (no summarizer or ranker
 /// to import).
-const PY_BUILTIN_FILE: &str = "engram-py-builtin.wasm";
+const HOST_BUILTIN_FILE: &str = "engram-host-builtin.wasm";
 /// The algorithms' component.
 const ALGORITHMS_FILE: &str = "engram-algorithms.wasm";
 /// The interface the composition exports.
 const CALLS: &str = "engram:js/calls@0.1.0";
-/// What the adapter does for its host besides the engine's calls.
-const PY_DOMAIN: &str = "engram:py/domain@0.1.0";
-/// What the composition leaves for the JavaScript host to supply.
-const HOST: &[&str] = &["engram:memory/", "engram:js/"];
-/// An engine import the Python package's adapter supplies (with `audit`
-/// and `domain`).
+/// What the host layer does for its host besides the engine's calls.
+const DOMAIN: &str = "engram:py/domain@0.1.0";
+/// An engine import the host layer supplies (with `audit` and `domain`).
 const PERSISTENCE: &str = "engram:memory/persistence@0.1.0";
-/// What the Python composition leaves for the Python host to supply.
-const PY_HOST: &[&str] = &["engram:memory/", "engram:js/", "engram:py/"];
+/// What the composition leaves for its host to supply: the raw store, and
+/// the engine's types, summarizer and ranker.
+const HOST: &[&str] = &["engram:memory/", "engram:py/"];
 
 /// The SQLite schema every host runs, put beside the components: the
 /// JavaScript and Python packages embed it from there.
 const SQLITE_SCHEMA: &str = "host/store/src/sqlite-schema.sql";
 const SQLITE_SCHEMA_FILE: &str = "sqlite-schema.sql";
+/// The limits' defaults of every host (`engram_store::Limits`), as JSON:
+/// what the JavaScript package tells its callers (`DEFAULT_LIMITS`).
+const LIMITS_FILE: &str = "limits.json";
 
 fn main() -> Result<()> {
     let out_dir = PathBuf::from(env::var_os("OUT_DIR").context("OUT_DIR is not set")?);
@@ -118,13 +117,11 @@ fn main() -> Result<()> {
     let api = componentize(&read(&built.join(API.1))?).context("encoding the JSON layer")?;
     let algorithms =
         componentize(&read(&built.join(ALGORITHMS.1))?).context("encoding the algorithms")?;
-    let adapter = componentize(&read(&built.join(ADAPTER.1))?)
-        .context("encoding the Python package's persistence adapter")?;
-    let composed = compose_api(&engine, &api, None, None).context("composing engram-js.wasm")?;
-    let composed_py =
-        compose_api(&engine, &api, Some(&adapter), None).context("composing engram-py.wasm")?;
-    let composed_builtin = compose_api(&engine, &api, Some(&adapter), Some(&algorithms))
-        .context("composing engram-py-builtin.wasm")?;
+    let adapter =
+        componentize(&read(&built.join(ADAPTER.1))?).context("encoding the host layer")?;
+    let host = compose(&engine, &api, &adapter, None).context("composing engram-host.wasm")?;
+    let builtin = compose(&engine, &api, &adapter, Some(&algorithms))
+        .context("composing engram-host-builtin.wasm")?;
 
     let js_dir = env::var_os("CARGO_TARGET_DIR")
         .filter(|dir| !dir.is_empty())
@@ -132,10 +129,9 @@ fn main() -> Result<()> {
         .join("js");
     fs::create_dir_all(&js_dir).with_context(|| format!("creating {}", js_dir.display()))?;
     for (name, bytes, var) in [
-        (API_FILE, &composed, "ENGRAM_JS_API"),
+        (HOST_FILE, &host, "ENGRAM_HOST"),
+        (HOST_BUILTIN_FILE, &builtin, "ENGRAM_HOST_BUILTIN"),
         (ALGORITHMS_FILE, &algorithms, "ENGRAM_JS_ALGORITHMS"),
-        (PY_API_FILE, &composed_py, "ENGRAM_PY_API"),
-        (PY_BUILTIN_FILE, &composed_builtin, "ENGRAM_PY_BUILTIN"),
     ] {
         let path = out_dir.join(name);
         write_if_changed(&path, bytes)?;
@@ -145,7 +141,38 @@ fn main() -> Result<()> {
     let schema = read(&workspace.join(SQLITE_SCHEMA))?;
     write_if_changed(&out_dir.join(SQLITE_SCHEMA_FILE), &schema)?;
     write_if_changed(&js_dir.join(SQLITE_SCHEMA_FILE), &schema)?;
+    let limits = limits();
+    write_if_changed(&out_dir.join(LIMITS_FILE), limits.as_bytes())?;
+    write_if_changed(&js_dir.join(LIMITS_FILE), limits.as_bytes())?;
     Ok(())
+}
+
+/// The limits' defaults of every host as a JSON object, by their Rust
+/// names (every field: a new one does not compile until it is here).
+fn limits() -> String {
+    let engram_store::Limits {
+        read_limit_ceiling,
+        candidate_limit,
+        max_answer_bytes,
+        max_memory_bytes,
+        max_record_bytes,
+        max_batch_ops,
+        max_batch_bytes,
+    } = engram_store::Limits::default();
+    let fields = [
+        ("read_limit_ceiling", u64::from(read_limit_ceiling)),
+        ("candidate_limit", u64::from(candidate_limit)),
+        ("max_answer_bytes", max_answer_bytes),
+        ("max_memory_bytes", max_memory_bytes),
+        ("max_record_bytes", max_record_bytes as u64),
+        ("max_batch_ops", u64::from(max_batch_ops)),
+        ("max_batch_bytes", max_batch_bytes as u64),
+    ];
+    let fields: Vec<String> = fields
+        .iter()
+        .map(|(name, value)| format!("  \"{name}\": {value}"))
+        .collect();
+    format!("{{\n{}\n}}\n", fields.join(",\n"))
 }
 
 /// Builds the JSON layer and the algorithms for `wasm32-unknown-unknown`
@@ -183,44 +210,41 @@ fn componentize(module: &[u8]) -> Result<Vec<u8>> {
         .context("encoding the module as a component")
 }
 
-/// `engram-js.wasm`: the JSON layer's imports of the engine's interfaces
-/// wired to the engine; what neither supplies (the engine's imports,
-/// `engram:memory/types`, `engram:js/host`) is imported by the
-/// composition, once per name; exports `engram:js/calls`. With the Python
-/// package's `adapter`, `engram-py.wasm`: the engine's `persistence`,
-/// `audit` and `domain` and the JSON layer's `engram:js/host` are the
-/// adapter's, which imports `engram:py/store`; with the `algorithms` too,
-/// `engram-py-builtin.wasm`: the engine's summarizer and ranker are theirs.
-fn compose_api(
+/// `engram-host.wasm`: the engine's `persistence`, `audit` and `domain`
+/// and the JSON layer's `engram:js/host` wired to the host layer, the JSON
+/// layer's imports of the engine's interfaces to the engine; what none
+/// supplies (`engram:py/store`, `engram:memory/types`, the summarizer and
+/// ranker) is imported by the composition, once per name; exports
+/// `engram:js/calls` and `engram:py/domain`. With the `algorithms`,
+/// `engram-host-builtin.wasm`: the engine's summarizer and ranker are
+/// theirs.
+fn compose(
     engine: &[u8],
     api: &[u8],
-    adapter: Option<&[u8]>,
+    adapter: &[u8],
     algorithms: Option<&[u8]>,
 ) -> Result<Vec<u8>> {
     let mut graph = CompositionGraph::new();
     let engine = Part::register(&mut graph, "engram:engine", engine)?;
     let api = Part::register(&mut graph, "engram:js-api", api)?;
-    let mut suppliers = Vec::new();
-    if let Some(adapter) = adapter {
-        let adapter = Part::register(&mut graph, "engram:py-adapter", adapter)?;
-        wire(&mut graph, &adapter, &[], PY_HOST)?;
-        let exports = adapter.exports(&graph);
-        for name in [PERSISTENCE, PY_DOMAIN] {
-            ensure!(
-                exports.iter().any(|export| export == name),
-                "the adapter does not export `{name}`"
-            );
-        }
-        let node = graph.alias_instance_export(adapter.node, PY_DOMAIN)?;
-        graph.export(node, PY_DOMAIN)?;
-        suppliers.push(adapter);
+    let adapter = Part::register(&mut graph, "engram:host-layer", adapter)?;
+    wire(&mut graph, &adapter, &[], HOST)?;
+    let exports = adapter.exports(&graph);
+    for name in [PERSISTENCE, DOMAIN] {
+        ensure!(
+            exports.iter().any(|export| export == name),
+            "the host layer does not export `{name}`"
+        );
     }
-    if let Some(algorithms) = algorithms {
-        let algorithms = Part::register(&mut graph, "engram:algorithms", algorithms)?;
-        wire(&mut graph, &algorithms, &[], PY_HOST)?;
-        suppliers.push(algorithms);
-    }
-    let suppliers: Vec<&Part> = suppliers.iter().collect();
+    let mut suppliers = vec![&adapter];
+    let algorithms = algorithms
+        .map(|algorithms| -> Result<Part> {
+            let algorithms = Part::register(&mut graph, "engram:algorithms", algorithms)?;
+            wire(&mut graph, &algorithms, &[], HOST)?;
+            Ok(algorithms)
+        })
+        .transpose()?;
+    suppliers.extend(algorithms.as_ref());
     wire(&mut graph, &engine, &suppliers, HOST)?;
     let mut api_suppliers = vec![&engine];
     api_suppliers.extend(suppliers.iter().copied());
@@ -231,5 +255,7 @@ fn compose_api(
     );
     let node = graph.alias_instance_export(api.node, CALLS)?;
     graph.export(node, CALLS)?;
+    let node = graph.alias_instance_export(adapter.node, DOMAIN)?;
+    graph.export(node, DOMAIN)?;
     Ok(graph.encode(EncodeOptions::default())?)
 }

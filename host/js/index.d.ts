@@ -43,7 +43,7 @@ export interface AuditQuery {
 
 /**
  * A store: an ordered, transactional map of bytes (bytewise key order) and
- * the audit trail. Synchronous; keys are full keys (domain prefix
+ * the audit trail. Synchronous; keys are whole keys (domain prefix
  * included). A method that cannot do its work throws.
  */
 export interface Backend {
@@ -54,8 +54,11 @@ export interface Backend {
   commit(preconditions: Precondition[], ops: Op[], auditRows: AuditRow[]): boolean;
   appendAudit(rows: AuditRow[]): void;
   auditRows(query: AuditQuery): AuditRow[];
-  domains(): string[];
   close(): void;
+  /** For a store several writers share at once: waits for the domain's turn (keys starting with `prefix`). */
+  lockDomain?(prefix: Uint8Array): void;
+  /** Lets the next writer of the domain in. */
+  unlockDomain?(prefix: Uint8Array): void;
 }
 
 /** A store in memory. */
@@ -67,7 +70,6 @@ export class MemoryBackend implements Backend {
   commit(preconditions: Precondition[], ops: Op[], auditRows: AuditRow[]): boolean;
   appendAudit(rows: AuditRow[]): void;
   auditRows(query: AuditQuery): AuditRow[];
-  domains(): string[];
   close(): void;
 }
 
@@ -196,6 +198,7 @@ export function importStore(
   lines: Array<{ agent_id: string; item: Json }>,
   options?: OpenOptions,
 ): Promise<Array<{ agent_id: string; items: number; new: number }>>;
+export function domains(store: Backend | string, options?: OpenOptions): Promise<string[]>;
 export function forget(
   store: Backend | string,
   agent: string,

@@ -1,7 +1,7 @@
 """Puts the engine's components into the package when it is built.
 
 The components are built by cargo from this repository (``engram-js``'s
-build script writes ``engram-py.wasm``, ``engram-py-builtin.wasm`` and
+build script writes ``engram-host.wasm``, ``engram-host-builtin.wasm`` and
 ``engram-algorithms.wasm`` to
 ``js/`` in the workspace's target folder, and the SQLite schema every host
 runs, ``sqlite-schema.sql``, beside them); ``ENGRAM_WASM_DIR`` names a
@@ -20,7 +20,7 @@ from setuptools import setup
 from setuptools.command.build_py import build_py
 
 #: What the Rust build puts beside them too: the SQLite schema every host runs.
-COMPONENTS = ("engram-py.wasm", "engram-py-builtin.wasm", "engram-algorithms.wasm", "sqlite-schema.sql")
+COMPONENTS = ("engram-host.wasm", "engram-host-builtin.wasm", "engram-algorithms.wasm", "sqlite-schema.sql")
 #: The PostgreSQL schema, which the Rust store embeds from its source.
 SCHEMAS = ("postgres-schema.sql",)
 REPOSITORY = Path(__file__).resolve().parent.parent.parent

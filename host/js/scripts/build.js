@@ -1,32 +1,39 @@
 // `npm run build`: transpiles the components with jco into gen/ (one
 // folder each), for instantiation with imports of each domain's own
 // (`--instantiation async`), and writes gen/sqlite-schema.js from the
-// SQLite schema every host runs (host/store/src/sqlite-schema.sql, put
-// beside the components by the Rust build). The components are taken from
-// ENGRAM_JS_WASM_DIR, by default ../../target/js relative to host/js,
-// where the Rust build puts them.
+// SQLite schema every host runs (host/store/src/sqlite-schema.sql) and
+// gen/limits.js from the limits' defaults of every host (limits.json, of
+// engram-store), both put beside the components by the Rust build. The
+// components are taken from ENGRAM_JS_WASM_DIR, by default ../../target/js
+// relative to host/js, where the Rust build puts them.
 
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { debugLogOnce, lazyInlineModules } from './lazy-modules.js';
+import { cachedMemoryViews, debugLogOnce, lazyInlineModules } from './lazy-modules.js';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const from = resolve(root, process.env.ENGRAM_JS_WASM_DIR ?? join('..', '..', 'target', 'js'));
 const gen = join(root, 'gen');
 const jco = join(root, 'node_modules', '@bytecodealliance', 'jco', 'dist', 'jco.js');
 
-/** The components and what they are called in gen/. */
-const COMPONENTS = ['engram-js', 'engram-algorithms'];
+/** The components and what they are called in gen/: the engine with the
+ * JSON layer and the host layer, the same with the default algorithms
+ * inside, and the algorithms. */
+const COMPONENTS = ['engram-host', 'engram-host-builtin', 'engram-algorithms'];
 
-for (const name of COMPONENTS) {
-  const wasm = join(from, `${name}.wasm`);
-  if (!existsSync(wasm)) {
-    console.error(`build: ${wasm} is missing: build the components first, or set ENGRAM_JS_WASM_DIR`);
+/** A file the Rust build put beside the components. */
+function built(name) {
+  const file = join(from, name);
+  if (!existsSync(file)) {
+    console.error(`build: ${file} is missing: build the components first, or set ENGRAM_JS_WASM_DIR`);
     process.exit(1);
   }
+  return file;
 }
+
+for (const name of COMPONENTS) built(`${name}.wasm`);
 mkdirSync(gen, { recursive: true });
 for (const name of COMPONENTS) {
   const out = join(gen, name);
@@ -37,18 +44,13 @@ for (const name of COMPONENTS) {
     { stdio: 'inherit' },
   );
   const code = join(out, `${name}.js`);
-  writeFileSync(code, debugLogOnce(lazyInlineModules(readFileSync(code, 'utf8'))));
+  writeFileSync(code, cachedMemoryViews(debugLogOnce(lazyInlineModules(readFileSync(code, 'utf8')))));
   console.log(`build: ${name} -> gen/${name}/`);
 }
 
 // The schema's statements, version by version: the text after each line
 // `-- version N`, split after each `;` that ends a line.
-const schemaFile = join(from, 'sqlite-schema.sql');
-if (!existsSync(schemaFile)) {
-  console.error(`build: ${schemaFile} is missing: build the components first, or set ENGRAM_JS_WASM_DIR`);
-  process.exit(1);
-}
-const versions = readFileSync(schemaFile, 'utf8')
+const versions = readFileSync(built('sqlite-schema.sql'), 'utf8')
   .split(/^-- version /m)
   .slice(1)
   .map((part) => ({
@@ -66,3 +68,19 @@ writeFileSync(
     `export const SCHEMA_VERSIONS = Object.freeze(${JSON.stringify(versions, null, 2)});\n`,
 );
 console.log('build: sqlite-schema.sql -> gen/sqlite-schema.js');
+
+// The limits' defaults, named as JavaScript names them (`maxBatchOps` for
+// `max_batch_ops`).
+const limits = Object.fromEntries(
+  Object.entries(JSON.parse(readFileSync(built('limits.json'), 'utf8'))).map(([name, value]) => [
+    name.replace(/_([a-z])/g, (_, c) => c.toUpperCase()),
+    value,
+  ]),
+);
+writeFileSync(
+  join(gen, 'limits.js'),
+  '// Written by scripts/build.js from limits.json (engram-store\'s Limits): do not edit.\n\n' +
+    '/** The limits of every host by default (docs/limits.md). */\n' +
+    `export const DEFAULT_LIMITS = Object.freeze(${JSON.stringify(limits, null, 2)});\n`,
+);
+console.log('build: limits.json -> gen/limits.js');

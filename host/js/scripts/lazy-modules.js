@@ -39,3 +39,33 @@ export function debugLogOnce(code) {
     'const _debugOn = Boolean(globalThis?.process?.env?.JCO_DEBUG);\n  const _debugLog = (...args) => {\n    if (!_debugOn) { return; }',
   );
 }
+
+/**
+ * jco 1.35 reads and writes the memory of another component instance (the
+ * fused adapters between the components of a composition, without
+ * multi-memory) one value at a time, each through `new DataView(
+ * <instance>.memory.buffer)`: a view made and dropped per byte copied, which
+ * leaves the garbage collector most of a call's time. This keeps one view
+ * per memory instead, made again only when the memory grew (its buffer is
+ * then another).
+ * @param {string} code the generated JavaScript
+ * @returns {string}
+ */
+export function cachedMemoryViews(code) {
+  const anchor = 'export function instantiate(';
+  if (!code.includes(anchor)) {
+    throw new Error('the generated code has no `instantiate` of the form jco 1.35 writes: update scripts/lazy-modules.js');
+  }
+  const helper = [
+    'const _memoryViews = new WeakMap();',
+    'function _memoryView(memory) {',
+    '  let view = _memoryViews.get(memory);',
+    '  if (view === undefined || view.buffer !== memory.buffer) _memoryViews.set(memory, (view = new DataView(memory.buffer)));',
+    '  return view;',
+    '}',
+    '',
+  ].join('\n');
+  return code
+    .replace(/new DataView\(([\w$.]+)\.memory\.buffer\)/g, '_memoryView($1.memory)')
+    .replace(anchor, `${helper}\n${anchor}`);
+}

@@ -4,7 +4,18 @@
 
 import { ComponentLoader } from './component.js';
 import { componentExport, componentImports } from './imports.js';
-import { ResultError } from './scope.js';
+
+/**
+ * An error whose `payload` jco hands to the component as the `err` of a
+ * `result` an import returns.
+ */
+export class ResultError extends Error {
+  /** @param {unknown} payload */
+  constructor(payload) {
+    super(typeof payload === 'string' ? payload : JSON.stringify(payload));
+    Object.defineProperty(this, 'payload', { value: payload, enumerable: true });
+  }
+}
 
 /**
  * Summarizes a turn: the user's message, and the model's response once

@@ -1,12 +1,13 @@
 // The one small, synchronous interface every store of the JavaScript host
 // implements (SQLite through node:sqlite, memory, a Durable Object's
-// storage), and what the backends share: key order, domain prefixes, audit
-// rows and their line form.
+// storage), and what the backends share: key order, audit rows and their
+// line form.
 //
-// Keys a backend sees are full keys: the scope (src/scope.js) has already
-// put the domain's prefix in front of every key the engine names, and the
-// maintenance locks live outside every domain's range. A backend
-// interprets nothing: it keeps bytes in bytewise (memcmp) key order.
+// Keys a backend sees are whole keys: the host layer inside the component
+// (host/python/adapter, over engram-store's Scope) has already put the
+// domain's prefix in front of every key the engine names, and keeps the
+// maintenance locks outside every domain's range. A backend interprets
+// nothing: it keeps bytes in bytewise (memcmp) key order.
 
 /**
  * A condition a commit checks before it changes anything.
@@ -76,47 +77,18 @@
  *   Appends the rows of calls that commit nothing (reads, refusals).
  * @property {(query: AuditQuery) => AuditRow[]} auditRows
  *   The newest `query.limit` rows that match `query`, oldest first.
- * @property {() => string[]} domains
- *   The agents whose domains hold any key, in key order
- *   ({@link domainsByScan} does it with `scan`).
  * @property {() => void} close
  *   Lets the store go; no call may follow.
+ * @property {(prefix: Uint8Array) => void} [lockDomain]
+ *   Optional, for a store several writers share at once: waits until no
+ *   other writer writes the domain whose keys start with `prefix`;
+ *   `unlockDomain` follows. A writer reads, then commits on the condition
+ *   that nothing it read changed: writers that do not take turns keep
+ *   undoing each other's work. (JavaScript runs one call at a time; the
+ *   package's stores need none.)
+ * @property {(prefix: Uint8Array) => void} [unlockDomain]
+ *   Lets the next writer of the domain in.
  */
-
-const encoder = new TextEncoder();
-const decoder = new TextDecoder('utf-8', { fatal: true });
-
-/** The longest agent id a domain may be opened for, in bytes. */
-export const MAX_AGENT_ID_BYTES = 256;
-
-/**
- * The prefix of every key of an agent's domain: the id's length in bytes
- * as a 4-byte big-endian integer, then its UTF-8 bytes.
- * @param {string} agentId
- * @returns {Uint8Array}
- */
-export function domainPrefix(agentId) {
-  const id = encoder.encode(agentId);
-  const prefix = new Uint8Array(4 + id.length);
-  new DataView(prefix.buffer).setUint32(0, id.length);
-  prefix.set(id, 4);
-  return prefix;
-}
-
-/**
- * The bytes of `parts`, one after the other.
- * @param {...Uint8Array} parts
- * @returns {Uint8Array}
- */
-export function concat(...parts) {
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-  let at = 0;
-  for (const part of parts) {
-    out.set(part, at);
-    at += part.length;
-  }
-  return out;
-}
 
 /**
  * Bytewise (memcmp) order: negative, zero or positive.
@@ -144,51 +116,6 @@ export function sameBytes(a, b) {
 }
 
 /**
- * The smallest key above every key that starts with `prefix`.
- * @param {Uint8Array} prefix
- * @returns {Uint8Array}
- */
-export function successor(prefix) {
-  const end = Array.from(prefix);
-  while (end.length > 0) {
-    const last = end.pop();
-    if (last < 0xff) {
-      end.push(last + 1);
-      return Uint8Array.from(end);
-    }
-  }
-  return new Uint8Array(prefix.length + 1).fill(0xff);
-}
-
-/** Where the maintenance locks live: above every domain's keys. */
-export const LOCK_AREA = concat(
-  Uint8Array.of(0xff),
-  encoder.encode('engram-maintenance-lock'),
-  Uint8Array.of(0),
-);
-
-/**
- * The agents whose domains hold anything, in key order, found with one
- * `scan` of one pair per domain.
- * @param {Backend} backend
- * @returns {string[]}
- */
-export function domainsByScan(backend) {
-  const agents = [];
-  let start = new Uint8Array(4);
-  const end = LOCK_AREA.subarray(0, 1);
-  for (;;) {
-    const [pair] = backend.scan(start, end, 1, false);
-    if (pair === undefined) return agents;
-    const key = pair[0];
-    const length = new DataView(key.buffer, key.byteOffset, key.byteLength).getUint32(0);
-    if (key.length < 4 + length) throw new Error('a key shorter than its domain id');
-    agents.push(decoder.decode(key.subarray(4, 4 + length)));
-    start = successor(key.subarray(0, 4 + length));
-  }
-}
-
-/**
  * An audit row in the `engram audit` line form: its columns by name, the
  * source parsed, empty columns left out.
  * @param {AuditRow} row
@@ -212,8 +139,8 @@ export function auditLine(row) {
 
 /**
  * The audit row of an entry in the `engram audit` line form (as the trail
- * file holds it); `defaults` fills `at` and `agent_id` when the line has
- * none.
+ * file holds it, and as the host layer hands a commit's rows over);
+ * `defaults` fills `at` and `agent_id` when the line has none.
  * @param {object} line
  * @param {{at?: number, agent_id?: string}} [defaults]
  * @returns {AuditRow}

@@ -6,8 +6,8 @@
 /**
  * Compiles a core module of a transpiled component.
  * @callback CoreModuleLoader
- * @param {string} component the component's name (`engram-js`,
- *   `engram-algorithms`)
+ * @param {string} component the component's name (`engram-host`,
+ *   `engram-host-builtin`, `engram-algorithms`)
  * @param {string} file the core module's file name in gen/<component>/
  * @returns {WebAssembly.Module | Promise<WebAssembly.Module>}
  */

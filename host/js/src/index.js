@@ -1,18 +1,25 @@
 // engram-memory: the Engram engine (a WebAssembly component, transpiled by
 // jco) with the JSON model of the `engram` command line, over a store of
 // the caller's choice. One component instance per agent domain.
+//
+// The component holds the engine, the JSON layer and the host layer every
+// host shares (host/python/adapter, over engram-store's Scope and
+// maintenance): the domain's key prefix, the limits, the maintenance lock
+// and the audit entries are all done there. This package hands it a raw
+// store (src/store.js), the clock and random bits, and the summarizer and
+// ranker when the caller gives them.
 
 import { defaultAlgorithms, algorithmInterfaces } from './algorithms.js';
-import { MAX_AGENT_ID_BYTES, auditLine, sourceText } from './backend.js';
+import { auditLine, auditRowOfLine } from './backend.js';
 import { MemoryBackend } from './backends/memory.js';
 import { ComponentLoader } from './component.js';
 import { componentExport, componentImports } from './imports.js';
 import { parse, stringify, toText } from './json.js';
-import { LockGuard, breakLock, forget as forgetDomain } from './maintenance.js';
-import { DEFAULT_LIMITS, Scope } from './scope.js';
+import { bytesOf } from './latin1.js';
+import { storeInterface } from './store.js';
 
 export { MemoryBackend } from './backends/memory.js';
-export { DEFAULT_LIMITS } from './scope.js';
+export { DEFAULT_LIMITS } from '../gen/limits.js';
 export { componentImports } from './imports.js';
 export { parse, stringify } from './json.js';
 
@@ -51,7 +58,23 @@ function failure(error) {
   return undefined;
 }
 
-let engineLoader;
+/**
+ * The components a domain's instance is made from, compiled once: the
+ * engine with the default summarizer and ranker inside, or importing them.
+ * @type {Record<string, ComponentLoader>}
+ */
+const loaders = {};
+
+/** The loader of a component of gen/, made at its first use. */
+function loader(name, options) {
+  loaders[name] ??= new ComponentLoader(name, { coreModule: options.coreModule, instantiate: options.instantiate?.[name] });
+  return loaders[name];
+}
+
+/** The error of a result of the host layer's calls: its text. */
+function domainError(error) {
+  return typeof error?.payload === 'string' ? error.payload : undefined;
+}
 
 /**
  * Opens a store by path: a SQLite file (node:sqlite), created if absent.
@@ -87,7 +110,8 @@ async function storeOf(store, options) {
  *   privacy tier reads may return; `private` by default
  * @property {import('./algorithms.js').Summarizer} [summarizer]
  * @property {import('./algorithms.js').Ranker} [ranker]
- * @property {Partial<import('./scope.js').Limits>} [limits]
+ * @property {Partial<Limits>} [limits] those left out have every host's
+ *   defaults ({@link DEFAULT_LIMITS})
  * @property {() => number} [clock] ms since the epoch; `Date.now`
  * @property {import('./backends/sqlite.js').SqliteOptions} [sqlite] for a
  *   store given by path
@@ -98,6 +122,23 @@ async function storeOf(store, options) {
  */
 
 /**
+ * What the host lets the engine ask of the store, and the limits the
+ * engine is told (docs/limits.md); enforced by the host layer inside the
+ * component.
+ * @typedef {object} Limits
+ * @property {number} readLimitCeiling the largest `limit` of a read
+ * @property {number} candidateLimit keyword-index entries one retrieval
+ *   may read
+ * @property {number} maxAnswerBytes bytes of the records of one answer,
+ *   before the bound by memory
+ * @property {number} maxMemoryBytes the engine's memory, of which an
+ *   answer may take a quarter
+ * @property {number} maxRecordBytes the largest record a write may carry
+ * @property {number} maxBatchOps puts and deletes of one commit
+ * @property {number} maxBatchBytes bytes of keys and values of one commit
+ */
+
+/**
  * Opens the memory domain of one agent: an instance of the engine of its
  * own whose keys the host scopes to that agent (IO-W6).
  * @param {string} agent
@@ -105,44 +146,43 @@ async function storeOf(store, options) {
  * @returns {Promise<Domain>}
  */
 export async function open(agent, options = {}) {
-  if (typeof agent !== 'string' || agent.length === 0 || new TextEncoder().encode(agent).length > MAX_AGENT_ID_BYTES) {
-    throw new TypeError(`an agent id must be 1 to ${MAX_AGENT_ID_BYTES} bytes long`);
-  }
-  const mode = options.mode ?? 'online';
-  if (mode !== 'online' && mode !== 'maintenance') throw new TypeError(`mode must be online or maintenance, not ${mode}`);
-  const tierCeiling = options.tierCeiling ?? 'private';
-  if (!['public', 'sensitive', 'private'].includes(tierCeiling)) {
-    throw new TypeError(`tierCeiling must be public, sensitive or private, not ${tierCeiling}`);
-  }
   let { summarizer, ranker } = options;
-  if (summarizer === undefined || ranker === undefined) {
+  // Neither given: the engine's own, composed in (no call leaves the
+  // component). One given: the other is the engine's own, called from here.
+  const builtin = summarizer === undefined && ranker === undefined;
+  if (!builtin && (summarizer === undefined || ranker === undefined)) {
     const defaults = await defaultAlgorithms(options.coreModule, options.instantiate?.['engram-algorithms']);
     summarizer ??= defaults.summarizer;
     ranker ??= defaults.ranker;
   }
   const { backend, owned } = await storeOf(options.store, options.sqlite);
-  const clock = options.clock ?? Date.now;
-  let lock;
   try {
-    if (mode === 'maintenance') lock = LockGuard.acquire(backend, agent, clock());
-    const scope = new Scope({
-      agentId: agent,
-      backend,
+    const clock = options.clock ?? Date.now;
+    const mode = options.mode ?? 'online';
+    const settings = stringify({
+      agent,
       mode,
-      tierCeiling,
-      limits: { ...DEFAULT_LIMITS, ...options.limits },
-      clock,
-      lockValue: lock?.value,
+      tier_ceiling: options.tierCeiling ?? 'private',
+      pid: Number.isInteger(globalThis.process?.pid) ? globalThis.process.pid : 0,
+      ...snakeCase(options.limits ?? {}),
     });
-    const imports = componentImports({ ...scope.interfaces(), ...algorithmInterfaces(summarizer, ranker) });
-    engineLoader ??= new ComponentLoader('engram-js', { coreModule: options.coreModule, instantiate: options.instantiate?.['engram-js'] });
-    const exports = await engineLoader.first(imports);
-    return new Domain({ scope, lock, owned, imports, exports, input: options.input ?? 'request' });
+    const imports = componentImports({
+      'engram:memory/types': {},
+      'engram:py/store': storeInterface(backend, settings, clock),
+      ...(builtin ? {} : algorithmInterfaces(summarizer, ranker)),
+    });
+    const components = loader(builtin ? 'engram-host-builtin' : 'engram-host', options);
+    const exports = await components.first(imports);
+    return new Domain({ components, imports, exports, backend, owned, clock, agent, mode, input: options.input ?? 'request' });
   } catch (error) {
-    lock?.release();
     if (owned) backend.close();
     throw error;
   }
+}
+
+/** The limits as the host layer's settings name them: `max_batch_ops` for `maxBatchOps`. */
+function snakeCase(limits) {
+  return Object.fromEntries(Object.entries(limits).map(([name, value]) => [name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`), value]));
 }
 
 /** The request ids the CLI makes for calls that take none. */
@@ -166,21 +206,37 @@ const EXPORT_PAGE = 1000;
  */
 export class Domain {
   /** @internal */
-  constructor({ scope, lock, owned, imports, exports, input }) {
-    this.#scope = scope;
-    this.#lock = lock;
-    this.#owned = owned;
+  constructor({ components, imports, exports, backend, owned, clock, agent, mode, input }) {
+    this.#components = components;
     this.#imports = imports;
-    this.#calls = componentExport(exports, 'engram:js/calls');
+    this.#backend = backend;
+    this.#owned = owned;
+    this.#clock = clock;
+    this.#agent = agent;
+    this.#mode = mode;
     this.#input = input;
+    try {
+      this.#held = this.#open(exports) || undefined;
+    } catch (error) {
+      this.#closed = true;
+      throw error;
+    }
   }
 
-  #scope;
-  #lock;
-  #owned;
+  #components;
   #imports;
-  #calls;
+  #backend;
+  #owned;
+  #clock;
+  #agent;
+  #mode;
   #input;
+  /** The instance's `engram:js/calls` and `engram:py/domain`; undefined after a trap. */
+  #instance;
+  /** The value of the maintenance lock while this domain holds it. */
+  #held;
+  /** The prefix of the domain's keys, for a store's writers' turns. */
+  #prefix;
   #closed = false;
   /** Counts instances: a cycle of an earlier instance is gone. */
   #generation = 0;
@@ -189,83 +245,109 @@ export class Domain {
 
   /** The agent whose domain this is. */
   get agent() {
-    return this.#scope.agentId;
+    return this.#agent;
   }
 
   /** How the domain was opened: `online` or `maintenance`. */
   get mode() {
-    return this.#scope.mode;
+    return this.#mode;
   }
 
   /** The store the domain lives in. */
   get store() {
-    return this.#scope.backend;
+    return this.#backend;
   }
 
-  /** The instance's exports, a fresh instance after a trap. @internal */
+  /**
+   * Opens the domain in a fresh instance: the host layer checks the
+   * settings and, in maintenance mode, takes the maintenance lock (or goes
+   * on holding the one this domain holds). Answers the lock's value.
+   * @returns {string}
+   */
+  #open(exports) {
+    const instance = {
+      calls: componentExport(exports, 'engram:js/calls'),
+      domain: componentExport(exports, 'engram:py/domain'),
+    };
+    let held;
+    try {
+      held = instance.domain.open(this.#held);
+    } catch (error) {
+      const why = domainError(error);
+      if (why === undefined) throw error;
+      const [kind, ...rest] = why.split(': ');
+      throw kind === 'invalid' ? new TypeError(rest.join(': ')) : new Error(kind === 'locked' ? rest.join(': ') : why);
+    }
+    this.#instance = instance;
+    return held;
+  }
+
+  /** The instance, a fresh one after a trap. */
   #live() {
     if (this.#closed) throw new Error('the domain is closed');
-    if (this.#calls === undefined) {
-      this.#calls = componentExport(engineLoader.again(this.#imports), 'engram:js/calls');
+    if (this.#instance === undefined) {
+      this.#open(this.#components.again(this.#imports));
       this.#generation += 1;
     }
-    return this.#calls;
+    return this.#instance;
+  }
+
+  /**
+   * A call of the host layer's `engram:py/domain`; its error as an Error.
+   * @internal
+   */
+  _control(name, ...args) {
+    try {
+      return this.#live().domain[name](...args);
+    } catch (error) {
+      const why = domainError(error);
+      throw why === undefined ? error : new Error(why);
+    }
   }
 
   /**
    * Calls into the instance: the JSON layer's failures become
    * {@link EngramInputError} and {@link EngramRefusedError}; anything else
-   * (a trap, a store that failed) drops the instance.
+   * (a trap, a store that failed) drops the instance. A call that
+   * `writes` waits for its turn among the domain's writers when the store
+   * keeps turns (`lockDomain`).
    * @internal
    */
-  _call(f, audited) {
-    const calls = this.#live();
+  _call(f, audited, writes = false) {
+    const { calls } = this.#live();
+    const turns = writes && typeof this.#backend.lockDomain === 'function';
+    if (turns) {
+      this.#prefix ??= bytesOf(this._control('prefix'));
+      this.#backend.lockDomain(this.#prefix);
+    }
     try {
       return f(calls);
     } catch (error) {
       const known = failure(error);
       if (known !== undefined) throw known;
-      this.#calls = undefined;
+      this.#instance = undefined;
       for (const cycle of this.#cycles) cycle._lost();
       this.#cycles.clear();
       const stopped = `${error?.message ?? error}; its instance was stopped, and the next call gets a fresh one`;
       if (audited !== undefined) this.#auditStopped(audited, stopped);
       throw error;
+    } finally {
+      if (turns) this.#backend.unlockDomain(this.#prefix);
     }
   }
 
   /**
    * Audits a single write or read whose instance stopped before it
-   * answered, as FAILED with why (IO-W8), as the Rust host does. Best
-   * effort: the store may be what failed.
+   * answered, as FAILED with why (IO-W8), as the Rust host does: the host
+   * layer of a fresh instance makes the row. Best effort: the store may be
+   * what failed.
    * @param {{operation: string, text: string}} audited
    * @param {string} why
    */
   #auditStopped({ operation, text }, why) {
-    let request;
     try {
-      request = JSON.parse(text);
-    } catch {
-      return;
-    }
-    if (typeof request !== 'object' || request === null || typeof request.request_id !== 'string') return;
-    const source = operation === 'WRITE' ? request.source : undefined;
-    const recordType = operation === 'WRITE' ? request.record?.record_type : request.record_type;
-    try {
-      this.#scope.backend.appendAudit([
-        {
-          at: this.#scope.clock(),
-          agent_id: this.agent,
-          request_id: request.request_id,
-          operation,
-          source: typeof source === 'object' && source !== null ? sourceText(source) : null,
-          record_type: ['FACT', 'EVENT', 'STATE'].includes(recordType) ? recordType : null,
-          outcome: 'FAILED',
-          stored_id: null,
-          count: null,
-          reason: why,
-        },
-      ]);
+      const row = this._control('stoppedRow', operation, text, why);
+      if (row !== '') this.#backend.appendAudit([auditRowOfLine(JSON.parse(row), { at: this.#clock() })]);
     } catch {
       // The trail could not take it either; the call's error says why.
     }
@@ -296,6 +378,7 @@ export class Domain {
     const lines = this._call(
       (calls) => calls.write(options.input ?? this.#input, text, batch),
       batch ? undefined : { operation: 'WRITE', text },
+      true,
     );
     const answers = lines.map(parse);
     return batch ? answers : answers[0];
@@ -410,8 +493,10 @@ export class Domain {
   runCycle(turn) {
     const session = turn.session ?? 'js';
     const requestId = turn.request_id ?? `cycle-${Date.now()}`;
-    const lines = this._call((calls) =>
-      calls.runCycle(toText(turn.plan), session, requestId, turn.message ?? undefined, turn.response ?? undefined),
+    const lines = this._call(
+      (calls) => calls.runCycle(toText(turn.plan), session, requestId, turn.message ?? undefined, turn.response ?? undefined),
+      undefined,
+      true,
     );
     return lines.map(parse);
   }
@@ -422,7 +507,7 @@ export class Domain {
    * @param {Omit<import('./backend.js').AuditQuery, 'agent'>} [query]
    */
   audit(query = {}) {
-    return auditTrail(this.#scope.backend, { ...query, agent: this.agent });
+    return auditTrail(this.#backend, { ...query, agent: this.agent });
   }
 
   /**
@@ -459,7 +544,7 @@ export class Domain {
       }
       return stringify(line);
     });
-    const added = this._call((calls) => calls.import(items));
+    const added = this._call((calls) => calls.import(items), undefined, true);
     return { agent_id: this.agent, items: items.length, new: added };
   }
 
@@ -470,9 +555,7 @@ export class Domain {
    * `{agent_id, removed}`.
    */
   forget() {
-    if (this.#closed) throw new Error('the domain is closed');
-    const removed = forgetDomain(this.#scope.backend, this.agent, this.#scope.clock(), this.#lock);
-    return { agent_id: this.agent, removed };
+    return { agent_id: this.agent, removed: Number(this._control('forget')) };
   }
 
   /**
@@ -482,10 +565,15 @@ export class Domain {
   close() {
     if (this.#closed) return;
     for (const cycle of this.#cycles) cycle[Symbol.dispose]();
-    this.#closed = true;
-    this.#calls = undefined;
-    this.#lock?.release();
-    if (this.#owned) this.#scope.backend.close();
+    try {
+      if (this.#held !== undefined) this._control('close'); // lets the maintenance lock go
+    } catch {
+      // A lock that cannot be released now stays for `unlock`.
+    } finally {
+      this.#closed = true;
+      this.#instance = undefined;
+      if (this.#owned) this.#backend.close();
+    }
   }
 
   /** {@link close}, for `using`. */
@@ -525,9 +613,9 @@ export class Cycle {
     return this.#turn;
   }
 
-  #refusal(f) {
+  #refusal(f, writes = false) {
     const turn = this.#live();
-    return this.#domain._call(() => f(turn));
+    return this.#domain._call(() => f(turn), undefined, writes);
   }
 
   /**
@@ -556,7 +644,7 @@ export class Cycle {
    * throws {@link EngramRefusedError} with the `{cycle_error}`.
    */
   commit() {
-    return parse(this.#refusal((turn) => turn.commit()));
+    return parse(this.#refusal((turn) => turn.commit(), true));
   }
 
   /** Drops the cycle; nothing not committed is persisted. */
@@ -601,7 +689,7 @@ export async function exportStore(store, options = {}) {
   const { backend, owned } = await storeOf(store, options.sqlite);
   try {
     const lines = [];
-    for (const agent of options.agents ?? backend.domains()) {
+    for (const agent of options.agents ?? (await domains(backend, options))) {
       const domain = await open(agent, { ...options, store: backend, mode: 'maintenance' });
       try {
         lines.push(...domain.export());
@@ -649,20 +737,26 @@ export async function importStore(store, lines, options = {}) {
 }
 
 /**
- * Forgets an agent of a store (see {@link Domain#forget}) without opening
- * an engine: `{agent_id, removed}`.
+ * The agents whose domains hold anything in a store, in key order.
+ * @param {import('./backend.js').Backend|string} store
+ * @param {OpenOptions} [options]
+ * @returns {Promise<string[]>}
+ */
+export async function domains(store, options = {}) {
+  // Any domain's instance lists them: the store is one.
+  return withDomain(store, 'engram', options, (domain) => domain._control('domains'));
+}
+
+/**
+ * Forgets an agent of a store (see {@link Domain#forget}): `{agent_id,
+ * removed}`.
  * @param {import('./backend.js').Backend|string} store
  * @param {string} agent
  * @param {{clock?: () => number, sqlite?: import('./backends/sqlite.js').SqliteOptions}} [options]
  * @returns {Promise<{agent_id: string, removed: number}>}
  */
 export async function forget(store, agent, options = {}) {
-  const { backend, owned } = await storeOf(store, options.sqlite);
-  try {
-    return { agent_id: agent, removed: forgetDomain(backend, agent, (options.clock ?? Date.now)()) };
-  } finally {
-    if (owned) backend.close();
-  }
+  return withDomain(store, agent, options, (domain) => domain.forget());
 }
 
 /**
@@ -673,9 +767,20 @@ export async function forget(store, agent, options = {}) {
  * @returns {Promise<{agent_id: string, unlocked: boolean}>}
  */
 export async function unlock(store, agent) {
-  const { backend, owned } = await storeOf(store);
+  return withDomain(store, agent, {}, (domain) => ({ agent_id: agent, unlocked: domain._control('breakLock') }));
+}
+
+/** Runs `f` with an online domain of `agent` in `store`, closed after. */
+async function withDomain(store, agent, options, f) {
+  const { backend, owned } = await storeOf(store, options.sqlite);
   try {
-    return { agent_id: agent, unlocked: breakLock(backend, agent) };
+    const { coreModule, instantiate, clock } = options;
+    const domain = await open(agent, { coreModule, instantiate, clock, store: backend });
+    try {
+      return f(domain);
+    } finally {
+      domain.close();
+    }
   } finally {
     if (owned) backend.close();
   }

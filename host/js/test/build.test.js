@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { debugLogOnce, lazyInlineModules } from '../scripts/lazy-modules.js';
+import { cachedMemoryViews, debugLogOnce, lazyInlineModules } from '../scripts/lazy-modules.js';
 
 test('an inline helper module is compiled when first used, not at instantiation', () => {
   const code = [
@@ -34,4 +34,30 @@ test('the debug switch is read once, when the module loads; a jco of another for
   log('b');
   assert.equal(reads, 1);
   assert.throws(() => debugLogOnce('const _debugLog = () => {};'), /_debugLog/);
+});
+
+test('one view per memory, made again when the memory grew; a jco of another form is refused', () => {
+  const code = [
+    'export function instantiate(exports0) {',
+    '  return {',
+    "    load: (ptr) => new DataView(exports0.memory.buffer).getUint8(ptr, true),",
+    "    store: (ptr, val) => { new DataView(exports0.memory.buffer).setInt8(ptr, val, true); },",
+    '  };',
+    '}',
+  ].join('\n');
+  const cached = cachedMemoryViews(code);
+  assert.doesNotMatch(cached, /new DataView\(exports0/);
+  let views = 0;
+  const Counting = class extends DataView { constructor(buffer) { super(buffer); views += 1; } };
+  const memory = new WebAssembly.Memory({ initial: 1 });
+  const run = new Function('DataView', `${cached.replace('export function', 'function')}\nreturn instantiate;`);
+  const calls = run(Counting)({ memory });
+  calls.store(3, 7);
+  assert.equal(calls.load(3), 7);
+  assert.equal(views, 1);
+  memory.grow(1);
+  calls.store(65536, 9);
+  assert.equal(calls.load(65536), 9);
+  assert.equal(views, 2);
+  assert.throws(() => cachedMemoryViews('function other() {}'), /instantiate/);
 });

@@ -4,7 +4,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { componentImports, componentExport } from '../src/imports.js';
-import { Scope, DEFAULT_LIMITS } from '../src/scope.js';
+import { storeInterface } from '../src/store.js';
 import { algorithmInterfaces } from '../src/algorithms.js';
 import { MemoryBackend } from '../src/backends/memory.js';
 import { notBuilt } from './built.js';
@@ -25,16 +25,17 @@ test('an export is found under its versioned, full or short name', () => {
   assert.throws(() => componentExport({ other: {} }, 'engram:js/calls'), /exports no engram:js\/calls/);
 });
 
-for (const name of ['engram-js', 'engram-algorithms']) {
+for (const name of ['engram-host', 'engram-host-builtin', 'engram-algorithms']) {
   test(`${name}: every name the generated code reads or declares is in the import object`, { skip: notBuilt }, () => {
     const code = readFileSync(new URL(`../gen/${name}/${name}.js`, import.meta.url), 'utf8');
     const types = readFileSync(new URL(`../gen/${name}/${name}.d.ts`, import.meta.url), 'utf8');
     const read = [...code.matchAll(/imports\['([^']+)'\]/g)].map((m) => m[1]);
     const declared = [...(types.match(/interface ImportObject \{([^}]*)\}/)?.[1] ?? '').matchAll(/'([^']+)'/g)].map((m) => m[1]);
-    const scope = new Scope({
-      agentId: 'a', backend: new MemoryBackend(), mode: 'online', tierCeiling: 'private', limits: DEFAULT_LIMITS, clock: Date.now,
+    const imports = componentImports({
+      'engram:memory/types': {},
+      'engram:py/store': storeInterface(new MemoryBackend(), '{}', Date.now),
+      ...algorithmInterfaces(() => ({}), () => []),
     });
-    const imports = componentImports({ ...scope.interfaces(), ...algorithmInterfaces(() => ({}), () => []) });
     for (const wanted of [...read, ...declared]) assert.ok(wanted in imports, `${wanted} is missing`);
   });
 }

@@ -13,7 +13,6 @@
 
 import { DurableObject } from 'cloudflare:workers';
 import { EngramInputError, EngramRefusedError, auditTrail, open, parse, stringify } from '../src/index.js';
-import { MAX_AGENT_ID_BYTES } from '../src/backend.js';
 import { DurableObjectBackend } from '../src/backends/durable-object.js';
 import { coreModule, instantiate } from './modules.js';
 
@@ -24,9 +23,6 @@ import { coreModule, instantiate } from './modules.js';
  * only workerd's new module registry gives).
  */
 const COMPONENTS = { coreModule, instantiate };
-
-/** The privacy-tier ceilings a call may ask for. */
-const TIERS = new Set(['public', 'sensitive', 'private']);
 
 /** The name input errors give the input when the body names none. */
 const DEFAULT_INPUT = 'request';
@@ -61,6 +57,17 @@ export function errorAnswer(error) {
   if (error instanceof EngramRefusedError) return { status: 409, body: stringify(error.answer) };
   const message = error instanceof Error ? error.message : String(error);
   return { status: 500, body: stringify({ host_error: message }) };
+}
+
+/**
+ * A domain being opened: settings it refuses (an agent id too long, a
+ * tier ceiling that is none) are the caller's error.
+ * @param {Promise<import('../src/index.js').Domain>} domain
+ */
+function opened(domain) {
+  return domain.catch((error) => {
+    throw error instanceof TypeError ? new BadRequest(error.message) : error;
+  });
 }
 
 /** The fields of `body` that are set, among `names`. */
@@ -107,9 +114,7 @@ export class EngramAgent extends DurableObject {
 
   async #call(agent, op, text) {
     try {
-      if (typeof agent !== 'string' || agent === '' || new TextEncoder().encode(agent).length > MAX_AGENT_ID_BYTES) {
-        throw new BadRequest(`an agent id must be 1 to ${MAX_AGENT_ID_BYTES} bytes long`);
-      }
+      if (typeof agent !== 'string' || agent === '') throw new BadRequest('an agent id must be a string, not empty');
       if (this.agent === undefined) this.agent = agent;
       else if (this.agent !== agent) throw new BadRequest(`this object serves ${JSON.stringify(this.agent)}, not ${JSON.stringify(agent)}`);
       let body;
@@ -128,10 +133,9 @@ export class EngramAgent extends DurableObject {
 
   /** The online domain of a tier ceiling, opened once. */
   #online(tierCeiling = 'private') {
-    if (!TIERS.has(tierCeiling)) throw new BadRequest(`tier_ceiling must be public, sensitive or private, not ${tierCeiling}`);
     let domain = this.domains.get(tierCeiling);
     if (domain === undefined) {
-      domain = open(this.agent, { ...COMPONENTS, store: this.store, tierCeiling });
+      domain = opened(open(this.agent, { ...COMPONENTS, store: this.store, tierCeiling }));
       domain.catch(() => this.domains.delete(tierCeiling));
       this.domains.set(tierCeiling, domain);
     }
@@ -140,7 +144,7 @@ export class EngramAgent extends DurableObject {
 
   /** Runs `f` with a maintenance domain, closed when it is done. */
   async #maintenance(f) {
-    const domain = await open(this.agent, { ...COMPONENTS, store: this.store, mode: 'maintenance' });
+    const domain = await opened(open(this.agent, { ...COMPONENTS, store: this.store, mode: 'maintenance' }));
     try {
       return f(domain);
     } finally {

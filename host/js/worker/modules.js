@@ -8,15 +8,34 @@
 // paths): when a new jco writes other core modules, this list changes with
 // it.
 
-import { instantiate as engramJs } from '../gen/engram-js/engram-js.js';
+import { instantiate as engramHost } from '../gen/engram-host/engram-host.js';
+import { instantiate as engramHostBuiltin } from '../gen/engram-host-builtin/engram-host-builtin.js';
 import { instantiate as engramAlgorithms } from '../gen/engram-algorithms/engram-algorithms.js';
-import engramJsCore1 from '../gen/engram-js/engram-js.core.wasm';
-import engramJsCore2 from '../gen/engram-js/engram-js.core2.wasm';
-import engramJsCore3 from '../gen/engram-js/engram-js.core3.wasm';
-import engramJsCore4 from '../gen/engram-js/engram-js.core4.wasm';
-import engramJsCore5 from '../gen/engram-js/engram-js.core5.wasm';
-import engramJsCore6 from '../gen/engram-js/engram-js.core6.wasm';
-import engramJsCore7 from '../gen/engram-js/engram-js.core7.wasm';
+import engramHostCore1 from '../gen/engram-host/engram-host.core.wasm';
+import engramHostCore2 from '../gen/engram-host/engram-host.core2.wasm';
+import engramHostCore3 from '../gen/engram-host/engram-host.core3.wasm';
+import engramHostCore4 from '../gen/engram-host/engram-host.core4.wasm';
+import engramHostCore5 from '../gen/engram-host/engram-host.core5.wasm';
+import engramHostCore6 from '../gen/engram-host/engram-host.core6.wasm';
+import engramHostCore7 from '../gen/engram-host/engram-host.core7.wasm';
+import engramHostCore8 from '../gen/engram-host/engram-host.core8.wasm';
+import engramHostCore9 from '../gen/engram-host/engram-host.core9.wasm';
+import engramHostCore10 from '../gen/engram-host/engram-host.core10.wasm';
+import engramHostCore11 from '../gen/engram-host/engram-host.core11.wasm';
+import engramHostCore12 from '../gen/engram-host/engram-host.core12.wasm';
+import engramHostBuiltinCore1 from '../gen/engram-host-builtin/engram-host-builtin.core.wasm';
+import engramHostBuiltinCore2 from '../gen/engram-host-builtin/engram-host-builtin.core2.wasm';
+import engramHostBuiltinCore3 from '../gen/engram-host-builtin/engram-host-builtin.core3.wasm';
+import engramHostBuiltinCore4 from '../gen/engram-host-builtin/engram-host-builtin.core4.wasm';
+import engramHostBuiltinCore5 from '../gen/engram-host-builtin/engram-host-builtin.core5.wasm';
+import engramHostBuiltinCore6 from '../gen/engram-host-builtin/engram-host-builtin.core6.wasm';
+import engramHostBuiltinCore7 from '../gen/engram-host-builtin/engram-host-builtin.core7.wasm';
+import engramHostBuiltinCore8 from '../gen/engram-host-builtin/engram-host-builtin.core8.wasm';
+import engramHostBuiltinCore9 from '../gen/engram-host-builtin/engram-host-builtin.core9.wasm';
+import engramHostBuiltinCore10 from '../gen/engram-host-builtin/engram-host-builtin.core10.wasm';
+import engramHostBuiltinCore11 from '../gen/engram-host-builtin/engram-host-builtin.core11.wasm';
+import engramHostBuiltinCore12 from '../gen/engram-host-builtin/engram-host-builtin.core12.wasm';
+import engramHostBuiltinCore13 from '../gen/engram-host-builtin/engram-host-builtin.core13.wasm';
 import engramAlgorithmsCore1 from '../gen/engram-algorithms/engram-algorithms.core.wasm';
 
 /**
@@ -24,7 +43,8 @@ import engramAlgorithmsCore1 from '../gen/engram-algorithms/engram-algorithms.co
  * @type {Readonly<Record<string, Function>>}
  */
 export const instantiate = Object.freeze({
-  'engram-js': engramJs,
+  'engram-host': engramHost,
+  'engram-host-builtin': engramHostBuiltin,
   'engram-algorithms': engramAlgorithms,
 });
 
@@ -35,14 +55,34 @@ export const instantiate = Object.freeze({
  * @type {Readonly<Record<string, Readonly<Record<string, WebAssembly.Module>>>>}
  */
 export const CORE_MODULES = Object.freeze({
-  'engram-js': Object.freeze({
-    'engram-js.core.wasm': engramJsCore1,
-    'engram-js.core2.wasm': engramJsCore2,
-    'engram-js.core3.wasm': engramJsCore3,
-    'engram-js.core4.wasm': engramJsCore4,
-    'engram-js.core5.wasm': engramJsCore5,
-    'engram-js.core6.wasm': engramJsCore6,
-    'engram-js.core7.wasm': engramJsCore7,
+  'engram-host': Object.freeze({
+    'engram-host.core.wasm': engramHostCore1,
+    'engram-host.core2.wasm': engramHostCore2,
+    'engram-host.core3.wasm': engramHostCore3,
+    'engram-host.core4.wasm': engramHostCore4,
+    'engram-host.core5.wasm': engramHostCore5,
+    'engram-host.core6.wasm': engramHostCore6,
+    'engram-host.core7.wasm': engramHostCore7,
+    'engram-host.core8.wasm': engramHostCore8,
+    'engram-host.core9.wasm': engramHostCore9,
+    'engram-host.core10.wasm': engramHostCore10,
+    'engram-host.core11.wasm': engramHostCore11,
+    'engram-host.core12.wasm': engramHostCore12,
+  }),
+  'engram-host-builtin': Object.freeze({
+    'engram-host-builtin.core.wasm': engramHostBuiltinCore1,
+    'engram-host-builtin.core2.wasm': engramHostBuiltinCore2,
+    'engram-host-builtin.core3.wasm': engramHostBuiltinCore3,
+    'engram-host-builtin.core4.wasm': engramHostBuiltinCore4,
+    'engram-host-builtin.core5.wasm': engramHostBuiltinCore5,
+    'engram-host-builtin.core6.wasm': engramHostBuiltinCore6,
+    'engram-host-builtin.core7.wasm': engramHostBuiltinCore7,
+    'engram-host-builtin.core8.wasm': engramHostBuiltinCore8,
+    'engram-host-builtin.core9.wasm': engramHostBuiltinCore9,
+    'engram-host-builtin.core10.wasm': engramHostBuiltinCore10,
+    'engram-host-builtin.core11.wasm': engramHostBuiltinCore11,
+    'engram-host-builtin.core12.wasm': engramHostBuiltinCore12,
+    'engram-host-builtin.core13.wasm': engramHostBuiltinCore13,
   }),
   'engram-algorithms': Object.freeze({
     'engram-algorithms.core.wasm': engramAlgorithmsCore1,
@@ -52,9 +92,9 @@ export const CORE_MODULES = Object.freeze({
 /**
  * The compiled core module `file` of the transpiled component `component`
  * (gen/<component>/<file>): the `coreModule` option of `open`.
- * @param {string} component the component's name in gen/ (`engram-js`,
- *   `engram-algorithms`)
- * @param {string} file the core module's file name (`engram-js.core.wasm`)
+ * @param {string} component the component's name in gen/ (`engram-host`,
+ *   `engram-host-builtin`, `engram-algorithms`)
+ * @param {string} file the core module's file name (`engram-host.core.wasm`)
  * @returns {WebAssembly.Module}
  */
 export function coreModule(component, file) {

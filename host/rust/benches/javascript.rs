@@ -27,7 +27,7 @@ fn package() -> PathBuf {
 fn node(n: usize, path: &Path) -> anyhow::Result<(f64, f64)> {
     let node = package().join("node_modules/.bin/node");
     anyhow::ensure!(
-        node.exists() && package().join("gen/engram-js/engram-js.js").exists(),
+        node.exists() && package().join("gen/engram-host/engram-host.js").exists(),
         "the JavaScript package is not installed and built: run `cargo test --test javascript` first"
     );
     let mut command = Command::new(node);
@@ -58,9 +58,10 @@ fn main() -> anyhow::Result<()> {
     compare("Node", node)?;
     let generated = package().join("gen");
     println!(
-        "what the package loads: gen/ {} bytes (engram-js {} + engram-algorithms {}), src/ {} bytes",
+        "what the package loads: gen/ {} bytes (engram-host {} + engram-host-builtin {} + engram-algorithms {}), src/ {} bytes",
         size(&generated),
-        size(&generated.join("engram-js")),
+        size(&generated.join("engram-host")),
+        size(&generated.join("engram-host-builtin")),
         size(&generated.join("engram-algorithms")),
         size(&package().join("src"))
     );

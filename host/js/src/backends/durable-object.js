@@ -16,7 +16,7 @@
 // store format allows. Every call is synchronous, as the Durable Object's
 // SQL API is.
 
-import { auditMatches, domainsByScan, sameBytes } from '../backend.js';
+import { auditMatches, sameBytes } from '../backend.js';
 import { SCHEMA_VERSIONS } from '../../gen/sqlite-schema.js';
 
 /** The schema version this backend writes and reads (`engram_schema`). */
@@ -196,11 +196,6 @@ export class DurableObjectBackend {
       .map((row) => ({ ...row }))
       .filter((row) => auditMatches(row, query));
     return rows.reverse();
-  }
-
-  domains() {
-    this.#open();
-    return domainsByScan(this);
   }
 
   close() {

@@ -1,7 +1,7 @@
 // A store in memory: a sorted map with bytewise key order and an audit
 // trail in an array. For tests, the browser, and hosts that keep nothing.
 
-import { auditMatches, compareBytes, domainsByScan, sameBytes } from '../backend.js';
+import { auditMatches, compareBytes, sameBytes } from '../backend.js';
 
 /**
  * A {@link import('../backend.js').Backend} kept in memory: nothing
@@ -104,11 +104,6 @@ export class MemoryBackend {
       if (auditMatches(this.audit[i], query)) found.push({ ...this.audit[i] });
     }
     return found.reverse();
-  }
-
-  domains() {
-    this.#open();
-    return domainsByScan(this);
   }
 
   close() {

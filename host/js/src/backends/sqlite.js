@@ -11,12 +11,7 @@
 import { DatabaseSync } from 'node:sqlite';
 import fs from 'node:fs';
 import { SCHEMA_VERSIONS } from '../../gen/sqlite-schema.js';
-import {
-  auditLine,
-  auditRowOfLine,
-  domainsByScan,
-  sameBytes,
-} from '../backend.js';
+import { auditLine, auditRowOfLine, sameBytes } from '../backend.js';
 
 /** Marks a SQLite file as an Engram store (`PRAGMA application_id`). */
 export const APPLICATION_ID = 0x454e4752;
@@ -290,10 +285,6 @@ export class SqliteBackend {
       count: row.count === null ? null : Number(row.count),
       reason: row.reason,
     }));
-  }
-
-  domains() {
-    return domainsByScan(this);
   }
 
   close() {

@@ -10,7 +10,7 @@ each), enums are their case names, and every call of an export must be
 followed by ``post_return``. A Python exception raised by an import traps the
 instance, which cannot be entered again.
 
-The engine loaded here is ``engram-py.wasm``: the unchanged engine composed
+The engine loaded here is ``engram-host.wasm``: the unchanged engine composed
 with the JSON layer of the JavaScript host (``host/js/wit/js.wit``), whose
 export ``engram:js/calls`` takes and answers JSON text, and with the adapter
 (``host/python/adapter``), the host layer every host shares in Rust: the
@@ -89,7 +89,7 @@ class Binding:
     """What one domain's engine instance is bound to: the raw store, the
     domain's settings (``store.settings``, JSON, checked by the adapter),
     the clock and the algorithms (both None: the engine's own, composed in
-    as ``engram-py-builtin.wasm``)."""
+    as ``engram-host-builtin.wasm``)."""
 
     backend: Backend
     settings: str
@@ -138,9 +138,9 @@ class Runtime:
 
     def api(self, builtin: bool) -> wc.Component:
         """The engine with the JSON layer and the adapter: with the default
-        summarizer and ranker inside (``engram-py-builtin.wasm``), or
-        importing them (``engram-py.wasm``)."""
-        return self.component("engram-py-builtin.wasm" if builtin else "engram-py.wasm")
+        summarizer and ranker inside (``engram-host-builtin.wasm``), or
+        importing them (``engram-host.wasm``)."""
+        return self.component("engram-host-builtin.wasm" if builtin else "engram-host.wasm")
 
     @classmethod
     def shared(cls) -> Runtime:
@@ -258,7 +258,7 @@ def _link(linker: wc.Linker, binding: Binding) -> None:
     with linker.root() as root:
         with root.add_instance("engram:memory/types" + VERSION):
             pass
-        # The raw store the adapter of `engram-py.wasm` stores through: byte
+        # The raw store the adapter of `engram-host.wasm` stores through: byte
         # strings as latin-1 strings, lists of them packed into one, answers
         # as one string whose first character says what it is
         # (`host/python/wit/py.wit`).

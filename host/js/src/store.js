@@ -1,0 +1,164 @@
+// The raw store the host layer composed into the engine's component stores
+// through: `engram:py/store` (host/python/wit/py.wit) over a backend. The
+// host layer (host/python/adapter, in the Rust every host shares:
+// engram-store's Scope and maintenance) does everything a host adds around
+// the engine — the domain's key prefix, the limits, the maintenance lock,
+// the audit entries; what is here is the packing. Keys are whole keys, byte
+// strings are strings of one character per byte, and lists of them are
+// packed into one string:
+//
+// - a key list: each key as its length (4 bytes, big-endian), then its bytes;
+// - a list of optional values: each as its length then its bytes, or the
+//   length FF FF FF FF for none;
+// - a list of entries: each key, then its value;
+// - conditions and changes: a byte 0 (absent, delete) then the key, or 1
+//   (holds, put) then the key and the value.
+//
+// An answer's first character says what it is: `V` then the value, `C` when
+// a commit's condition did not hold, `U` then why the store could not do it.
+
+import { auditRowOfLine } from './backend.js';
+import { bytesOf, textOf } from './latin1.js';
+
+/** The length that stands for no value. */
+const NONE = 0xffffffff;
+/** The code of `V`, which starts an answer with a value. */
+const VALUE = 0x56;
+
+/** Reads a packing. */
+class Unpacker {
+  /** @param {string} text */
+  constructor(text) {
+    this.bytes = bytesOf(text);
+    this.view = new DataView(this.bytes.buffer, this.bytes.byteOffset, this.bytes.byteLength);
+    this.at = 0;
+  }
+
+  more() {
+    return this.at < this.bytes.length;
+  }
+
+  tag() {
+    return this.bytes[this.at++];
+  }
+
+  /** The next item: a view of its bytes. */
+  item() {
+    const n = this.view.getUint32(this.at);
+    const start = this.at + 4;
+    this.at = start + n;
+    if (this.at > this.bytes.length) throw new Error('a packed list cut short');
+    return this.bytes.subarray(start, this.at);
+  }
+}
+
+/**
+ * `V` then the packing of `items` (byte strings, or undefined for none).
+ * @param {Array<Uint8Array|undefined|null>} items
+ * @returns {string}
+ */
+function packed(items) {
+  let size = 1;
+  for (const item of items) size += 4 + (item == null ? 0 : item.length);
+  const bytes = new Uint8Array(size);
+  const view = new DataView(bytes.buffer);
+  bytes[0] = VALUE;
+  let at = 1;
+  for (const item of items) {
+    view.setUint32(at, item == null ? NONE : item.length);
+    at += 4;
+    if (item != null) {
+      bytes.set(item, at);
+      at += item.length;
+    }
+  }
+  return textOf(bytes);
+}
+
+/** `U` and why, for a store that could not do it. */
+function unavailable(error) {
+  return `U${error instanceof Error ? error.message || error.name : String(error)}`;
+}
+
+/**
+ * Audit rows as the host layer hands them over: a JSON line each in the
+ * `engram audit` line form, stamped now when the line has no `at`.
+ * @param {string} text
+ * @param {() => number} clock
+ * @returns {import('./backend.js').AuditRow[]}
+ */
+function rowsOf(text, clock) {
+  if (text === '') return [];
+  const at = clock();
+  return text.split('\n').map((line) => auditRowOfLine(JSON.parse(line), { at }));
+}
+
+/**
+ * The `engram:py/store` interface of one domain over `backend`.
+ * @param {import('./backend.js').Backend} backend
+ * @param {string} settings the domain's settings, JSON (`store.settings`)
+ * @param {() => number} clock ms since the epoch
+ */
+export function storeInterface(backend, settings, clock) {
+  return {
+    getMany(keys) {
+      const unpacker = new Unpacker(keys);
+      const wanted = [];
+      while (unpacker.more()) wanted.push(unpacker.item());
+      let values;
+      try {
+        values = backend.getMany(wanted);
+      } catch (error) {
+        return unavailable(error);
+      }
+      return packed(values);
+    },
+
+    scan(start, end, limit, descending) {
+      let pairs;
+      try {
+        pairs = backend.scan(bytesOf(start), bytesOf(end), limit, descending);
+      } catch (error) {
+        return unavailable(error);
+      }
+      return packed(pairs.flat());
+    },
+
+    commit(conditions, changes, rows) {
+      // The clock has no error of its own to give: its throwing stops the
+      // instance, as in `now`.
+      const trail = rowsOf(rows, clock);
+      try {
+        const preconditions = [];
+        const when = new Unpacker(conditions);
+        while (when.more()) {
+          preconditions.push(
+            when.tag() === 0 ? { type: 'absent', key: when.item() } : { type: 'holds', key: when.item(), value: when.item() },
+          );
+        }
+        const ops = [];
+        const what = new Unpacker(changes);
+        while (what.more()) {
+          ops.push(what.tag() === 0 ? { type: 'delete', key: what.item() } : { type: 'put', key: what.item(), value: what.item() });
+        }
+        return backend.commit(preconditions, ops, trail) ? 'V' : 'C';
+      } catch (error) {
+        return unavailable(error);
+      }
+    },
+
+    append(rows) {
+      // A throw stops the instance: the call the rows record fails with it.
+      backend.appendAudit(rowsOf(rows, clock));
+    },
+
+    settings: () => settings,
+
+    now: () => BigInt(clock()),
+
+    entropy() {
+      // Bits for 16 record ids at a time.
+      return textOf(crypto.getRandomValues(new Uint8Array(16 * 16)));
+    },
+  };
+}
