@@ -1,9 +1,9 @@
-//! The components the JavaScript and Python packages load (`engram-js`'s
+//! The components the JavaScript and Python packages load (`engram-host-components`'s
 //! build script): each imports exactly what its host supplies, nothing of
 //! WASI, and exports the calls only (the engine's, or the JSON layer's and
 //! the host layer's).
 
-use engram_js::{ALGORITHMS, HOST, HOST_BUILTIN};
+use engram_host_components::{ALGORITHMS, HOST, HOST_BUILTIN};
 use wasmparser::{Parser, Payload};
 
 /// The names a component imports and exports itself (not those of the

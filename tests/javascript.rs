@@ -1,5 +1,5 @@
 //! The JavaScript package (`host/js`), run from `cargo test`: the components
-//! this build made (`engram-js`'s build script) are transpiled by the
+//! this build made (`engram-host-components`'s build script) are transpiled by the
 //! package's pinned jco, then the package's own tests run under the Node it
 //! pins (the `node` package of the npm registry), not the machine's: the
 //! shared scenarios on the Node host over node:sqlite and in memory and in
@@ -59,7 +59,7 @@ fn install() {
 #[test]
 fn the_javascript_package_passes_its_tests_on_node_and_in_workerd() {
     install();
-    let wasm_dir = Path::new(engram_js::HOST).parent().unwrap();
+    let wasm_dir = Path::new(engram_host_components::HOST).parent().unwrap();
     npm(
         &["run", "build"],
         &[("ENGRAM_JS_WASM_DIR", wasm_dir.to_str().unwrap())],

@@ -2,7 +2,7 @@
 //! environment of its own (under this build's target folder) gets the
 //! pinned test requirements (`host/python/requirements-test.txt`, installed
 //! again only when that file changed) and the package itself, installed by
-//! pip from its folder with the components this build made (`engram-js`'s
+//! pip from its folder with the components this build made (`engram-host-components`'s
 //! build script); then the package's pytest suite runs against the
 //! installed package: the shared scenarios over SQLite, in memory and on
 //! PostgreSQL, the store format shared with the `engram` command line (this
@@ -129,7 +129,7 @@ fn pytest() -> &'static Report {
 
 fn run_pytest() -> Report {
     let python = environment();
-    let wasm_dir = Path::new(engram_js::HOST).parent().unwrap();
+    let wasm_dir = Path::new(engram_host_components::HOST).parent().unwrap();
     // The package as a user installs it (pip builds it from its folder),
     // with the components of this build.
     // setuptools builds in the package's `build/`: a fresh one each time, so

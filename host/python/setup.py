@@ -1,6 +1,6 @@
 """Puts the engine's components into the package when it is built.
 
-The components are built by cargo from this repository (``engram-js``'s
+The components are built by cargo from this repository (``engram-host-components``'s
 build script writes ``engram-host.wasm``, ``engram-host-builtin.wasm`` and
 ``engram-algorithms.wasm`` to
 ``js/`` in the workspace's target folder, and the SQLite schema every host
@@ -10,7 +10,6 @@ runs, ``postgres-schema.sql``, comes from that folder when it holds it, else
 from the repository (``host/store/src``).
 """
 
-import json
 import os
 import shutil
 import subprocess
@@ -36,15 +35,15 @@ def components() -> Path:
             "engram-memory: the engine's components are built from the Engram repository; "
             "set ENGRAM_WASM_DIR to a folder holding " + ", ".join(COMPONENTS + SCHEMAS)
         )
-    subprocess.run(["cargo", "build", "-p", "engram-js"], cwd=REPOSITORY, check=True)
-    metadata = subprocess.run(
-        ["cargo", "metadata", "--no-deps", "--format-version", "1"],
+    # Builds them and prints the folder cargo built them in.
+    folder = subprocess.run(
+        ["cargo", "run", "-q", "--locked", "-p", "engram-host-components"],
         cwd=REPOSITORY,
         check=True,
         capture_output=True,
         text=True,
     )
-    return Path(json.loads(metadata.stdout)["target_directory"]) / "js"
+    return Path(folder.stdout.strip())
 
 
 class BuildWithComponents(build_py):

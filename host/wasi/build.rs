@@ -18,17 +18,12 @@
 //!    `ENGRAM_WASI_STANDALONE`) and copies them to `wasm/` in the
 //!    workspace's target folder.
 
-#[path = "../component/rust_target.rs"]
-mod rust_target;
-
-#[path = "../component/compose.rs"]
-mod compose;
-
 #[path = "src/tools.rs"]
 mod tools;
 
 use anyhow::{Context, Result, bail, ensure};
-use compose::{Part, read, wire, write_if_changed};
+use engram_build::compose::{Part, read, wire, write_if_changed};
+use engram_build::{Build, rust_target};
 use std::env;
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -54,14 +49,7 @@ const STANDALONE_FILE: &str = "engram-standalone.wasm";
 const WASI: &[&str] = &["wasi:"];
 
 fn main() -> Result<()> {
-    let out_dir = PathBuf::from(env::var_os("OUT_DIR").context("OUT_DIR is not set")?);
-    let manifest_dir =
-        PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").context("CARGO_MANIFEST_DIR is not set")?);
-    let workspace = manifest_dir
-        .ancestors()
-        .nth(2)
-        .context("the WASI crate is not two folders below the workspace")?;
-    for watched in [
+    let build = Build::new(&[
         "host/wasi/provider",
         "host/wasi/command",
         "host/wasi/wit",
@@ -70,14 +58,8 @@ fn main() -> Result<()> {
         "host/model",
         "host/algorithms",
         "wit",
-        "Cargo.toml",
-        "Cargo.lock",
-    ] {
-        println!(
-            "cargo:rerun-if-changed={}",
-            workspace.join(watched).display()
-        );
-    }
+    ])?;
+    let (out_dir, workspace) = (&build.out_dir, build.workspace.as_path());
     for var in [
         "ENGRAM_TOOLS_DIR",
         "XDG_CACHE_HOME",
@@ -86,10 +68,7 @@ fn main() -> Result<()> {
     ] {
         println!("cargo:rerun-if-env-changed={var}");
     }
-    let engine_path = env::var_os("DEP_ENGRAM_COMPONENT_PATH")
-        .context("engram-component gave no component path (DEP_ENGRAM_COMPONENT_PATH)")?;
-    let engine = fs::read(&engine_path)
-        .with_context(|| format!("reading the engine component {}", engine_path.display()))?;
+    let engine = build.engine()?;
 
     rust_target::ensure(TARGET, "the WASI components")?;
     let tools = tools::dir()?;

@@ -4,8 +4,8 @@
 // SQLite schema every host runs (host/store/src/sqlite-schema.sql) and
 // gen/limits.js from the limits' defaults of every host (limits.json, of
 // engram-store), both put beside the components by the Rust build. The
-// components are taken from ENGRAM_JS_WASM_DIR, by default ../../target/js
-// relative to host/js, where the Rust build puts them.
+// components are taken from ENGRAM_JS_WASM_DIR, by default from the folder
+// `cargo run -q -p engram-host-components` builds them in and prints.
 
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -14,7 +14,14 @@ import { fileURLToPath } from 'node:url';
 import { cachedMemoryViews, debugLogOnce, lazyInlineModules } from './lazy-modules.js';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
-const from = resolve(root, process.env.ENGRAM_JS_WASM_DIR ?? join('..', '..', 'target', 'js'));
+const from = process.env.ENGRAM_JS_WASM_DIR
+  ? resolve(root, process.env.ENGRAM_JS_WASM_DIR)
+  : // Builds them, and learns the folder cargo built them in.
+    execFileSync('cargo', ['run', '-q', '--locked', '-p', 'engram-host-components'], {
+      cwd: resolve(root, '..', '..'),
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'inherit'],
+    }).trim();
 const gen = join(root, 'gen');
 const jco = join(root, 'node_modules', '@bytecodealliance', 'jco', 'dist', 'jco.js');
 

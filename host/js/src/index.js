@@ -3,7 +3,7 @@
 // the caller's choice. One component instance per agent domain.
 //
 // The component holds the engine, the JSON layer and the host layer every
-// host shares (host/python/adapter, over engram-store's Scope and
+// host shares (host/components/adapter, over engram-store's Scope and
 // maintenance): the domain's key prefix, the limits, the maintenance lock
 // and the audit entries are all done there. This package hands it a raw
 // store (src/store.js), the clock and random bits, and the summarizer and

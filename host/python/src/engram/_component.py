@@ -11,12 +11,12 @@ followed by ``post_return``. A Python exception raised by an import traps the
 instance, which cannot be entered again.
 
 The engine loaded here is ``engram-host.wasm``: the unchanged engine composed
-with the JSON layer of the JavaScript host (``host/js/wit/js.wit``), whose
+with the JSON layer of the JavaScript host (``host/components/json-layer/wit/js.wit``), whose
 export ``engram:js/calls`` takes and answers JSON text, and with the adapter
-(``host/python/adapter``), the host layer every host shares in Rust: the
+(``host/components/adapter``), the host layer every host shares in Rust: the
 domain's key prefix, limits, maintenance lock and audit entries. It asks
 this package only for a raw store, ``engram:py/store``
-(``host/python/wit/py.wit``): whole keys, every byte string as a string of
+(``host/components/adapter/wit/py.wit``): whole keys, every byte string as a string of
 one character per byte and every list of them packed into one, so that a
 value crosses in one copy; and it exports ``engram:py/domain``, what the
 host does with a domain besides the engine's calls. The default summarizer
@@ -261,7 +261,7 @@ def _link(linker: wc.Linker, binding: Binding) -> None:
         # The raw store the adapter of `engram-host.wasm` stores through: byte
         # strings as latin-1 strings, lists of them packed into one, answers
         # as one string whose first character says what it is
-        # (`host/python/wit/py.wit`).
+        # (`host/components/adapter/wit/py.wit`).
         with root.add_instance("engram:py/store" + VERSION) as p:
 
             def get_many(_store: Any, keys: str) -> str:

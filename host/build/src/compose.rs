@@ -1,7 +1,5 @@
-//! What the build scripts that compose components share (`host/wasi` and
-//! `host/js`), included by each with `#[path]`: a component of a
-//! composition, the wiring of its imports to other components' exports, and
-//! the writing of a built file.
+//! Compositions: a component of a composition, the wiring of its imports
+//! to other components' exports, and the writing of a built file.
 
 use anyhow::{Context, Result, ensure};
 use std::fs;

@@ -1,8 +1,7 @@
-//! Building guests for a Rust target from a build script, shared by the
-//! build scripts of `engram-component` (the engine,
-//! `wasm32-unknown-unknown`), `engram-wasi` (the WASI components,
-//! `wasm32-wasip2`) and `engram-js` (the JavaScript package's components,
-//! `wasm32-unknown-unknown`): adding the target, and the cargo command.
+//! Building guests for a Rust target from a build script (the engine and
+//! the language packages' components for `wasm32-unknown-unknown`, the WASI
+//! components for `wasm32-wasip2`): adding the target, and the cargo
+//! command.
 
 use anyhow::{Context, Result, bail};
 use std::env;

@@ -4,37 +4,29 @@
 //!
 //! 1. adds the `wasm32-unknown-unknown` target with rustup when the
 //!    toolchain lacks it;
-//! 2. builds the JSON layer (`host/js/api`), the default algorithms
-//!    (`host/js/algorithms`) and the host layer of the language hosts
-//!    (`host/python/adapter`) for `wasm32-unknown-unknown` with the `guest`
+//! 2. builds the JSON layer (`host/components/json-layer`), the default algorithms
+//!    (`host/components/algorithms`) and the host layer of the language hosts
+//!    (`host/components/adapter`) for `wasm32-unknown-unknown` with the `guest`
 //!    profile, in a target folder of their own in `OUT_DIR`;
 //! 3. encodes the core modules as components with `wit-component`, as
 //!    `engram-component` does the engine;
 //! 4. composes them with `wac-graph`: `engram-host.wasm` is the engine
 //!    whose `persistence`, `audit` and `domain` imports, and the JSON
 //!    layer's `engram:js/host`, are supplied by the host layer, which
-//!    imports a raw store (`engram:py/store`, `host/python/wit`) and the
+//!    imports a raw store (`engram:py/store`, `host/components/adapter/wit`) and the
 //!    engine's types, summarizer and ranker; it exports `engram:js/calls`
 //!    and `engram:py/domain`. `engram-host-builtin.wasm` is that with the
 //!    algorithms inside too; the algorithms are `engram-algorithms.wasm` as
 //!    they are;
-//! 5. writes them to `OUT_DIR` for the crate (`ENGRAM_HOST`,
-//!    `ENGRAM_HOST_BUILTIN`, `ENGRAM_JS_ALGORITHMS`) and copies them to
-//!    `js/` in the workspace's target folder, where the JavaScript
-//!    package's build and the Python package's `setup.py` take them, with
-//!    the SQLite schema and the limits' defaults (`limits.json`, of
-//!    `engram-store`) the packages read.
-
-#[path = "../component/rust_target.rs"]
-mod rust_target;
-
-#[path = "../component/compose.rs"]
-mod compose;
+//! 5. writes them to `OUT_DIR` only (`ENGRAM_HOST`, `ENGRAM_HOST_BUILTIN`,
+//!    `ENGRAM_JS_ALGORITHMS` for the crate), with the SQLite and PostgreSQL
+//!    schemas and the limits' defaults (`limits.json`, of `engram-store`)
+//!    the packages read; the crate's binary prints that folder for the
+//!    JavaScript package's build and the Python package's `setup.py`.
 
 use anyhow::{Context, Result, bail, ensure};
-use compose::{Part, read, wire, write_if_changed};
-use std::env;
-use std::fs;
+use engram_build::compose::{Part, read, wire, write_if_changed};
+use engram_build::{Build, componentize, rust_target};
 use std::path::{Path, PathBuf};
 use wac_graph::{CompositionGraph, EncodeOptions};
 
@@ -44,11 +36,14 @@ const TARGET: &str = "wasm32-unknown-unknown";
 /// no debug information).
 const PROFILE: &str = "guest";
 /// The JSON layer's package, and its core module as cargo names it.
-const API: (&str, &str) = ("engram-js-api", "engram_js_api.wasm");
+const API: (&str, &str) = ("engram-json-layer", "engram_json_layer.wasm");
 /// The algorithms' package, and their core module as cargo names it.
-const ALGORITHMS: (&str, &str) = ("engram-js-algorithms", "engram_js_algorithms.wasm");
+const ALGORITHMS: (&str, &str) = (
+    "engram-algorithms-component",
+    "engram_algorithms_component.wasm",
+);
 /// The host layer of the language hosts, and its core module.
-const ADAPTER: (&str, &str) = ("engram-py-adapter", "engram_py_adapter.wasm");
+const ADAPTER: (&str, &str) = ("engram-host-adapter", "engram_host_adapter.wasm");
 /// The engine with the JSON layer and the host layer.
 const HOST_FILE: &str = "engram-host.wasm";
 /// The same, with the default algorithms inside (no summarizer or ranker
@@ -70,47 +65,32 @@ const HOST: &[&str] = &["engram:memory/", "engram:py/"];
 /// JavaScript and Python packages embed it from there.
 const SQLITE_SCHEMA: &str = "host/store/src/sqlite-schema.sql";
 const SQLITE_SCHEMA_FILE: &str = "sqlite-schema.sql";
+/// The PostgreSQL schema, which the Python package carries too.
+const POSTGRES_SCHEMA: &str = "host/store/src/postgres-schema.sql";
+const POSTGRES_SCHEMA_FILE: &str = "postgres-schema.sql";
 /// The limits' defaults of every host (`engram_store::Limits`), as JSON:
 /// what the JavaScript package tells its callers (`DEFAULT_LIMITS`).
 const LIMITS_FILE: &str = "limits.json";
 
 fn main() -> Result<()> {
-    let out_dir = PathBuf::from(env::var_os("OUT_DIR").context("OUT_DIR is not set")?);
-    let manifest_dir =
-        PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").context("CARGO_MANIFEST_DIR is not set")?);
-    let workspace = manifest_dir
-        .ancestors()
-        .nth(2)
-        .context("the JavaScript crate is not two folders below the workspace")?;
-    // Not `host/js` whole: the JavaScript package's own files live there.
-    for watched in [
-        "host/js/api/src",
-        "host/js/api/Cargo.toml",
-        "host/js/algorithms/src",
-        "host/js/algorithms/Cargo.toml",
-        "host/js/wit",
-        "host/python/adapter/src",
-        "host/python/adapter/Cargo.toml",
-        "host/python/wit",
+    // Not `host/components` whole: a build's output may live there.
+    let build = Build::new(&[
+        "host/components/json-layer/src",
+        "host/components/json-layer/Cargo.toml",
+        "host/components/json-layer/wit",
+        "host/components/algorithms/src",
+        "host/components/algorithms/Cargo.toml",
+        "host/components/adapter/src",
+        "host/components/adapter/Cargo.toml",
+        "host/components/adapter/wit",
         "host/model",
         "host/algorithms",
         "host/store/src",
         "host/store/Cargo.toml",
-        SQLITE_SCHEMA,
         "wit",
-        "Cargo.toml",
-        "Cargo.lock",
-    ] {
-        println!(
-            "cargo:rerun-if-changed={}",
-            workspace.join(watched).display()
-        );
-    }
-    println!("cargo:rerun-if-env-changed=CARGO_TARGET_DIR");
-    let engine_path = env::var_os("DEP_ENGRAM_COMPONENT_PATH")
-        .context("engram-component gave no component path (DEP_ENGRAM_COMPONENT_PATH)")?;
-    let engine = fs::read(&engine_path)
-        .with_context(|| format!("reading the engine component {}", engine_path.display()))?;
+    ])?;
+    let (out_dir, workspace) = (&build.out_dir, build.workspace.as_path());
+    let engine = build.engine()?;
 
     rust_target::ensure(TARGET, "the JavaScript package's components")?;
     let built = build_modules(workspace, &out_dir.join("js-target"))?;
@@ -123,11 +103,6 @@ fn main() -> Result<()> {
     let builtin = compose(&engine, &api, &adapter, Some(&algorithms))
         .context("composing engram-host-builtin.wasm")?;
 
-    let js_dir = env::var_os("CARGO_TARGET_DIR")
-        .filter(|dir| !dir.is_empty())
-        .map_or_else(|| workspace.join("target"), |dir| workspace.join(dir))
-        .join("js");
-    fs::create_dir_all(&js_dir).with_context(|| format!("creating {}", js_dir.display()))?;
     for (name, bytes, var) in [
         (HOST_FILE, &host, "ENGRAM_HOST"),
         (HOST_BUILTIN_FILE, &builtin, "ENGRAM_HOST_BUILTIN"),
@@ -135,15 +110,14 @@ fn main() -> Result<()> {
     ] {
         let path = out_dir.join(name);
         write_if_changed(&path, bytes)?;
-        write_if_changed(&js_dir.join(name), bytes)?;
         println!("cargo:rustc-env={var}={}", path.display());
     }
     let schema = read(&workspace.join(SQLITE_SCHEMA))?;
     write_if_changed(&out_dir.join(SQLITE_SCHEMA_FILE), &schema)?;
-    write_if_changed(&js_dir.join(SQLITE_SCHEMA_FILE), &schema)?;
+    let schema = read(&workspace.join(POSTGRES_SCHEMA))?;
+    write_if_changed(&out_dir.join(POSTGRES_SCHEMA_FILE), &schema)?;
     let limits = limits();
     write_if_changed(&out_dir.join(LIMITS_FILE), limits.as_bytes())?;
-    write_if_changed(&js_dir.join(LIMITS_FILE), limits.as_bytes())?;
     Ok(())
 }
 
@@ -197,17 +171,6 @@ fn build_modules(workspace: &Path, target_dir: &Path) -> Result<PathBuf> {
         bail!("building the JavaScript package's components for {TARGET} failed: {status}");
     }
     Ok(target_dir.join(TARGET).join(PROFILE))
-}
-
-/// Encodes a core module built with `wit-bindgen` as a component (its
-/// component type is in the module), validated.
-fn componentize(module: &[u8]) -> Result<Vec<u8>> {
-    wit_component::ComponentEncoder::default()
-        .module(module)
-        .context("reading the module's component type")?
-        .validate(true)
-        .encode()
-        .context("encoding the module as a component")
 }
 
 /// `engram-host.wasm`: the engine's `persistence`, `audit` and `domain`

@@ -9,7 +9,7 @@
 //! `engram:memory/types` its exports refer to.
 
 wit_bindgen::generate!({
-    path: ["../../../wit", "../wit"],
+    path: ["../../../wit", "../json-layer/wit"],
     world: "engram:js/algorithms",
     generate_all,
 });

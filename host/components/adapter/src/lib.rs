@@ -1,7 +1,7 @@
 //! The host layer of the language hosts: `engram:memory/persistence`,
 //! `audit` and `domain` for the engine, `engram:js/host` for the JSON layer
 //! and `engram:py/domain` for the host, over a raw store the host supplies
-//! (`engram:py/store`, `host/python/wit/py.wit`).
+//! (`engram:py/store`, `host/components/adapter/wit/py.wit`).
 //!
 //! Everything a host adds around the engine is `engram-store`'s, the code
 //! of the Rust host and the WASI provider: a [`Scope`] puts the domain's
@@ -13,7 +13,7 @@
 //! entropy and time the host hands over.
 
 wit_bindgen::generate!({
-    path: ["../../../wit", "../../js/wit", "../wit"],
+    path: ["../../../wit", "../json-layer/wit", "wit"],
     world: "engram:py/adapter",
     generate_all,
 });

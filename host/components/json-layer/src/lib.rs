@@ -1,7 +1,7 @@
 //! The JSON layer of the JavaScript package (world `engram:js/api`): the
 //! `engram` command line's requests and answers over the engine's exports
 //! (`io`, `history`, `graph`, `cycle`, `maintenance`), which the build of
-//! `engram-js` wires to the unchanged engine component. Requests come in as
+//! `engram-host-components` wires to the unchanged engine component. Requests come in as
 //! JSON text in the seeds' names and every answer goes out as the very line
 //! the command line prints for it, converted by the command line's own
 //! model (`engram-model`), so the JavaScript host answers byte for byte as
@@ -18,7 +18,7 @@
 //! one is answered `failure::input` with one line naming the input.
 
 wit_bindgen::generate!({
-    path: ["../../../wit", "../wit"],
+    path: ["../../../wit", "wit"],
     world: "engram:js/api",
     generate_all,
 });

@@ -2,10 +2,10 @@
 //! crate's build script for `wasm32-unknown-unknown` (no WASI anywhere):
 //!
 //! - [`HOST`], `engram-host.wasm`: the unchanged engine component
-//!   (`engram-component`) composed with the JSON layer (`host/js/api`,
-//!   world `engram:js/api` of `host/js/wit/js.wit`) and the host layer of
-//!   the language hosts (`host/python/adapter`, world `engram:py/adapter`
-//!   of `host/python/wit/py.wit`). It exports `engram:js/calls`: the
+//!   (`engram-component`) composed with the JSON layer (`host/components/json-layer`,
+//!   world `engram:js/api` of `host/components/json-layer/wit/js.wit`) and the host layer of
+//!   the language hosts (`host/components/adapter`, world `engram:py/adapter`
+//!   of `host/components/adapter/wit/py.wit`). It exports `engram:js/calls`: the
 //!   `engram` command line's requests as JSON text in, the very lines the
 //!   command line prints out; and `engram:py/domain`: opening and closing a
 //!   domain with its maintenance lock, forgetting, breaking a lock, listing
@@ -22,10 +22,11 @@
 //!   call when its caller gives one algorithm of their own but not the
 //!   other.
 //!
-//! `cargo build -p engram-js` (or a build of a crate that depends on this
-//! one) also copies the files to `target/js/` in the workspace (to
-//! `$CARGO_TARGET_DIR/js/` when that is set), with the SQLite schema and
-//! the limits' defaults (`limits.json`).
+//! The build script writes them, with the SQLite schema and the limits'
+//! defaults (`limits.json`), into its output folder only; `cargo run -q -p
+//! engram-host-components` builds them and prints that folder, which the
+//! JavaScript package's `npm run build` and the Python package's `setup.py`
+//! ask for.
 
 /// The path of `engram-host.wasm`, the engine with the JSON layer and the
 /// host layer, in the build script's output folder.

@@ -1,0 +1,10 @@
+//! Prints the folder the components are built in (the build script's
+//! output folder), for the JavaScript and Python packages' builds:
+//! `cargo run -q -p engram-host-components`.
+
+fn main() {
+    let folder = std::path::Path::new(engram_host_components::HOST)
+        .parent()
+        .expect("the components are in a folder");
+    println!("{}", folder.display());
+}
