@@ -50,12 +50,12 @@ fn the_host_composition_imports_the_store_instead_of_persistence() {
     assert_world(
         HOST,
         &[
+            "engram:adapter/store@0.1.0",
             "engram:memory/ranker@0.1.0",
             "engram:memory/summarizer@0.1.0",
             "engram:memory/types@0.1.0",
-            "engram:py/store@0.1.0",
         ],
-        &["engram:js/calls@0.1.0", "engram:py/domain@0.1.0"],
+        &["engram:adapter/domain@0.1.0", "engram:js/calls@0.1.0"],
     );
 }
 
@@ -64,8 +64,8 @@ fn the_host_composition_imports_the_store_instead_of_persistence() {
 fn the_builtin_composition_imports_the_store_and_the_types_only() {
     assert_world(
         HOST_BUILTIN,
-        &["engram:memory/types@0.1.0", "engram:py/store@0.1.0"],
-        &["engram:js/calls@0.1.0", "engram:py/domain@0.1.0"],
+        &["engram:adapter/store@0.1.0", "engram:memory/types@0.1.0"],
+        &["engram:adapter/domain@0.1.0", "engram:js/calls@0.1.0"],
     );
 }
 

@@ -13,9 +13,9 @@
 //! 4. composes them with `wac-graph`: `engram-host.wasm` is the engine
 //!    whose `persistence`, `audit` and `domain` imports, and the JSON
 //!    layer's `engram:js/host`, are supplied by the host layer, which
-//!    imports a raw store (`engram:py/store`, `host/components/adapter/wit`) and the
+//!    imports a raw store (`engram:adapter/store`, `host/components/adapter/wit`) and the
 //!    engine's types, summarizer and ranker; it exports `engram:js/calls`
-//!    and `engram:py/domain`. `engram-host-builtin.wasm` is that with the
+//!    and `engram:adapter/domain`. `engram-host-builtin.wasm` is that with the
 //!    algorithms inside too; the algorithms are `engram-algorithms.wasm` as
 //!    they are;
 //! 5. writes them to `OUT_DIR` only (`ENGRAM_HOST`, `ENGRAM_HOST_BUILTIN`,
@@ -54,12 +54,12 @@ const ALGORITHMS_FILE: &str = "engram-algorithms.wasm";
 /// The interface the composition exports.
 const CALLS: &str = "engram:js/calls@0.1.0";
 /// What the host layer does for its host besides the engine's calls.
-const DOMAIN: &str = "engram:py/domain@0.1.0";
+const DOMAIN: &str = "engram:adapter/domain@0.1.0";
 /// An engine import the host layer supplies (with `audit` and `domain`).
 const PERSISTENCE: &str = "engram:memory/persistence@0.1.0";
 /// What the composition leaves for its host to supply: the raw store, and
 /// the engine's types, summarizer and ranker.
-const HOST: &[&str] = &["engram:memory/", "engram:py/"];
+const HOST: &[&str] = &["engram:memory/", "engram:adapter/"];
 
 /// The SQLite schema every host runs, put beside the components: the
 /// JavaScript and Python packages embed it from there.
@@ -176,9 +176,9 @@ fn build_modules(workspace: &Path, target_dir: &Path) -> Result<PathBuf> {
 /// `engram-host.wasm`: the engine's `persistence`, `audit` and `domain`
 /// and the JSON layer's `engram:js/host` wired to the host layer, the JSON
 /// layer's imports of the engine's interfaces to the engine; what none
-/// supplies (`engram:py/store`, `engram:memory/types`, the summarizer and
+/// supplies (`engram:adapter/store`, `engram:memory/types`, the summarizer and
 /// ranker) is imported by the composition, once per name; exports
-/// `engram:js/calls` and `engram:py/domain`. With the `algorithms`,
+/// `engram:js/calls` and `engram:adapter/domain`. With the `algorithms`,
 /// `engram-host-builtin.wasm`: the engine's summarizer and ranker are
 /// theirs.
 fn compose(

@@ -4,14 +4,14 @@
 //! - [`HOST`], `engram-host.wasm`: the unchanged engine component
 //!   (`engram-component`) composed with the JSON layer (`host/components/json-layer`,
 //!   world `engram:js/api` of `host/components/json-layer/wit/js.wit`) and the host layer of
-//!   the language hosts (`host/components/adapter`, world `engram:py/adapter`
-//!   of `host/components/adapter/wit/py.wit`). It exports `engram:js/calls`: the
+//!   the language hosts (`host/components/adapter`, world `engram:adapter/adapter`
+//!   of `host/components/adapter/wit/adapter.wit`). It exports `engram:js/calls`: the
 //!   `engram` command line's requests as JSON text in, the very lines the
-//!   command line prints out; and `engram:py/domain`: opening and closing a
+//!   command line prints out; and `engram:adapter/domain`: opening and closing a
 //!   domain with its maintenance lock, forgetting, breaking a lock, listing
 //!   domains. The host layer is `engram-store`'s `Scope` and maintenance,
 //!   the Rust every host runs: it imports only a raw store
-//!   (`engram:py/store`), and the composition the engine's summarizer,
+//!   (`engram:adapter/store`), and the composition the engine's summarizer,
 //!   ranker and types, which the language host supplies;
 //! - [`HOST_BUILTIN`], `engram-host-builtin.wasm`: the same with the
 //!   default algorithms composed in, so it imports no summarizer and no

@@ -168,7 +168,7 @@ export async function open(agent, options = {}) {
     });
     const imports = componentImports({
       'engram:memory/types': {},
-      'engram:py/store': storeInterface(backend, settings, clock),
+      'engram:adapter/store': storeInterface(backend, settings, clock),
       ...(builtin ? {} : algorithmInterfaces(summarizer, ranker)),
     });
     const components = loader(builtin ? 'engram-host-builtin' : 'engram-host', options);
@@ -231,7 +231,7 @@ export class Domain {
   #agent;
   #mode;
   #input;
-  /** The instance's `engram:js/calls` and `engram:py/domain`; undefined after a trap. */
+  /** The instance's `engram:js/calls` and `engram:adapter/domain`; undefined after a trap. */
   #instance;
   /** The value of the maintenance lock while this domain holds it. */
   #held;
@@ -267,7 +267,7 @@ export class Domain {
   #open(exports) {
     const instance = {
       calls: componentExport(exports, 'engram:js/calls'),
-      domain: componentExport(exports, 'engram:py/domain'),
+      domain: componentExport(exports, 'engram:adapter/domain'),
     };
     let held;
     try {
@@ -293,7 +293,7 @@ export class Domain {
   }
 
   /**
-   * A call of the host layer's `engram:py/domain`; its error as an Error.
+   * A call of the host layer's `engram:adapter/domain`; its error as an Error.
    * @internal
    */
   _control(name, ...args) {

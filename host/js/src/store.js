@@ -1,5 +1,5 @@
 // The raw store the host layer composed into the engine's component stores
-// through: `engram:py/store` (host/components/adapter/wit/py.wit) over a backend. The
+// through: `engram:adapter/store` (host/components/adapter/wit/adapter.wit) over a backend. The
 // host layer (host/components/adapter, in the Rust every host shares:
 // engram-store's Scope and maintenance) does everything a host adds around
 // the engine — the domain's key prefix, the limits, the maintenance lock,
@@ -94,7 +94,7 @@ function rowsOf(text, clock) {
 }
 
 /**
- * The `engram:py/store` interface of one domain over `backend`.
+ * The `engram:adapter/store` interface of one domain over `backend`.
  * @param {import('./backend.js').Backend} backend
  * @param {string} settings the domain's settings, JSON (`store.settings`)
  * @param {() => number} clock ms since the epoch

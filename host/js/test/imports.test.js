@@ -33,7 +33,7 @@ for (const name of ['engram-host', 'engram-host-builtin', 'engram-algorithms']) 
     const declared = [...(types.match(/interface ImportObject \{([^}]*)\}/)?.[1] ?? '').matchAll(/'([^']+)'/g)].map((m) => m[1]);
     const imports = componentImports({
       'engram:memory/types': {},
-      'engram:py/store': storeInterface(new MemoryBackend(), '{}', Date.now),
+      'engram:adapter/store': storeInterface(new MemoryBackend(), '{}', Date.now),
       ...algorithmInterfaces(() => ({}), () => []),
     });
     for (const wanted of [...read, ...declared]) assert.ok(wanted in imports, `${wanted} is missing`);

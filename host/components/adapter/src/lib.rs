@@ -1,7 +1,7 @@
 //! The host layer of the language hosts: `engram:memory/persistence`,
 //! `audit` and `domain` for the engine, `engram:js/host` for the JSON layer
-//! and `engram:py/domain` for the host, over a raw store the host supplies
-//! (`engram:py/store`, `host/components/adapter/wit/py.wit`).
+//! and `engram:adapter/domain` for the host, over a raw store the host supplies
+//! (`engram:adapter/store`, `host/components/adapter/wit/adapter.wit`).
 //!
 //! Everything a host adds around the engine is `engram-store`'s, the code
 //! of the Rust host and the WASI provider: a [`Scope`] puts the domain's
@@ -14,23 +14,23 @@
 
 wit_bindgen::generate!({
     path: ["../../../wit", "../json-layer/wit", "wit"],
-    world: "engram:py/adapter",
+    world: "engram:adapter/adapter",
     generate_all,
 });
 
+use engram::adapter::store;
 use engram::memory::types::{self, PrivacyTier};
-use engram::py::store;
 use engram_model::audit::{self as trail, AuditEntry, AuditQuery, AuditSink};
 use engram_store::maintenance::{self, LockGuard};
 use engram_store::scope::{EngineEntry, MAX_AGENT_ID_LEN};
 use engram_store::{Backend, Limits, Op, Order, Pair, Precondition, Scope, StoreError};
+use exports::engram::adapter::domain as control;
 use exports::engram::js::host;
 use exports::engram::memory::audit;
 use exports::engram::memory::domain::{self, AccessMode};
 use exports::engram::memory::persistence::{
     Direction, Entry, Guest, Key, Op as WitOp, Precondition as WitPrecondition, StorageError, Value,
 };
-use exports::engram::py::domain as control;
 use serde_json::Value as Json;
 use std::cell::RefCell;
 use std::sync::Arc;

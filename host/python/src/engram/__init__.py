@@ -344,7 +344,7 @@ class Domain:
         return held
 
     def _control(self, name: str, *args: Any) -> Any:
-        """A call of the adapter's ``engram:py/domain``; its error as a
+        """A call of the adapter's ``engram:adapter/domain``; its error as a
         :class:`LockError` (the lock is what its calls can meet)."""
         with self._mutex:
             try:

@@ -15,10 +15,10 @@ with the JSON layer of the JavaScript host (``host/components/json-layer/wit/js.
 export ``engram:js/calls`` takes and answers JSON text, and with the adapter
 (``host/components/adapter``), the host layer every host shares in Rust: the
 domain's key prefix, limits, maintenance lock and audit entries. It asks
-this package only for a raw store, ``engram:py/store``
-(``host/components/adapter/wit/py.wit``): whole keys, every byte string as a string of
+this package only for a raw store, ``engram:adapter/store``
+(``host/components/adapter/wit/adapter.wit``): whole keys, every byte string as a string of
 one character per byte and every list of them packed into one, so that a
-value crosses in one copy; and it exports ``engram:py/domain``, what the
+value crosses in one copy; and it exports ``engram:adapter/domain``, what the
 host does with a domain besides the engine's calls. The default summarizer
 and ranker are ``engram-algorithms.wasm``, in a store of their own.
 """
@@ -40,7 +40,7 @@ from ._store import AuditRow, Backend, Change, Condition, packaged, row_of_line
 
 VERSION = "@0.1.0"
 CALLS = "engram:js/calls" + VERSION
-DOMAIN = "engram:py/domain" + VERSION
+DOMAIN = "engram:adapter/domain" + VERSION
 
 
 class AlgorithmError(Exception):
@@ -261,8 +261,8 @@ def _link(linker: wc.Linker, binding: Binding) -> None:
         # The raw store the adapter of `engram-host.wasm` stores through: byte
         # strings as latin-1 strings, lists of them packed into one, answers
         # as one string whose first character says what it is
-        # (`host/components/adapter/wit/py.wit`).
-        with root.add_instance("engram:py/store" + VERSION) as p:
+        # (`host/components/adapter/wit/adapter.wit`).
+        with root.add_instance("engram:adapter/store" + VERSION) as p:
 
             def get_many(_store: Any, keys: str) -> str:
                 try:
@@ -398,7 +398,7 @@ class Instance:
         return func
 
     def domain(self, name: str, *args: Any) -> Any:
-        """A call of ``engram:py/domain``: its answer, or raises
+        """A call of ``engram:adapter/domain``: its answer, or raises
         :class:`Failure` (kind ``domain``) with the error of its result."""
         func = self._func(name, DOMAIN)
         answer = func(self.store, *args)
