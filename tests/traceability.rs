@@ -377,6 +377,8 @@ fn every_test() -> (Vec<Test>, Vec<Problem>) {
         }
         let host = if COMMAND_LINE_FILES.contains(&file.as_str()) {
             Host::CommandLine
+        } else if file.starts_with("tests/wasi_") {
+            Host::Wasi
         } else {
             Host::Library
         };
@@ -389,7 +391,7 @@ fn every_test() -> (Vec<Test>, Vec<Problem>) {
         let file = relative(&path);
         let host = if file.starts_with("host/wasi/") {
             Host::Wasi
-        } else if file.starts_with("host/js/") {
+        } else if file.starts_with("host/js/") || file.starts_with("host/components/") {
             Host::JavaScript
         } else {
             Host::Library
@@ -448,7 +450,8 @@ fn traceability() -> String {
          Hosts: **Rust library** — `tests/` over the library, and the crates' own tests; \
          **command\nline** — the `engram` binary (`tests/cli.rs`, `scenarios.rs`, \
          `store_open.rs`,\n`crash_consistency.rs`, `cache.rs`, `multihost.rs`); **WASI** — \
-         `host/wasi`; **JavaScript** —\n`host/js/test` and `host/js`'s crate; **Python** \
+         `tests/wasi_*.rs` and `host/wasi`; **JavaScript** —\n`host/js/test` and \
+         `host/components`; **Python** \
          and **MCP** — `host/python/tests`; **scenarios** —\nthe lines of \
          `tests/scenarios/`, which every host runs.\n\n",
     );
@@ -617,10 +620,7 @@ fn cargo_test_runs_every_crate_and_every_test_file_of_the_workspace() {
     );
     let root = root();
     let mut never_run = Vec::new();
-    for dir in ["tests", "host/wasi/tests"] {
-        let Ok(entries) = std::fs::read_dir(root.join(dir)) else {
-            continue;
-        };
+    if let Ok(entries) = std::fs::read_dir(root.join("tests")) {
         for entry in entries.flatten() {
             let path = entry.path().canonicalize().unwrap();
             if path.extension().is_some_and(|e| e == "rs") && !test_sources.contains(&path) {
@@ -628,6 +628,7 @@ fn cargo_test_runs_every_crate_and_every_test_file_of_the_workspace() {
             }
         }
     }
+
     assert!(
         never_run.is_empty(),
         "test files no crate's [[test]] names, so no `cargo test` runs them: {never_run:?}"

@@ -3,7 +3,6 @@
 //! the next reads, and the native host reads the same file, and the other
 //! way round. The store's file format is one.
 
-#[path = "../../../tests/support/mod.rs"]
 mod support;
 
 use engram::types::{FactPayload, RecordType, StoredRecord};
