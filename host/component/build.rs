@@ -3,7 +3,7 @@
 //! component with `wit-component`. The crate embeds the result, so a plain
 //! `cargo build`, `cargo run` or `cargo test` needs no other step.
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use engram_build::{Build, rust_target};
 
 const TARGET: &str = "wasm32-unknown-unknown";
@@ -19,12 +19,7 @@ fn main() -> Result<()> {
         .args(["rustc", "--package", "engram-guest", "--lib"])
         .args(["--crate-type", "cdylib", "--target", TARGET])
         .args(["--profile", PROFILE]);
-    let status = build
-        .status()
-        .context("running cargo to build the engine")?;
-    if !status.success() {
-        bail!("building the engine component failed: {status}");
-    }
+    rust_target::run(build, "the engine", TARGET)?;
 
     let module_path = target_dir
         .join(TARGET)

@@ -24,7 +24,7 @@
 //!    the packages read; the crate's binary prints that folder for the
 //!    JavaScript package's build and the Python package's `setup.py`.
 
-use anyhow::{Context, Result, bail, ensure};
+use anyhow::{Context, Result, ensure};
 use engram_build::compose::{Part, read, wire, write_if_changed};
 use engram_build::{Build, componentize, rust_target};
 use std::path::{Path, PathBuf};
@@ -152,24 +152,14 @@ fn limits() -> String {
 /// Builds the JSON layer and the algorithms for `wasm32-unknown-unknown`
 /// in `target_dir`; the folder their core modules are in.
 fn build_modules(workspace: &Path, target_dir: &Path) -> Result<PathBuf> {
-    let mut build = rust_target::cargo(workspace, target_dir);
-    build
-        .args([
-            "build",
-            "--locked",
-            "--target",
-            TARGET,
-            "--profile",
-            PROFILE,
-        ])
-        .args(["--package", API.0, "--package", ALGORITHMS.0])
-        .args(["--package", ADAPTER.0]);
-    let status = build
-        .status()
-        .context("running cargo to build the JavaScript package's components")?;
-    if !status.success() {
-        bail!("building the JavaScript package's components for {TARGET} failed: {status}");
-    }
+    let build = rust_target::build(
+        workspace,
+        target_dir,
+        TARGET,
+        PROFILE,
+        &[API.0, ALGORITHMS.0, ADAPTER.0],
+    );
+    rust_target::run(build, "the JavaScript package's components", TARGET)?;
     Ok(target_dir.join(TARGET).join(PROFILE))
 }
 

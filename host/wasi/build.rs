@@ -21,7 +21,7 @@
 #[path = "src/tools.rs"]
 mod tools;
 
-use anyhow::{Context, Result, bail, ensure};
+use anyhow::{Context, Result, ensure};
 use engram_build::compose::{Part, read, wire, write_if_changed};
 use engram_build::{Build, rust_target};
 use std::env;
@@ -247,29 +247,20 @@ fn write_script(path: &Path, text: &str) -> Result<()> {
 /// Builds the provider and the command for `wasm32-wasip2` in `target_dir`;
 /// the folder their components are in.
 fn build_components(workspace: &Path, target_dir: &Path, zig: &Zig) -> Result<PathBuf> {
-    let mut build = rust_target::cargo(workspace, target_dir);
-    build
-        .args([
-            "build",
-            "--locked",
-            "--target",
-            TARGET,
-            "--profile",
-            PROFILE,
-        ])
-        .args(["--package", PROVIDER.0, "--package", COMMAND.0]);
+    let mut build = rust_target::build(
+        workspace,
+        target_dir,
+        TARGET,
+        PROFILE,
+        &[PROVIDER.0, COMMAND.0],
+    );
     let target_var = TARGET.replace('-', "_");
     build
         .env(format!("CC_{target_var}"), &zig.cc)
         .env(format!("AR_{target_var}"), &zig.ar)
         .env("ZIG_GLOBAL_CACHE_DIR", &zig.cache)
         .env("ZIG_LOCAL_CACHE_DIR", &zig.cache);
-    let status = build
-        .status()
-        .context("running cargo to build the WASI components")?;
-    if !status.success() {
-        bail!("building the WASI components for {TARGET} failed: {status}");
-    }
+    rust_target::run(build, "the WASI components", TARGET)?;
     Ok(target_dir.join(TARGET).join(PROFILE))
 }
 

@@ -29,6 +29,43 @@ pub fn cargo(workspace: &Path, target_dir: &Path) -> Command {
     command
 }
 
+/// `cargo build --locked` of `packages` for `target` with `profile`, as
+/// [`cargo`] runs it; the caller may add to it (the environment of a C
+/// compiler) before [`run`].
+pub fn build(
+    workspace: &Path,
+    target_dir: &Path,
+    target: &str,
+    profile: &str,
+    packages: &[&str],
+) -> Command {
+    let mut command = cargo(workspace, target_dir);
+    command.args([
+        "build",
+        "--locked",
+        "--target",
+        target,
+        "--profile",
+        profile,
+    ]);
+    for package in packages {
+        command.args(["--package", package]);
+    }
+    command
+}
+
+/// Runs a cargo command that builds `what` for `target`, failing with a
+/// line that names it.
+pub fn run(mut command: Command, what: &str, target: &str) -> Result<()> {
+    let status = command
+        .status()
+        .with_context(|| format!("running cargo to build {what}"))?;
+    if !status.success() {
+        bail!("building {what} for {target} failed: {status}");
+    }
+    Ok(())
+}
+
 /// Makes sure the standard library for `target` is installed, so that `what`
 /// can be built: a toolchain installed without the target (or with rustup's
 /// automatic installs turned off) lacks it. Adds it with rustup when rustup
