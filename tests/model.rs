@@ -1,15 +1,12 @@
 //! The engine against a simple model of the contract
-//! (`support/contract_model.rs`), on random sequences of writes and reads
+//! (`engram-contract-model`, `tests/contract-model`), on random sequences of writes and reads
 //! by two agents: idempotency (IO-W2), order (IO-R7), bounds (IO-G6) and
 //! isolation (IO-W6). `ENGRAM_MODEL_CASES` sets how many sequences (48 by
 //! default); the fuzz target `model` runs the same model without a bound.
 
 mod support;
 
-#[path = "support/contract_model.rs"]
-mod contract_model;
-
-use contract_model::Step;
+use engram_contract_model::Step;
 use proptest::prelude::*;
 use support::{CEILING, engram};
 
@@ -42,7 +39,7 @@ proptest! {
     #[test]
     fn io_w2_io_w6_io_r7_io_g6_the_engine_answers_as_the_model(steps in prop::collection::vec(step(), 1..40)) {
         // proves IO-W2, IO-W6, IO-R7, IO-G6 on random sequences
-        let answer = contract_model::run(engram(), CEILING, &steps);
+        let answer = engram_contract_model::run(engram(), CEILING, &steps);
         prop_assert!(answer.is_ok(), "{}", answer.unwrap_err());
     }
 }

@@ -2,11 +2,8 @@
 //! (idempotency, order, bounds, isolation), on sequences the fuzzer makes.
 #![no_main]
 
-#[path = "../../tests/support/contract_model.rs"]
-mod contract_model;
-
 use arbitrary::{Result, Unstructured};
-use contract_model::Step;
+use engram_contract_model::Step;
 use libfuzzer_sys::fuzz_target;
 use std::sync::LazyLock;
 
@@ -61,7 +58,7 @@ fuzz_target!(|data: &[u8]| {
             Err(_) => break,
         }
     }
-    if let Err(why) = contract_model::run(&ENGRAM, CEILING, &steps) {
+    if let Err(why) = engram_contract_model::run(&ENGRAM, CEILING, &steps) {
         panic!("{why}");
     }
 });

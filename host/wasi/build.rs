@@ -5,18 +5,16 @@
 //! 2. installs zig from PyPI (`ziglang`, pinned) in the tools folder when it
 //!    is not there yet, with two wrapper scripts beside it: the C compiler
 //!    and the archiver that build SQLite for `wasm32-wasip2`;
-//! 3. builds the provider (`host/wasi/provider`) and the command
-//!    (`host/wasi/command`) for `wasm32-wasip2` with the `guest` profile, in
-//!    a target folder of their own: `wasm/build/` in the workspace's target
-//!    folder, shared by every build of this crate (debug or release, `cargo
-//!    test` or `cargo clippy`), so that none builds them again from scratch;
+//! 3. builds the provider (`host/wasi/provider`) and the `engram` command
+//!    (`host/rust`, whose library is empty on wasm) for `wasm32-wasip2` with
+//!    the `guest` profile, in a target folder of their own in `OUT_DIR`;
 //! 4. composes them with `wac-graph`: `engram-cli.wasm` (command, engine,
 //!    provider: a `wasi:cli/run` command) and `engram-standalone.wasm`
 //!    (engine and provider, exporting the engine's interfaces), whose only
 //!    imports are WASI's;
-//! 5. writes both to `OUT_DIR` for the crate (`ENGRAM_WASI_CLI`,
-//!    `ENGRAM_WASI_STANDALONE`) and copies them to `wasm/` in the
-//!    workspace's target folder.
+//! 5. writes both to `OUT_DIR` only (`ENGRAM_WASI_CLI`,
+//!    `ENGRAM_WASI_STANDALONE` for the crate); the crate's binary prints
+//!    that folder.
 
 #[path = "src/tools.rs"]
 mod tools;
@@ -24,7 +22,6 @@ mod tools;
 use anyhow::{Context, Result, ensure};
 use engram_build::compose::{Part, read, wire, write_if_changed};
 use engram_build::{Build, rust_target};
-use std::env;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -40,7 +37,7 @@ const ZIG_VERSION: &str = "0.17.0";
 /// The provider's package, and its component as cargo names it.
 const PROVIDER: (&str, &str) = ("engram-wasi-provider", "engram_wasi_provider.wasm");
 /// The command's package, and its component as cargo names it.
-const COMMAND: (&str, &str) = ("engram-wasi-command", "engram-cli.wasm");
+const COMMAND: (&str, &str) = ("engram", "engram.wasm");
 /// The composed command.
 const CLI_FILE: &str = "engram-cli.wasm";
 /// The composed engine and provider.
@@ -51,21 +48,18 @@ const WASI: &[&str] = &["wasi:"];
 fn main() -> Result<()> {
     let build = Build::new(&[
         "host/wasi/provider",
-        "host/wasi/command",
         "host/wasi/wit",
-        "host/cli",
+        "host/rust/src/main.rs",
+        "host/rust/src/cli",
+        "host/rust/src/wasi.rs",
+        "host/rust/Cargo.toml",
         "host/store",
         "host/model",
         "host/algorithms",
         "wit",
     ])?;
     let (out_dir, workspace) = (&build.out_dir, build.workspace.as_path());
-    for var in [
-        "ENGRAM_TOOLS_DIR",
-        "XDG_CACHE_HOME",
-        "HOME",
-        "CARGO_TARGET_DIR",
-    ] {
+    for var in ["ENGRAM_TOOLS_DIR", "XDG_CACHE_HOME", "HOME"] {
         println!("cargo:rerun-if-env-changed={var}");
     }
     let engine = build.engine()?;
@@ -73,11 +67,7 @@ fn main() -> Result<()> {
     rust_target::ensure(TARGET, "the WASI components")?;
     let tools = tools::dir()?;
     let zig = ensure_zig(&tools)?;
-    let wasm_dir = env::var_os("CARGO_TARGET_DIR")
-        .filter(|dir| !dir.is_empty())
-        .map_or_else(|| workspace.join("target"), |dir| workspace.join(dir))
-        .join("wasm");
-    let built = build_components(workspace, &wasm_dir.join("build"), &zig)?;
+    let built = build_components(workspace, &out_dir.join("guest-target"), &zig)?;
     let provider = read(&built.join(PROVIDER.1))?;
     let command = read(&built.join(COMMAND.1))?;
 
@@ -85,14 +75,12 @@ fn main() -> Result<()> {
     let standalone =
         compose_standalone(&engine, &provider).context("composing engram-standalone.wasm")?;
 
-    fs::create_dir_all(&wasm_dir).with_context(|| format!("creating {}", wasm_dir.display()))?;
     for (name, bytes, var) in [
         (CLI_FILE, &cli, "ENGRAM_WASI_CLI"),
         (STANDALONE_FILE, &standalone, "ENGRAM_WASI_STANDALONE"),
     ] {
         let path = out_dir.join(name);
         write_if_changed(&path, bytes)?;
-        write_if_changed(&wasm_dir.join(name), bytes)?;
         println!("cargo:rustc-env={var}={}", path.display());
     }
     Ok(())

@@ -27,7 +27,7 @@ macro_rules! semantic_memory {
 }
 
 /// Writes the conversions between [`crate::json`] and the component's types
-/// into the module it is invoked in. The crate must have, at its root, the
+/// into the module it is invoked in, whose parent module must hold the
 /// modules `types` (the `engram:memory/types` interface), `io`, `cycle`
 /// (the `cycle` interface's types) and `export` (the `maintenance`
 /// interface's types) of a binding of the `engram:memory` WIT package.
@@ -37,8 +37,6 @@ macro_rules! semantic_memory {
 /// and the size measures a host limits records by (`record_size`,
 /// `fact_payload_size`, `summary_size`: the bytes of a record's strings plus
 /// 8 per list item).
-// The macro names the invoking crate's modules on purpose (`crate::types` …).
-#[allow(clippy::crate_in_macro_def)]
 #[macro_export]
 macro_rules! wit_conversions {
     () => {
@@ -46,10 +44,10 @@ macro_rules! wit_conversions {
             fact_payload_size, import_batches, read_answer, record_size, summary_size,
         };
         mod conversions {
-            use crate::cycle as wc;
-            use crate::export as wx;
-            use crate::io::{self, ReadError, ReadSelector, WriteResult};
-            use crate::types as wit;
+            use super::super::cycle as wc;
+            use super::super::export as wx;
+            use super::super::io::{self, ReadError, ReadSelector, WriteResult};
+            use super::super::types as wit;
             #[allow(unused_imports)]
             use $crate::json::{
                 Actor, Component, Entity, EntityType, Episode, EventPayload, ExportItem,

@@ -39,7 +39,12 @@
 //! # Ok(())
 //! # }
 //! ```
+//!
+//! The library is native only: built for `wasm32-wasip2` (the `engram`
+//! command's component in `engram-cli.wasm`), the crate holds just the
+//! command.
 
+#![cfg(not(target_family = "wasm"))]
 #![warn(missing_docs)]
 
 mod cache;

@@ -1,152 +1,30 @@
-//! The `engram` command: the memory IO contract and execution cycles on an
-//! embedded SQLite file or a shared PostgreSQL database, the engine run by
-//! wasmtime in this process.
+//! The `engram` command: the memory IO contract and execution cycles on a
+//! store. Built natively (`native.rs`: SQLite or PostgreSQL, the engine run
+//! by wasmtime in this process) and for `wasm32-wasip2` (`wasi.rs`: the
+//! command component of `engram-cli.wasm`, whose calls go to the engine
+//! component and whose store is the provider's); both run the same command
+//! line (`cli/`).
 
-#[path = "../../cli/cli.rs"]
 mod cli;
 
+#[cfg(not(target_family = "wasm"))]
 mod mcp;
+#[cfg(not(target_family = "wasm"))]
+mod native;
+#[cfg(target_family = "wasm")]
+mod wasi;
 
-/// What the command line is written against: this crate's binding of the
-/// WIT and its `Domain`.
-mod binding {
-    pub use engram::*;
-}
+#[cfg(not(target_family = "wasm"))]
+use native::{binding, platform};
+#[cfg(target_family = "wasm")]
+use wasi::{binding, platform};
 
-/// How this build opens stores and domains.
-mod platform {
-    use anyhow::Result;
-    use engram::types::PrivacyTier;
-    use engram::{AuditEntry, AuditQuery, Domain, Engram, Mode, Storage};
-    use indicatif::{ProgressBar, ProgressStyle};
-    use std::path::PathBuf;
-    use std::sync::OnceLock;
-
-    /// An open store: the backend and the audit trail beside it.
-    pub type Store = Storage;
-
-    /// Where the compiled engine is kept; set once, from the command line.
-    static CACHE_DIR: OnceLock<Option<PathBuf>> = OnceLock::new();
-
-    /// Takes the command line's settings of this build: `--no-cache`.
-    pub fn configure(no_cache: bool) {
-        let _ = CACHE_DIR.set(cache_dir(no_cache));
-    }
-
-    /// The cache folder: `ENGRAM_CACHE_DIR`, else `$XDG_CACHE_HOME/engram`,
-    /// else `$HOME/.cache/engram`; none with `--no-cache` or without a home.
-    fn cache_dir(no_cache: bool) -> Option<PathBuf> {
-        let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
-        if no_cache {
-            return None;
-        }
-        var("ENGRAM_CACHE_DIR")
-            .map(PathBuf::from)
-            .or_else(|| var("XDG_CACHE_HOME").map(|d| PathBuf::from(d).join("engram")))
-            .or_else(|| var("HOME").map(|d| PathBuf::from(d).join(".cache").join("engram")))
-    }
-
-    /// Opens the store `spec` names: a SQLite file or a `postgres://` URL.
-    pub fn open_store(spec: &str) -> Result<Store> {
-        Storage::open(spec)
-    }
-
-    /// Opens an agent's domain in `mode`, its reads restricted to `ceiling`.
-    pub fn open_domain(
-        store: &Store,
-        agent: &str,
-        mode: Mode,
-        ceiling: PrivacyTier,
-    ) -> Result<Domain> {
-        let domain = engine()?.open(agent, mode, store.backend.clone(), store.audit.clone())?;
-        Ok(domain.restrict_to(ceiling))
-    }
-
-    /// The newest audit entries that match `query`, oldest first.
-    pub fn audit_trail(store: &Store, query: &AuditQuery) -> Result<Vec<AuditEntry>> {
-        store.audit.trail(query)
-    }
-
-    /// Every domain the store holds.
-    pub fn domains(store: &Store) -> Result<Vec<String>> {
-        engram::maintenance::domains(store.backend.as_ref())
-    }
-
-    /// Forgets an agent's domain; the number of keys removed.
-    pub fn forget(store: &Store, agent: &str, progress: &Progress) -> Result<u64> {
-        engram::maintenance::forget(
-            store.backend.clone(),
-            store.audit.as_ref(),
-            agent,
-            engram::system_time_ms(),
-            &mut |n| progress.0.set_position(n),
-        )
-    }
-
-    /// Serves one agent's domain as MCP tools over stdio until the client
-    /// closes the connection, or over streamable HTTP at `http`.
-    pub fn mcp(domain: Domain, agent: &str, http: Option<&str>) -> Result<()> {
-        crate::mcp::serve(domain, agent, http)
-    }
-
-    /// Breaks an agent's maintenance lock; whether there was one.
-    pub fn break_lock(store: &Store, agent: &str) -> Result<bool> {
-        engram::maintenance::break_lock(store.backend.as_ref(), agent)
-    }
-
-    /// The engine, loaded from the cache folder when it holds a compiled
-    /// copy. A command opens one domain at a time: its instance is
-    /// allocated on demand rather than from a pool reserved for 1,000 (the
-    /// memory, table and time limits are the same). The engine lives as
-    /// long as the process: freeing the compiled code and stopping the
-    /// epoch thread at exit would only cost time.
-    fn engine() -> Result<&'static Engram> {
-        static ENGINE: OnceLock<Engram> = OnceLock::new();
-        if let Some(engine) = ENGINE.get() {
-            return Ok(engine);
-        }
-        let config = engram::Config {
-            cache_dir: CACHE_DIR.get().cloned().flatten(),
-            max_live_domains: None,
-            ..engram::Config::default()
-        };
-        let engine = Engram::with_config(config)?;
-        Ok(ENGINE.get_or_init(|| engine))
-    }
-
-    /// A progress bar on standard error, drawn only when it is a terminal.
-    pub struct Progress(ProgressBar);
-
-    impl Progress {
-        /// A bar for `total` steps, or a spinner when the total is unknown.
-        pub fn new(total: Option<u64>, what: &'static str) -> Self {
-            let bar = match total {
-                Some(total) => ProgressBar::new(total),
-                None => ProgressBar::new_spinner(),
-            };
-            let template = match total {
-                Some(_) => "{msg} {bar:40} {pos}/{len} ({eta})",
-                None => "{msg} {spinner} {pos}",
-            };
-            if let Ok(style) = ProgressStyle::with_template(template) {
-                bar.set_style(style);
-            }
-            bar.set_message(what);
-            Progress(bar)
-        }
-
-        /// `n` more steps done.
-        pub fn inc(&self, n: u64) {
-            self.0.inc(n);
-        }
-
-        /// Done: the bar goes.
-        pub fn finish_and_clear(&self) {
-            self.0.finish_and_clear();
-        }
-    }
-}
-
+#[cfg(not(target_family = "wasm"))]
 fn main() -> std::process::ExitCode {
-    std::process::ExitCode::from(cli::main())
+    native::main()
+}
+
+#[cfg(target_family = "wasm")]
+fn main() {
+    wasi::main()
 }

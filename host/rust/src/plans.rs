@@ -1,88 +1,43 @@
 //! Ready-made execution plans for the usual turn (B-005), to use as they are
-//! or to start from. `samples/plan.json` is [`turn`]`(3)` as JSON.
+//! or to start from: [`engram_model::plans`] in this binding's types.
+//! `samples/plan.json` is [`turn`]`(3)` as JSON.
 
-use crate::cycle::{ExecutionPlan, PlanMetadata, PlanStep, Stage, StepKind, SummarizeInput};
+use crate::cycle::{ExecutionPlan, PlanStep};
+use engram_model::json::{Plan, PlanMetadata};
+use engram_model::plans as model;
 
-/// A step named `name` in `stage`, taking the outputs of `inputs`.
-pub fn step(name: &str, stage: Stage, kind: StepKind, inputs: &[&str]) -> PlanStep {
-    PlanStep {
-        name: name.into(),
-        stage,
-        kind,
-        inputs: inputs.iter().map(|s| s.to_string()).collect(),
-    }
+/// The steps of a plan in the JSON model, in this binding's types.
+fn steps(steps: Vec<engram_model::json::PlanStep>) -> Vec<PlanStep> {
+    ExecutionPlan::from(Plan {
+        metadata: PlanMetadata::default(),
+        steps,
+    })
+    .steps
 }
 
 /// Before the answer: `query` summarizes the user's message, `retrieve`
 /// finds memories with its keywords, `select` accepts them, `prompt`
 /// assembles the prompt.
 pub fn recall_steps() -> Vec<PlanStep> {
-    vec![
-        step(
-            "query",
-            Stage::ContextSelect,
-            StepKind::SummarizeMemory(SummarizeInput::UserMessage),
-            &[],
-        ),
-        step(
-            "retrieve",
-            Stage::ContextSelect,
-            StepKind::RetrieveMemory,
-            &["query"],
-        ),
-        step(
-            "select",
-            Stage::ContextSelect,
-            StepKind::ContextSelect,
-            &["retrieve"],
-        ),
-        step(
-            "prompt",
-            Stage::PromptAssemble,
-            StepKind::PromptAssemble,
-            &["select"],
-        ),
-    ]
+    steps(model::recall_steps())
 }
 
 /// After the answer: `summary` summarizes the turn, `persist` stages it.
 pub fn ingest_steps() -> Vec<PlanStep> {
-    vec![
-        step(
-            "summary",
-            Stage::SummarizeMemory,
-            StepKind::SummarizeMemory(SummarizeInput::Turn),
-            &[],
-        ),
-        step(
-            "persist",
-            Stage::PersistMemory,
-            StepKind::PersistMemory,
-            &["summary"],
-        ),
-    ]
+    steps(model::ingest_steps())
 }
 
 /// Select context for a message and assemble the prompt, keeping `top_k`.
 pub fn recall(top_k: u32) -> ExecutionPlan {
-    ExecutionPlan {
-        metadata: PlanMetadata { top_k: Some(top_k) },
-        steps: recall_steps(),
-    }
+    model::recall(top_k).into()
 }
 
 /// Summarize a finished turn and persist it.
 pub fn ingest() -> ExecutionPlan {
-    ExecutionPlan {
-        metadata: PlanMetadata { top_k: None },
-        steps: ingest_steps(),
-    }
+    model::ingest().into()
 }
 
 /// A whole turn: recall before the answer, ingest after it.
 pub fn turn(top_k: u32) -> ExecutionPlan {
-    ExecutionPlan {
-        metadata: PlanMetadata { top_k: Some(top_k) },
-        steps: [recall_steps(), ingest_steps()].concat(),
-    }
+    model::turn(top_k).into()
 }

@@ -1,7 +1,7 @@
 //! Engram as WASI 0.2 components, built by this crate's build script from
 //! the unchanged engine component (`engram-component`), the provider
 //! (`host/wasi/provider`: SQLite store, audit trail, domain, algorithms) and
-//! the command (`host/wasi/command`: the `engram` command line):
+//! the `engram` command line (`host/rust`, built for `wasm32-wasip2`):
 //!
 //! - [`CLI`], `engram-cli.wasm`: a `wasi:cli/run` command, the same command
 //!   line as the native `engram` binary over the same store files:
@@ -15,10 +15,8 @@
 //!   'read({record-type: fact, selector: by-key({key: "user.diet"}),
 //!   request-id: "q"})' engram-standalone.wasm`.
 //!
-//! Their only imports are WASI 0.2's. `cargo build -p engram-wasi` (or
-//! `cargo test`, which builds this crate for the tests) also copies both
-//! files to `target/wasm/` in the workspace (in `$CARGO_TARGET_DIR/wasm/`
-//! when that is set).
+//! Their only imports are WASI 0.2's. Both are in the build script's output
+//! folder, which `cargo run -q -p engram-wasi` prints.
 //!
 //! The build needs, besides the Rust toolchain, Python 3 with pip: the
 //! build script adds the `wasm32-wasip2` target with rustup and installs

@@ -6,8 +6,8 @@
 //! the command line prints for it, converted by the command line's own
 //! model (`engram-model`), so the JavaScript host answers byte for byte as
 //! the native and WASI hosts do. The command line's source is
-//! `host/cli/cli.rs` and `host/cli/maintenance.rs`; each call below says
-//! which part of it it answers as.
+//! `host/rust/src/cli/`; each call below says which part of it it answers
+//! as.
 //!
 //! Built for `wasm32-unknown-unknown`: it imports no WASI, no clock and no
 //! randomness. What it asks of its host besides the engine is in

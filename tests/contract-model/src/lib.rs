@@ -1,7 +1,6 @@
 //! A simple model of the contract that the engine must answer as: two
 //! agents writing EVENTs and STATEs and reading them back. Shared by the
 //! property test (`tests/model.rs`) and the fuzz target `model`.
-#![allow(dead_code)]
 
 use engram::io::{
     ById, ByTimeRange, Latest, ReadError, ReadRequest, ReadSelector, WriteRequest, WriteResult,

@@ -1,56 +1,50 @@
-//! `engram-cli.wasm`: the `engram` command line as a WASI 0.2 command. It
-//! is the same source as the native binary (`host/cli`), compiled against
-//! this component's binding of the WIT: its calls go to the engine's exports
-//! (`io`, `history`, `graph`, `cycle`, `maintenance`), which the composition
-//! wires to the unchanged engine component, and its stores are opened
-//! through the provider's `engram:host/store` interface.
-
-#[path = "../../../cli/cli.rs"]
-mod cli;
+//! The `wasm32-wasip2` build of the `engram` command: the command component
+//! of `engram-cli.wasm` (a WASI 0.2 command). The command line (`cli/`) is
+//! compiled against this binding of the WIT: its calls go to the engine's
+//! exports (`io`, `history`, `graph`, `cycle`, `maintenance`), which the
+//! composition (`engram-wasi`) wires to the unchanged engine component, and
+//! its stores are opened through the provider's `engram:host/store`
+//! interface.
 
 wit_bindgen::generate!({
-    path: ["../../../wit", "../wit"],
+    path: ["../../wit", "../wasi/wit"],
     world: "engram:host/command",
     additional_derives: [PartialEq],
     generate_all,
 });
 
+use self::engram::host::store as host_store;
+use self::engram::memory as wit;
 use anyhow::{Result, anyhow};
-use engram::host::store as host_store;
-use engram::memory as wit;
 
 /// The record model of the contract (`engram:memory/types`).
 pub mod types {
-    pub use crate::wit::types::*;
+    pub use crate::wasi::wit::types::*;
 }
 
 /// The IO contract (`engram:memory/io`).
 pub mod io {
-    pub use crate::wit::io::*;
+    pub use crate::wasi::wit::io::*;
 }
 
 /// Versions of a FACT in time (`engram:memory/history`).
 pub mod history {
-    pub use crate::wit::history::*;
+    pub use crate::wasi::wit::history::*;
 }
 
 /// Entities, relationships and their lookups (`engram:memory/graph`).
 pub mod graph {
-    pub use crate::wit::graph::*;
+    pub use crate::wasi::wit::graph::*;
 }
 
 /// Execution cycles (`engram:memory/cycle`).
 pub mod cycle {
-    pub use crate::wit::cycle::{
-        AssembledPrompt, CycleError, Damage, ExecutionPlan, PlanError, PlanErrorKind, PlanMetadata,
-        PlanStep, RetrievedMemory, Stage, StepKind, StepOutput, StepResult, SummarizeInput,
-        Summarized, TurnInput,
-    };
+    pub use crate::wasi::wit::cycle::*;
 }
 
 /// Export and import of a domain (`engram:memory/maintenance`).
 pub mod export {
-    pub use crate::wit::maintenance::*;
+    pub use crate::wasi::wit::maintenance::*;
 }
 
 /// The JSON model of the contract, with its conversions to this binding.
@@ -59,19 +53,31 @@ pub mod json {
     engram_model::wit_conversions!();
 }
 
-/// Ready-made execution plans: the native host's, over this binding.
-#[path = "../../../rust/src/plans.rs"]
-pub mod plans;
+/// Ready-made execution plans (`engram_model::plans`) in this binding's
+/// types: those the command line runs.
+pub mod plans {
+    use super::cycle::ExecutionPlan;
 
-/// The size measures the host limits records by.
+    /// Select context for a message and assemble the prompt, keeping `top_k`.
+    pub fn recall(top_k: u32) -> ExecutionPlan {
+        engram_model::plans::recall(top_k).into()
+    }
+
+    /// Summarize a finished turn and persist it.
+    pub fn ingest() -> ExecutionPlan {
+        engram_model::plans::ingest().into()
+    }
+}
+
+/// The size measure the host limits records by.
 pub mod limits {
-    pub use crate::json::{fact_payload_size, record_size, summary_size};
+    pub use crate::wasi::json::record_size;
 }
 
 /// What the command line is written against: the names the native host's
 /// library gives it, over this component's binding.
-mod binding {
-    pub use crate::{cycle, export, graph, history, io, json, limits, plans, types};
+pub mod binding {
+    pub use crate::wasi::{cycle, export, graph, history, io, json, limits, plans, types};
     pub use engram_model::audit;
     pub use engram_model::audit::{AuditEntry, AuditQuery};
 
@@ -279,11 +285,11 @@ mod binding {
 }
 
 /// How this build opens stores and domains: through the provider.
-mod platform {
+pub mod platform {
     use super::{Result, anyhow, host_store};
     use crate::binding::{AuditEntry, AuditQuery, Domain, Mode};
-    use crate::types::PrivacyTier;
-    use crate::wit::domain::AccessMode;
+    use crate::wasi::types::PrivacyTier;
+    use crate::wasi::wit::domain::AccessMode;
 
     /// An open store: the provider holds it; there is one per process.
     pub struct Store(());
@@ -391,8 +397,9 @@ mod exit {
     });
 }
 
-fn main() {
-    let code = cli::main();
+/// Runs the command line; exits with its code.
+pub fn main() {
+    let code = crate::cli::main();
     host_store::close();
     if code != 0 {
         use std::io::Write;

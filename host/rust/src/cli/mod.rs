@@ -1,11 +1,11 @@
 //! The `engram` command line: the memory IO contract and execution cycles
-//! on a store. One source for every build of the command: the native binary
-//! (`host/rust`) and the WASI command component (`host/wasi`) each compile
-//! it against their own binding of the WIT (`crate::binding`, which names
-//! the same types, modules and `Domain` calls in both) and their own
-//! `crate::platform` (how a store and a domain are opened).
+//! on a store. One source for both builds of the command: native (over this
+//! crate's library) and for `wasm32-wasip2` (`engram-cli.wasm`, over the
+//! engine's exports and a provider's store); each gives it a binding of the
+//! WIT (`crate::binding`, which names the same types, modules and `Domain`
+//! calls in both) and a `crate::platform` (how a store and a domain are
+//! opened): `native.rs` and `wasi.rs`.
 
-#[path = "maintenance.rs"]
 mod maintenance;
 
 use crate::binding as engram;
@@ -802,7 +802,7 @@ fn cycle_batch(
     Ok(code)
 }
 
-const CONVERSATION: &str = include_str!("../../samples/conversation.jsonl");
+const CONVERSATION: &str = include_str!("../../../../samples/conversation.jsonl");
 const DEMO_AGENT: &str = "demo";
 
 #[derive(serde::Deserialize)]
