@@ -41,7 +41,8 @@ macro_rules! semantic_memory {
 macro_rules! wit_conversions {
     () => {
         pub use self::conversions::{
-            fact_payload_size, import_batches, read_answer, record_size, summary_size,
+            fact_payload_size, import_batches, read_answer, record_size, record_type,
+            refused_write, summary_size,
         };
         mod conversions {
             use super::super::cycle as wc;
@@ -690,6 +691,41 @@ macro_rules! wit_conversions {
             }
 
             pub use $crate::size::summary_size;
+
+            /// The type of a record.
+            pub fn record_type(record: &wit::MemoryRecord) -> wit::RecordType {
+                match record {
+                    wit::MemoryRecord::Fact(_) => wit::RecordType::Fact,
+                    wit::MemoryRecord::Event(_) => wit::RecordType::Event,
+                    wit::MemoryRecord::State(_) => wit::RecordType::State,
+                }
+            }
+
+            /// The audit entry of a write the host refused before it
+            /// reached the engine (IO-W8), at `at` in `agent_id`'s domain:
+            /// `reason` says why, as [`size::record_refusal`]($crate::size::record_refusal)
+            /// words a record above the host's limit.
+            pub fn refused_write(
+                at: i64,
+                agent_id: &str,
+                request_id: &str,
+                source: &wit::WriteSource,
+                record_type: wit::RecordType,
+                reason: String,
+            ) -> $crate::audit::AuditEntry {
+                $crate::audit::AuditEntry {
+                    at,
+                    agent_id: agent_id.to_owned(),
+                    request_id: request_id.to_owned(),
+                    operation: $crate::audit::Operation::Write,
+                    source: Some(source.clone().into()),
+                    record_type: Some(record_type.into()),
+                    outcome: $crate::audit::Outcome::Rejected,
+                    stored_id: None,
+                    count: None,
+                    reason: Some(reason),
+                }
+            }
         }
     };
 }

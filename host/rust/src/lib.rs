@@ -689,18 +689,14 @@ impl Domain {
         reason: String,
     ) -> Result<io::WriteResult> {
         let scope = &self.state.scope;
-        scope.audit().append(&AuditEntry {
-            at: scope.clock_time(),
-            agent_id: scope.agent_id().to_owned(),
-            request_id: request_id.to_owned(),
-            operation: audit::Operation::Write,
-            source: Some(source.clone().into()),
-            record_type: Some(record_type.into()),
-            outcome: audit::Outcome::Rejected,
-            stored_id: None,
-            count: None,
-            reason: Some(reason),
-        })?;
+        scope.audit().append(&json::refused_write(
+            scope.clock_time(),
+            scope.agent_id(),
+            request_id,
+            source,
+            record_type,
+            reason,
+        ))?;
         Ok(io::WriteResult::Rejected)
     }
 
@@ -710,7 +706,7 @@ impl Domain {
     /// record above [`Config::max_record_bytes`] is REJECTED before it
     /// reaches the engine.
     pub fn write(&mut self, request: &io::WriteRequest) -> Result<io::WriteResult> {
-        let record_type = record_type(&request.record);
+        let record_type = json::record_type(&request.record);
         if let Some(reason) = self.oversized(limits::record_size(&request.record)) {
             return self.reject(&request.request_id, &request.source, record_type, reason);
         }
@@ -1028,14 +1024,6 @@ impl Domain {
         self.call(Some(audited), |engine, store| {
             engine.engram_memory_io().call_read(store, request)
         })
-    }
-}
-
-fn record_type(record: &types::MemoryRecord) -> types::RecordType {
-    match record {
-        types::MemoryRecord::Fact(_) => types::RecordType::Fact,
-        types::MemoryRecord::Event(_) => types::RecordType::Event,
-        types::MemoryRecord::State(_) => types::RecordType::State,
     }
 }
 

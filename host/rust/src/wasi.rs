@@ -129,18 +129,14 @@ pub mod binding {
             let size = limits::record_size(&request.record);
             let max = usize::try_from(host_store::max_record_bytes()).unwrap_or(usize::MAX);
             if let Some(reason) = engram_model::size::record_refusal(size, max) {
-                let entry = AuditEntry {
-                    at: system_time_ms(),
-                    agent_id: self.agent.clone(),
-                    request_id: request.request_id.clone(),
-                    operation: audit::Operation::Write,
-                    source: Some(request.source.clone().into()),
-                    record_type: Some(record_type(&request.record).into()),
-                    outcome: audit::Outcome::Rejected,
-                    stored_id: None,
-                    count: None,
-                    reason: Some(reason),
-                };
+                let entry = json::refused_write(
+                    system_time_ms(),
+                    &self.agent,
+                    &request.request_id,
+                    &request.source,
+                    json::record_type(&request.record),
+                    reason,
+                );
                 host_store::append_audit(&serde_json::to_string(&entry)?)
                     .map_err(|e| anyhow!(e))?;
                 return Ok(io::WriteResult::Rejected);
@@ -272,14 +268,6 @@ pub mod binding {
             items: &[export::ExportedItem],
         ) -> Result<Result<u32, export::MaintenanceError>> {
             checked(wit::maintenance::import(items))
-        }
-    }
-
-    fn record_type(record: &types::MemoryRecord) -> types::RecordType {
-        match record {
-            types::MemoryRecord::Fact(_) => types::RecordType::Fact,
-            types::MemoryRecord::Event(_) => types::RecordType::Event,
-            types::MemoryRecord::State(_) => types::RecordType::State,
         }
     }
 }

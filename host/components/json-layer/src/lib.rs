@@ -25,7 +25,6 @@ wit_bindgen::generate!({
 
 use engram::js::host;
 use engram::memory as wit;
-use engram_model::audit::{self, AuditEntry};
 use engram_model::calls::{
     AsOfArgs, EntitiesArgs, HistoryArgs, ListArgs, RelationshipsArgs, TraverseArgs,
 };
@@ -422,33 +421,20 @@ fn direction(incoming: bool) -> wit::graph::EdgeDirection {
 /// `append-audit` takes it: the `engram audit` line without `at` and
 /// `agent_id`, which the host adds.
 fn refusal_entry(request: &io::WriteRequest, reason: String) -> String {
-    let entry = AuditEntry {
-        at: 0,
-        agent_id: String::new(),
-        request_id: request.request_id.clone(),
-        operation: audit::Operation::Write,
-        source: Some(request.source.clone().into()),
-        record_type: Some(record_type(&request.record).into()),
-        outcome: audit::Outcome::Rejected,
-        stored_id: None,
-        count: None,
-        reason: Some(reason),
-    };
+    let entry = json::refused_write(
+        0,
+        "",
+        &request.request_id,
+        &request.source,
+        json::record_type(&request.record),
+        reason,
+    );
     let mut value = serde_json::to_value(&entry).unwrap_or_default();
     if let Some(fields) = value.as_object_mut() {
         fields.shift_remove("at");
         fields.shift_remove("agent_id");
     }
     value.to_string()
-}
-
-/// The type of a record.
-fn record_type(record: &types::MemoryRecord) -> types::RecordType {
-    match record {
-        types::MemoryRecord::Fact(_) => types::RecordType::Fact,
-        types::MemoryRecord::Event(_) => types::RecordType::Event,
-        types::MemoryRecord::State(_) => types::RecordType::State,
-    }
 }
 
 /// A refused maintenance call: `{"error":…}`, the reason an item cannot be
