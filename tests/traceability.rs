@@ -157,7 +157,7 @@ const HOSTS: [(Host, &str); 7] = [
 const COMMAND_LINE_FILES: [&str; 6] = [
     "tests/cli.rs",
     "tests/scenarios.rs",
-    "tests/store_open.rs",
+    "tests/io_faults.rs",
     "tests/crash_consistency.rs",
     "tests/cache.rs",
     "tests/multihost.rs",
@@ -449,7 +449,7 @@ fn traceability() -> String {
          are silent ([choices.md](choices.md)).\n\n\
          Hosts: **Rust library** — `tests/` over the library, and the crates' own tests; \
          **command\nline** — the `engram` binary (`tests/cli.rs`, `scenarios.rs`, \
-         `store_open.rs`,\n`crash_consistency.rs`, `cache.rs`, `multihost.rs`); **WASI** — \
+         `io_faults.rs`,\n`crash_consistency.rs`, `cache.rs`, `multihost.rs`); **WASI** — \
          `tests/wasi_*.rs` and `host/wasi`; **JavaScript** —\n`host/js/test` and \
          `host/components`; **Python** \
          and **MCP** — `host/python/tests`; **scenarios** —\nthe lines of \

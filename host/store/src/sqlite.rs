@@ -32,6 +32,7 @@ use anyhow::{Context, Result, bail};
 use engram_model::audit::{AuditEntry, AuditQuery, AuditSink};
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{LazyLock, Mutex, MutexGuard, RwLock};
 use std::time::Duration;
 
@@ -133,7 +134,15 @@ impl Default for SqliteOptions {
 /// a time (see the [module](self)).
 pub struct SqliteBackend {
     path: PathBuf,
+    options: SqliteOptions,
     conn: Mutex<Connection>,
+    /// A call failed with the store unavailable (an I/O error, a lock that
+    /// stayed taken): the connection is closed and opened again before its
+    /// next use. An I/O error can leave SQLite's locks of the file (those
+    /// of the `-shm` file above all) in a state it cannot leave by itself,
+    /// where every later call waits out the busy timeout and fails; closing
+    /// the process's last connection to the file resets them.
+    broken: AtomicBool,
     trail: TrailFile,
     /// Appenders to the trail file share it; moving the file's entries
     /// takes it alone. The file's own lock keeps other processes out, but
@@ -159,9 +168,14 @@ impl SqliteBackend {
     /// Processes opening (or creating) the same file at once can find it
     /// locked while another switches it to WAL; opening is then tried
     /// again, for at most the busy timeout.
+    ///
+    /// A read that fails while opening (an I/O error, or what SQLite takes
+    /// for damage) is tried once more: an I/O error of a moment is not the
+    /// file's state.
     pub fn open_with(path: impl AsRef<Path>, options: &SqliteOptions) -> Result<Self> {
         let deadline = std::time::Instant::now() + options.busy_timeout;
         let mut pause = Duration::from_millis(1);
+        let mut retried = false;
         loop {
             match Self::open_once(path.as_ref(), options) {
                 Err(error)
@@ -170,6 +184,10 @@ impl SqliteBackend {
                 {
                     std::thread::sleep(pause);
                     pause = (pause * 2).min(Duration::from_millis(50));
+                }
+                Err(error) if error.downcast_ref::<Unreadable>().is_some() && !retried => {
+                    retried = true;
+                    std::thread::sleep(Duration::from_millis(10));
                 }
                 other => return other,
             }
@@ -182,12 +200,24 @@ impl SqliteBackend {
         // Each step names the file, what was being done, and why it failed.
         let failed = |doing: &'static str| {
             let shown = path.display().to_string();
+            let path = path.clone();
             move |e: rusqlite::Error| {
-                let message = format!("{shown}: {doing}: {}", describe(&e));
-                if e.sqlite_error_code() == Some(rusqlite::ErrorCode::DatabaseBusy) {
-                    anyhow::Error::new(Busy(message))
-                } else {
-                    anyhow::anyhow!(message)
+                use rusqlite::ErrorCode;
+                match e.sqlite_error_code() {
+                    Some(ErrorCode::DatabaseBusy) => {
+                        anyhow::Error::new(Busy(format!("{shown}: {doing}: {}", describe(&e))))
+                    }
+                    Some(ErrorCode::DatabaseCorrupt | ErrorCode::NotADatabase) => {
+                        anyhow::Error::new(Unreadable(format!(
+                            "{shown}: {doing}: {}",
+                            unreadable(&path, &e)
+                        )))
+                    }
+                    Some(ErrorCode::SystemIoFailure) => anyhow::Error::new(Unreadable(format!(
+                        "{shown}: {doing}: {}",
+                        describe(&e)
+                    ))),
+                    _ => anyhow::anyhow!("{shown}: {doing}: {}", describe(&e)),
                 }
             }
         };
@@ -281,24 +311,17 @@ impl SqliteBackend {
             .and_then(|mut file| std::io::Read::read_exact(&mut file, &mut header))
             .with_context(|| format!("{shown}: cannot read the file's header"))?;
         if header[18..20] != [2, 2] {
-            bail!("{shown}: the switch to the WAL journal did not reach the disk; check the disk");
+            return Err(anyhow::Error::new(Unreadable(format!(
+                "{shown}: the switch to the WAL journal did not reach the disk (a read or write of the file failed); check the disk"
+            ))));
         }
-        let sync = match options.synchronous {
-            Synchronous::Full => "FULL",
-            Synchronous::Normal => "NORMAL",
-        };
-        // A checkpoint every 4,096 pages (16 MiB of WAL at most) instead of
-        // SQLite's 1,000: a write touches several pages, often the same ones
-        // (the counter, the audit rows, index pages), which fewer
-        // checkpoints copy to the file fewer times.
-        conn.execute_batch(&format!(
-            "PRAGMA synchronous = {sync}; PRAGMA wal_autocheckpoint = 4096;"
-        ))
-        .map_err(failed("cannot set the durability"))?;
+        durability(&conn, options).map_err(failed("cannot set the durability"))?;
         let trail = TrailFile::open(&path, options.busy_timeout)?;
         Ok(SqliteBackend {
             path,
+            options: options.clone(),
             conn: Mutex::new(conn),
+            broken: AtomicBool::new(false),
             trail,
             trail_gate: RwLock::new(()),
             group: options.group_commit.then(GroupQueue::default),
@@ -334,10 +357,52 @@ impl SqliteBackend {
         self.group.as_ref().map_or(0, GroupQueue::waiting)
     }
 
+    /// The connection, opened again first when a call before failed with
+    /// the store unavailable.
     fn lock(&self) -> Result<MutexGuard<'_, Connection>, StoreError> {
-        self.conn
+        let mut conn = self
+            .conn
             .lock()
-            .map_err(|_| StoreError::Unavailable("the connection was poisoned".into()))
+            .map_err(|_| StoreError::Unavailable("the connection was poisoned".into()))?;
+        if self.broken.load(Ordering::Acquire) {
+            self.reopen(&mut conn)?;
+        }
+        Ok(conn)
+    }
+
+    /// Closes the connection, then opens it again (the file's journal mode
+    /// is the file's own; the connection's settings are set anew). Until a
+    /// reopening succeeds, every call tries again and none uses the closed
+    /// connection.
+    fn reopen(&self, conn: &mut Connection) -> Result<(), StoreError> {
+        let failed = |e: rusqlite::Error| {
+            StoreError::Unavailable(format!(
+                "{}: cannot open the store again after a failure: {}",
+                self.path.display(),
+                describe(&e)
+            ))
+        };
+        // The old connection is closed before the new one opens: SQLite
+        // forgets a file's locks only with the process's last connection.
+        let placeholder = Connection::open_in_memory().map_err(failed)?;
+        drop(std::mem::replace(conn, placeholder));
+        let fresh = connect(&self.path).and_then(|fresh| {
+            fresh.busy_timeout(self.options.busy_timeout)?;
+            durability(&fresh, &self.options)?;
+            Ok(fresh)
+        });
+        *conn = fresh.map_err(failed)?;
+        self.broken.store(false, Ordering::Release);
+        Ok(())
+    }
+
+    /// `result`, having marked the connection to be opened again when it
+    /// is a failure of the store (not a precondition's conflict).
+    fn checked<T>(&self, result: Result<T, StoreError>) -> Result<T, StoreError> {
+        if matches!(result, Err(StoreError::Unavailable(_))) {
+            self.broken.store(true, Ordering::Release);
+        }
+        result
     }
 
     /// The audit trail, oldest first: the newest entries that match `query`.
@@ -346,9 +411,8 @@ impl SqliteBackend {
         self.commit_with(&[], &[], &[])
             .map_err(|e| anyhow::anyhow!("{}: {e}", self.path.display()))?;
         let conn = self
-            .conn
             .lock()
-            .map_err(|_| anyhow::anyhow!("the connection was poisoned"))?;
+            .map_err(|e| anyhow::anyhow!("{}: {e}", self.path.display()))?;
         let mut statement = conn.prepare_cached(
             "SELECT at, agent_id, request_id, operation, source, record_type, outcome,
                     stored_id, count, reason
@@ -444,6 +508,21 @@ fn connect(path: &Path) -> rusqlite::Result<Connection> {
     Ok(conn)
 }
 
+/// The connection's durability settings: `synchronous` as the options
+/// say, and a checkpoint every 4,096 pages (16 MiB of WAL at most) instead
+/// of SQLite's 1,000: a write touches several pages, often the same ones
+/// (the counter, the audit rows, index pages), which fewer checkpoints copy
+/// to the file fewer times.
+fn durability(conn: &Connection, options: &SqliteOptions) -> rusqlite::Result<()> {
+    let sync = match options.synchronous {
+        Synchronous::Full => "FULL",
+        Synchronous::Normal => "NORMAL",
+    };
+    conn.execute_batch(&format!(
+        "PRAGMA synchronous = {sync}; PRAGMA wal_autocheckpoint = 4096;"
+    ))
+}
+
 /// Opening found the file locked by another process; worth another try.
 #[derive(Debug)]
 struct Busy(String);
@@ -455,6 +534,41 @@ impl std::fmt::Display for Busy {
 }
 
 impl std::error::Error for Busy {}
+
+/// Opening could not read the file: worth one more try.
+#[derive(Debug)]
+struct Unreadable(String);
+
+impl std::fmt::Display for Unreadable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Unreadable {}
+
+/// What SQLite's "damaged" or "not a database" means for the file at
+/// `path`, checked by reading the file's header here: SQLite answers so
+/// when a read fails under it too, and a store must not be called damaged
+/// for an I/O error (its user might delete it).
+fn unreadable(path: &Path, error: &rusqlite::Error) -> String {
+    let mut header = Vec::with_capacity(100);
+    let read = std::fs::File::open(path).and_then(|file| {
+        std::io::Read::read_to_end(&mut std::io::Read::take(file, 100), &mut header)
+    });
+    match read {
+        Err(io) => format!("reading the file failed: {io}"),
+        Ok(0) => format!(
+            "a read of the file failed ({}, on an empty file, which holds nothing to damage)",
+            describe(error)
+        ),
+        Ok(_) if header.starts_with(b"SQLite format 3\0") => format!(
+            "{}; its header reads as a SQLite database's, so a disk I/O error is as likely as damage: check the disk before anything else",
+            describe(error)
+        ),
+        Ok(_) => describe(error),
+    }
+}
 
 fn unavailable(error: rusqlite::Error) -> StoreError {
     StoreError::Unavailable(describe(&error))
@@ -491,7 +605,7 @@ pub(crate) fn describe(error: &rusqlite::Error) -> String {
         | ffi::SQLITE_READONLY_RECOVERY
         | ffi::SQLITE_READONLY_CANTINIT => "the file or its folder is read-only",
         ffi::SQLITE_CANTOPEN => "the file cannot be opened",
-        ffi::SQLITE_CORRUPT => "the file is damaged",
+        ffi::SQLITE_CORRUPT => "SQLite found the file inconsistent, or a read of it failed",
         ffi::SQLITE_NOTADB => "the file is not a database",
         ffi::SQLITE_PROTOCOL => "the file's locking protocol failed (a lock kept failing)",
         c if c & 0xff == ffi::SQLITE_BUSY => "the store stayed locked by another process",
@@ -504,26 +618,16 @@ pub(crate) fn describe(error: &rusqlite::Error) -> String {
 impl Backend for SqliteBackend {
     fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, StoreError> {
         let conn = self.lock()?;
-        conn.prepare_cached("SELECT value FROM engram_kv WHERE key = ?1")
-            .and_then(|mut s| s.query_row([key], |row| row.get(0)).optional())
-            .map_err(unavailable)
+        self.checked(
+            conn.prepare_cached("SELECT value FROM engram_kv WHERE key = ?1")
+                .and_then(|mut s| s.query_row([key], |row| row.get(0)).optional())
+                .map_err(unavailable),
+        )
     }
 
     fn get_many(&self, keys: &[Vec<u8>]) -> Result<Vec<Option<Vec<u8>>>, StoreError> {
         let conn = self.lock()?;
-        // One read transaction, so the values are of one moment.
-        conn.execute_batch("BEGIN").map_err(unavailable)?;
-        let values = conn
-            .prepare_cached("SELECT value FROM engram_kv WHERE key = ?1")
-            .and_then(|mut s| {
-                keys.iter()
-                    .map(|key| s.query_row([key], |row| row.get(0)).optional())
-                    .collect::<Result<Vec<_>, _>>()
-            });
-        let ended = conn.execute_batch("COMMIT");
-        let values = values.map_err(unavailable)?;
-        ended.map_err(unavailable)?;
-        Ok(values)
+        self.checked(get_many(&conn, keys))
     }
 
     fn scan(
@@ -542,13 +646,14 @@ impl Backend for SqliteBackend {
             }
         };
         let conn = self.lock()?;
-        let mut statement = conn.prepare_cached(sql).map_err(unavailable)?;
-        let rows = statement
-            .query_map(params![start, end, limit], |row| {
-                Ok((row.get(0)?, row.get(1)?))
-            })
-            .map_err(unavailable)?;
-        rows.collect::<Result<_, _>>().map_err(unavailable)
+        let pairs = conn.prepare_cached(sql).and_then(|mut statement| {
+            statement
+                .query_map(params![start, end, limit], |row| {
+                    Ok((row.get(0)?, row.get(1)?))
+                })?
+                .collect::<Result<_, _>>()
+        });
+        self.checked(pairs.map_err(unavailable))
     }
 
     fn commit(&self, preconditions: &[Precondition], ops: &[Op]) -> Result<(), StoreError> {
@@ -607,12 +712,12 @@ impl SqliteBackend {
             ops,
             trail,
         };
-        match &self.group {
+        self.checked(match &self.group {
             Some(queue) => queue.commit(own, &|group| self.write_group(group)),
             None => self.write_group(&[own]).pop().unwrap_or_else(|| {
                 Err(StoreError::Unavailable("the commit gave no answer".into()))
             }),
-        }
+        })
     }
 
     /// One transaction for `group`: the pending entries of the trail file
@@ -705,6 +810,22 @@ impl SqliteBackend {
         }
         answers
     }
+}
+
+/// The values of `keys`, read in one transaction, so of one moment.
+fn get_many(conn: &Connection, keys: &[Vec<u8>]) -> Result<Vec<Option<Vec<u8>>>, StoreError> {
+    conn.execute_batch("BEGIN").map_err(unavailable)?;
+    let values = conn
+        .prepare_cached("SELECT value FROM engram_kv WHERE key = ?1")
+        .and_then(|mut s| {
+            keys.iter()
+                .map(|key| s.query_row([key], |row| row.get(0)).optional())
+                .collect::<Result<Vec<_>, _>>()
+        });
+    let ended = conn.execute_batch("COMMIT");
+    let values = values.map_err(unavailable)?;
+    ended.map_err(unavailable)?;
+    Ok(values)
 }
 
 /// Moves the trail file's complete lines past the recorded offset into

@@ -389,10 +389,23 @@ fn run(cli: Cli) -> Result<u8, Exit> {
             let request_id =
                 request_id.unwrap_or_else(|| format!("cycle-{}", engram::system_time_ms()));
             let mut domain = open_domain(&cli.store, cli.tier_ceiling, &agent, true)?;
-            let mut out = Lines::default();
-            let code = run_cycle(&mut domain, &plan, &session, &request_id, &input, &mut out)?;
-            print_lines(out.0)?;
-            Ok(code)
+            // Each line is printed as its stage ends: a line that cannot be
+            // printed stops the cycle before it commits, as `write` and
+            // `read` stop at an answer they cannot print.
+            let stdout = std::io::stdout();
+            let mut out = BufWriter::new(stdout.lock());
+            run_cycle(
+                &mut domain,
+                &plan,
+                &session,
+                &request_id,
+                &input,
+                &mut |line| {
+                    writeln!(out, "{line}")
+                        .and_then(|()| out.flush())
+                        .map_err(|e| Exit(FAILURE, format!("writing the answer: {e}")))
+                },
+            )
         }
         Command::Demo { question } => demo(&cli.store, &question),
         Command::Traverse {
@@ -618,15 +631,6 @@ pub(crate) fn parse_entity_type(name: &str) -> Option<engram::types::EntityType>
     })
 }
 
-#[derive(Default)]
-struct Lines(Vec<String>);
-
-impl Lines {
-    fn push(&mut self, value: serde_json::Value) {
-        self.0.push(value.to_string());
-    }
-}
-
 /// A failure of the store or the engine, shown on one line (`--verbose`:
 /// in full).
 fn failure(e: impl Into<anyhow::Error>) -> Exit {
@@ -656,15 +660,17 @@ fn text_input(text: Option<String>, file: Option<PathBuf>) -> Result<Option<Stri
     }
 }
 
-/// Runs a cycle stage by stage, a line per stage, then commits. A refused
-/// plan or a failed cycle is answered on a line of its own with exit 1.
+/// Runs a cycle stage by stage, a line per stage handed to `emit` as the
+/// stage ends, then commits. A refused plan or a failed cycle is answered on
+/// a line of its own with exit 1. An `emit` that fails ends the cycle at
+/// once: before the commit, nothing is stored.
 fn run_cycle(
     domain: &mut engram::Domain,
     plan: &ExecutionPlan,
     session: &str,
     request_id: &str,
     input: &TurnInput,
-    out: &mut Lines,
+    emit: &mut dyn FnMut(serde_json::Value) -> Result<(), Exit>,
 ) -> Result<u8, Exit> {
     let cycle = match domain
         .begin_cycle(plan, session, request_id)
@@ -672,16 +678,13 @@ fn run_cycle(
     {
         Ok(cycle) => cycle,
         Err(error) => {
-            out.push(serde_json::json!({"plan_error": {
-                "step": error.step, "rule": error.rule, "kind": json::error_name(&error.kind)}}));
+            emit(serde_json::json!({"plan_error": {
+                "step": error.step, "rule": error.rule, "kind": json::error_name(&error.kind)}}))?;
             return Ok(REFUSED);
         }
     };
     let mut code = OK;
-    let failed = |out: &mut Lines, error: CycleError| {
-        out.push(serde_json::json!({"cycle_error": json::error_name(&error)}));
-        REFUSED
-    };
+    let failed = |error: CycleError| serde_json::json!({"cycle_error": json::error_name(&error)});
     'stages: {
         for stage in json::Stage::ALL.map(Stage::from) {
             if !plan.steps.iter().any(|s| s.stage == stage) {
@@ -693,17 +696,23 @@ fn run_cycle(
                         .into_iter()
                         .map(|r| serde_json::json!({"step": r.step, "output": json::StepOutput::from(r.output)}))
                         .collect();
-                    out.push(serde_json::json!({"stage": json::Stage::from(stage).name(), "steps": steps}));
+                    emit(
+                        serde_json::json!({"stage": json::Stage::from(stage).name(), "steps": steps}),
+                    )?;
                 }
                 Err(error) => {
-                    code = failed(out, error);
+                    emit(failed(error))?;
+                    code = REFUSED;
                     break 'stages;
                 }
             }
         }
         match domain.commit_cycle(&cycle).map_err(failure)? {
-            Ok(ids) => out.push(serde_json::json!({"committed": ids})),
-            Err(error) => code = failed(out, error),
+            Ok(ids) => emit(serde_json::json!({"committed": ids}))?,
+            Err(error) => {
+                emit(failed(error))?;
+                code = REFUSED;
+            }
         }
     }
     domain.drop_cycle(cycle).map_err(failure)?;
@@ -769,21 +778,19 @@ fn cycle_batch(
             model_response: turn.response,
         };
         let session = turn.session.as_deref().unwrap_or(session);
-        let mut lines = Lines::default();
+        // The turn's last line is its outcome: committed ids or the error.
+        let mut last = serde_json::Value::Null;
         let turn_code = run_cycle(
             &mut domain,
             plan,
             session,
             &turn.request_id,
             &input,
-            &mut lines,
+            &mut |line| {
+                last = line;
+                Ok(())
+            },
         )?;
-        // The turn's last line is its outcome: committed ids or the error.
-        let last: serde_json::Value = lines
-            .0
-            .last()
-            .and_then(|l| serde_json::from_str(l).ok())
-            .unwrap_or_default();
         let mut answer = serde_json::json!({"request_id": turn.request_id});
         if let (Some(answer), Some(outcome)) = (answer.as_object_mut(), last.as_object()) {
             answer.extend(outcome.clone());
@@ -840,16 +847,19 @@ fn demo(store: &str, question: &str) -> Result<u8, Exit> {
                 user_message: Some(turn.user),
                 model_response: Some(turn.assistant),
             };
-            let mut out = Lines::default();
+            let mut lines = Vec::new();
             let code = run_cycle(
                 &mut domain,
                 &ingest,
                 &turn.session_ref,
                 &format!("demo-turn-{i}"),
                 &input,
-                &mut out,
+                &mut |line| {
+                    lines.push(line.to_string());
+                    Ok(())
+                },
             )?;
-            print_lines(out.0)?;
+            print_lines(lines)?;
             if code != OK {
                 return Ok(code);
             }
@@ -1038,7 +1048,8 @@ fn print_lines(lines: Vec<String>) -> Result<(), Exit> {
     let stdout = std::io::stdout();
     let mut out = BufWriter::new(stdout.lock());
     for line in lines {
-        writeln!(out, "{line}").map_err(|e| Exit(FAILURE, e.to_string()))?;
+        writeln!(out, "{line}").map_err(|e| Exit(FAILURE, format!("writing the answer: {e}")))?;
     }
-    out.flush().map_err(|e| Exit(FAILURE, e.to_string()))
+    out.flush()
+        .map_err(|e| Exit(FAILURE, format!("writing the answer: {e}")))
 }

@@ -1,0 +1,588 @@
+//! The `engram` command under I/O faults and races: many processes creating
+//! one store at once, a disk that fails while a new store switches to WAL,
+//! reads, locks and unlocks that fail, and answers that cannot be printed.
+//! Real `engram` processes on real files; faults injected with strace.
+
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+const CACHE_DIR: &str = concat!(env!("CARGO_TARGET_TMPDIR"), "/engram-cache");
+
+fn request(id: &str) -> String {
+    format!(
+        r#"{{"request_id":"{id}","source":{{"agent_id":"alice","component":"COGNITION","actor":"USER"}},"record":{{"record_type":"STATE","timestamp":5,"payload":{{"subject":"mission.current","properties":{{}}}}}}}}"#
+    )
+}
+
+fn engram(prefix: &[&str], store: &Path, args: &[&str], dir: &Path) -> Command {
+    let mut command = match prefix.split_first() {
+        Some((program, rest)) => {
+            let mut c = Command::new(program);
+            c.args(rest).arg(env!("CARGO_BIN_EXE_engram"));
+            c
+        }
+        None => Command::new(env!("CARGO_BIN_EXE_engram")),
+    };
+    command
+        .current_dir(dir)
+        .env("ENGRAM_CACHE_DIR", CACHE_DIR)
+        .env_remove("ENGRAM_STORE")
+        .arg("--store")
+        .arg(store)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    command
+}
+
+/// The journal mode the file's header records: 2 and 2 for WAL.
+fn header_says_wal(store: &Path) -> bool {
+    let bytes = std::fs::read(store).unwrap_or_default();
+    bytes.len() >= 20 && bytes[18..20] == [2, 2]
+}
+
+#[test]
+fn eight_processes_creating_one_store_at_once_all_write() {
+    // Rounds of 8 `engram write` started together on a file that does not
+    // exist yet: every one must be ACCEPTED. ENGRAM_OPEN_ROUNDS for more.
+    let rounds: usize = std::env::var("ENGRAM_OPEN_ROUNDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(10);
+    let dir = tempfile::tempdir().unwrap();
+    for i in 0..8 {
+        std::fs::write(
+            dir.path().join(format!("r{i}.json")),
+            request(&format!("w{i}")),
+        )
+        .unwrap();
+    }
+    // Compile the engine into the cache first, so the processes race on
+    // the store, not on the cache.
+    let warm = dir.path().join("warm.db");
+    let out = engram(
+        &[],
+        &warm,
+        &["write", "--agent", "alice", "r0.json"],
+        dir.path(),
+    )
+    .output()
+    .unwrap();
+    assert!(out.status.success());
+    for round in 0..rounds {
+        let store = dir.path().join(format!("round{round}.db"));
+        let children: Vec<_> = (0..8)
+            .map(|i| {
+                let file = format!("r{i}.json");
+                engram(
+                    &[],
+                    &store,
+                    &["write", "--agent", "alice", &file],
+                    dir.path(),
+                )
+                .spawn()
+                .unwrap()
+            })
+            .collect();
+        for child in children {
+            let out = child.wait_with_output().unwrap();
+            assert!(
+                out.status.success() && String::from_utf8_lossy(&out.stdout).contains("ACCEPTED"),
+                "round {round}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+    }
+}
+
+/// strace, which injects the faults; a machine without it fails these
+/// cases rather than skipping them.
+fn strace() -> &'static str {
+    let found = Command::new("strace")
+        .arg("-V")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    assert!(
+        found,
+        "strace is not on the PATH: these cases inject I/O errors with it (apt-get install strace)"
+    );
+    "strace"
+}
+
+fn one_line_naming(out: &Output, file: &str) {
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+    assert!(stderr.contains(file), "{stderr}");
+    assert!(!stderr.contains("Error code"), "{stderr}");
+}
+
+#[test]
+fn a_failed_fsync_while_a_new_store_switches_to_wal_is_never_silent() {
+    // Every fsync of a first write into a new file fails in turn: the write
+    // either succeeds with the file really in WAL mode, or the command
+    // fails with one line naming the file and what failed.
+    let strace = strace();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("r.json"), request("w")).unwrap();
+    let mut failures = 0;
+    for when in 1..=12 {
+        let store = dir.path().join(format!("fsync{when}.db"));
+        let inject = format!("inject=fsync:error=EIO:when={when}");
+        let out = engram(
+            &[strace, "-f", "-o", "/dev/null", "-e", &inject],
+            &store,
+            &["write", "--agent", "alice", "r.json"],
+            dir.path(),
+        )
+        .output()
+        .unwrap();
+        match out.status.code() {
+            Some(0) => assert!(
+                header_says_wal(&store),
+                "fsync {when}: ACCEPTED without WAL"
+            ),
+            // The commit's own fsync failed: the write is answered REJECTED.
+            Some(1) => {
+                failures += 1;
+                assert!(String::from_utf8_lossy(&out.stdout).contains("REJECTED"));
+            }
+            _ => {
+                failures += 1;
+                one_line_naming(&out, &format!("fsync{when}.db"));
+            }
+        }
+    }
+    assert!(
+        failures > 0,
+        "some injected fsync error must have been seen"
+    );
+}
+
+#[test]
+fn a_lock_that_keeps_failing_ends_the_command_with_one_line() {
+    // Every lock call of a read fails from the twelfth on (an I/O error on
+    // the file's locks): SQLite gives up after its own bounded retry, and
+    // the command fails once, naming the file and the locking, instead of
+    // retrying statement after statement.
+    let strace = strace();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("r.json"), request("w")).unwrap();
+    let store = dir.path().join("locks.db");
+    let out = engram(
+        &[],
+        &store,
+        &["write", "--agent", "alice", "r.json"],
+        dir.path(),
+    )
+    .output()
+    .unwrap();
+    assert!(out.status.success());
+    let read = dir.path().join("read.json");
+    std::fs::write(
+        &read,
+        r#"{"record_type":"STATE","selector":{"Latest":{"limit":1}},"request_id":"q"}"#,
+    )
+    .unwrap();
+    let out = engram(
+        &[
+            strace,
+            "-f",
+            "-o",
+            "/dev/null",
+            "-e",
+            "trace=fcntl",
+            "-e",
+            "inject=fcntl:error=EIO:when=12+",
+        ],
+        &store,
+        &["read", "--agent", "alice", "read.json"],
+        dir.path(),
+    )
+    .output()
+    .unwrap();
+    assert_eq!(out.status.code(), Some(4));
+    one_line_naming(&out, "locks.db");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("lock"));
+}
+
+#[test]
+fn a_version_1_store_is_upgraded_and_a_newer_one_refused() {
+    // A store of schema version 1 (no `engram_trail`) with an entry
+    // pending in its trail file: opening it upgrades it, and the entry is
+    // moved into the table; a newer version is refused with one line.
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("old.db");
+    let written = engram(&[], &store, &["write", "--agent", "alice"], dir.path())
+        .stdin(Stdio::piped())
+        .spawn()
+        .and_then(|mut child| {
+            use std::io::Write;
+            child
+                .stdin
+                .take()
+                .unwrap()
+                .write_all(request("w").as_bytes())?;
+            child.wait_with_output()
+        })
+        .unwrap();
+    assert!(written.status.success(), "{written:?}");
+    {
+        let db = rusqlite::Connection::open(&store).unwrap();
+        db.execute_batch("DROP TABLE engram_trail; PRAGMA user_version = 1;")
+            .unwrap();
+    }
+    let mut trail = store.as_os_str().to_owned();
+    trail.push("-trail");
+    std::fs::write(
+        &trail,
+        "{\"at\":7,\"agent_id\":\"alice\",\"request_id\":\"old-read\",\"operation\":\"READ\",\"record_type\":\"STATE\",\"outcome\":\"RETURNED\",\"count\":0}\n",
+    )
+    .unwrap();
+    let audit = engram(&[], &store, &["audit", "--agent", "alice"], dir.path())
+        .output()
+        .unwrap();
+    assert!(audit.status.success(), "{audit:?}");
+    let lines = String::from_utf8(audit.stdout).unwrap();
+    let ids: Vec<&str> = lines
+        .lines()
+        .map(|l| {
+            l.split("\"request_id\":\"")
+                .nth(1)
+                .unwrap()
+                .split('"')
+                .next()
+                .unwrap()
+        })
+        .collect();
+    assert_eq!(ids, ["w", "old-read"]);
+    assert_eq!(std::fs::metadata(&trail).unwrap().len(), 0);
+    let version: i32 = rusqlite::Connection::open(&store)
+        .unwrap()
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(version, 2);
+
+    rusqlite::Connection::open(&store)
+        .unwrap()
+        .execute_batch("PRAGMA user_version = 3;")
+        .unwrap();
+    let refused = engram(&[], &store, &["audit", "--agent", "alice"], dir.path())
+        .output()
+        .unwrap();
+    assert!(!refused.status.success());
+    let message = String::from_utf8(refused.stderr).unwrap();
+    assert!(
+        message.contains("schema version 3") && message.lines().count() == 1,
+        "{message}"
+    );
+}
+
+/// A STATE write of agent `io`, `request_id` `io-{n}`.
+fn io_write(n: usize) -> String {
+    format!(
+        r#"{{"request_id":"io-{n}","source":{{"agent_id":"io","component":"COGNITION","actor":"USER"}},"record":{{"record_type":"STATE","timestamp":{n},"payload":{{"subject":"s","properties":{{}}}}}}}}"#
+    )
+}
+
+/// A store holding the sample memories, and ten writes of agent `io`
+/// (`ten.jsonl`) beside it.
+fn store_with_samples(dir: &Path, name: &str) -> std::path::PathBuf {
+    let store = dir.join(name);
+    let samples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../samples/memories.jsonl");
+    let out = engram(
+        &[],
+        &store,
+        &[
+            "write",
+            "--agent",
+            "alice",
+            "--batch",
+            samples.to_str().unwrap(),
+        ],
+        dir,
+    )
+    .output()
+    .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let ten: Vec<String> = (1..=10).map(io_write).collect();
+    std::fs::write(dir.join("ten.jsonl"), ten.join("\n") + "\n").unwrap();
+    store
+}
+
+/// How many STATE records agent `io` holds, and its WRITE audit entries'
+/// outcomes.
+fn io_states_and_outcomes(store: &Path, dir: &Path) -> (usize, Vec<String>) {
+    std::fs::write(
+        dir.join("latest.json"),
+        r#"{"record_type":"STATE","selector":{"Latest":{"limit":50}},"request_id":"check"}"#,
+    )
+    .unwrap();
+    let read = engram(&[], store, &["read", "--agent", "io", "latest.json"], dir)
+        .output()
+        .unwrap();
+    assert!(read.status.success(), "{read:?}");
+    let answer: serde_json::Value = serde_json::from_slice(&read.stdout).unwrap();
+    let states = answer["records"].as_array().map_or(0, Vec::len);
+    let audit = engram(&[], store, &["audit", "--agent", "io"], dir)
+        .output()
+        .unwrap();
+    let outcomes = String::from_utf8_lossy(&audit.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|e| e["operation"] == "WRITE")
+        .map(|e| e["outcome"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    (states, outcomes)
+}
+
+#[test]
+fn io_w8_one_failed_unlock_of_the_shm_file_costs_one_write_not_every_later_one() {
+    // A batch of ten writes on a store holding the sample memories; one
+    // `fcntl` unlock of a read mark of the `-shm` file fails with EIO (the
+    // unlock after a writer took that mark alone). SQLite cannot tell: its
+    // own record of the file's locks is wrong from then on, and every
+    // later call of the connection waited ~10 s and was REJECTED. The
+    // connection is now opened again after the call that failed: at most
+    // that one write is REJECTED (and stored nowhere), the others are
+    // ACCEPTED and stored, and every one is audited.
+    let strace = strace();
+    let dir = tempfile::tempdir().unwrap();
+    // A dry run on a twin store finds where the unlock comes.
+    let twin = store_with_samples(dir.path(), "twin.db");
+    let trace = dir.path().join("fcntl.txt");
+    let out = engram(
+        &[
+            strace,
+            "-f",
+            "-o",
+            trace.to_str().unwrap(),
+            "-e",
+            "trace=fcntl",
+        ],
+        &twin,
+        &["write", "--agent", "io", "--batch", "ten.jsonl"],
+        dir.path(),
+    )
+    .output()
+    .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let calls: Vec<String> = std::fs::read_to_string(&trace)
+        .unwrap()
+        .lines()
+        .filter(|l| l.contains("fcntl("))
+        .map(str::to_owned)
+        .collect();
+    // A read mark's byte is 123 + i. A writer that starts the WAL afresh
+    // lets go of mark 0 (byte 123), takes mark 1 alone and lets it go: that
+    // last unlock is the one that fails.
+    let lock = |call: &str, kind: &str, at: u32| {
+        call.contains(&format!(
+            "l_type={kind}, l_whence=SEEK_SET, l_start={at}, l_len=1"
+        ))
+    };
+    let when = calls
+        .windows(3)
+        .position(|w| {
+            lock(&w[0], "F_UNLCK", 123)
+                && lock(&w[1], "F_WRLCK", 124)
+                && lock(&w[2], "F_UNLCK", 124)
+        })
+        .map(|i| i + 3)
+        .expect("a writer takes read mark 1 alone, then lets it go");
+    let store = store_with_samples(dir.path(), "t.db");
+    let inject = format!("inject=fcntl:error=EIO:when={when}");
+    let out = engram(
+        &[
+            strace,
+            "-f",
+            "-o",
+            "/dev/null",
+            "-e",
+            "trace=fcntl",
+            "-e",
+            &inject,
+        ],
+        &store,
+        &["write", "--agent", "io", "--batch", "ten.jsonl"],
+        dir.path(),
+    )
+    .output()
+    .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let rejected = stdout.lines().filter(|l| l.contains("REJECTED")).count();
+    let accepted = stdout.lines().filter(|l| l.contains("ACCEPTED")).count();
+    assert_eq!(
+        (accepted + rejected, out.status.code()),
+        (10, Some(if rejected > 0 { 1 } else { 0 })),
+        "{out:?}"
+    );
+    assert!(
+        rejected <= 1,
+        "{rejected} writes REJECTED after one failed unlock:\n{stdout}"
+    );
+    let (states, outcomes) = io_states_and_outcomes(&store, dir.path());
+    assert_eq!(
+        states, accepted,
+        "ACCEPTED writes stored, REJECTED ones not"
+    );
+    assert_eq!(outcomes.len(), 10, "every write audited: {outcomes:?}");
+    assert_eq!(
+        outcomes.iter().filter(|o| *o == "REJECTED").count(),
+        rejected
+    );
+}
+
+#[test]
+fn an_io_error_while_a_new_store_is_read_is_named_as_one_never_as_damage() {
+    // Each `pread` of a first write into a new file fails in turn, once or
+    // from then on. A read that fails once while the store opens is tried
+    // again: the write is ACCEPTED. Reads that keep failing end the
+    // command with one line that names a failed read or an I/O error, or,
+    // once the store is open, REJECT the write with the reason audited;
+    // never is the file called damaged: a user told a healthy store is
+    // damaged may delete it.
+    let strace = strace();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("r.json"), request("w")).unwrap();
+    let warm = dir.path().join("warm.db");
+    let out = engram(
+        &[],
+        &warm,
+        &["write", "--agent", "alice", "r.json"],
+        dir.path(),
+    )
+    .output()
+    .unwrap();
+    assert!(out.status.success());
+    let mut named = 0;
+    for when in (3..=9).flat_map(|n| [format!("{n}"), format!("{n}+")]) {
+        let store = dir
+            .path()
+            .join(format!("new{}.db", when.replace('+', "on")));
+        let inject = format!("inject=pread64:error=EIO:when={when}");
+        let out = engram(
+            &[
+                strace,
+                "-f",
+                "-o",
+                "/dev/null",
+                "-e",
+                "trace=pread64",
+                "-e",
+                &inject,
+            ],
+            &store,
+            &["write", "--agent", "alice", "r.json"],
+            dir.path(),
+        )
+        .output()
+        .unwrap();
+        let name = format!("new{}.db", when.replace('+', "on"));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        // A verdict of damage; "inconsistent, or a read of it failed" is
+        // what SQLite's own answer allows.
+        let damage = |text: &str| text.contains("damaged");
+        match out.status.code() {
+            Some(0) => {
+                // A read that failed once, tried again.
+                assert!(!when.ends_with('+'), "pread {when}: {out:?}");
+                assert!(String::from_utf8_lossy(&out.stdout).contains("ACCEPTED"));
+            }
+            Some(1) => {
+                // Opened before the reads began to fail: the write is
+                // REJECTED, and its audit entry says why.
+                named += 1;
+                assert!(String::from_utf8_lossy(&out.stdout).contains("REJECTED"));
+                let audit = engram(&[], &store, &["audit", "--agent", "alice"], dir.path())
+                    .output()
+                    .unwrap();
+                let trail = String::from_utf8_lossy(&audit.stdout);
+                assert!(
+                    trail.contains("REJECTED") && !damage(&trail),
+                    "pread {when}: {trail}"
+                );
+            }
+            _ => {
+                named += 1;
+                one_line_naming(&out, &name);
+                assert!(
+                    !damage(&stderr),
+                    "pread {when}: an I/O error named as damage: {stderr}"
+                );
+                assert!(
+                    stderr.contains("I/O error") || stderr.contains("read"),
+                    "pread {when}: {stderr}"
+                );
+            }
+        }
+    }
+    assert!(named > 0, "some injected read error must have been seen");
+}
+
+#[test]
+fn b5_d1_a_cycle_whose_line_cannot_be_printed_stops_before_it_commits() {
+    // Writing the cycle's stage lines to standard output fails at the
+    // first, second or third line (the first `write` of the process is
+    // the audit entry of the cycle's retrieval, appended to the trail): the cycle stops at once with
+    // `writing the answer: …` and exit 4, as `write` and `read` do, and
+    // commits nothing (B5-D1: nothing persists before the whole cycle has
+    // finished).
+    let strace = strace();
+    let dir = tempfile::tempdir().unwrap();
+    let plan = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../samples/plan.json");
+    let plan = plan.to_str().unwrap();
+    let cycle = [
+        "cycle",
+        plan,
+        "--agent",
+        "alice",
+        "--message",
+        "Where should I eat?",
+        "--response",
+        "Try the vegetarian place.",
+    ];
+    for when in 2..=4 {
+        let store = dir.path().join(format!("cycle{when}.db"));
+        let inject = format!("inject=write:error=EIO:when={when}");
+        let out = engram(
+            &[
+                strace,
+                "-f",
+                "-o",
+                "/dev/null",
+                "-e",
+                "trace=write",
+                "-e",
+                &inject,
+            ],
+            &store,
+            &cycle,
+            dir.path(),
+        )
+        .output()
+        .unwrap();
+        assert_eq!(out.status.code(), Some(4), "write {when}: {out:?}");
+        one_line_naming(&out, "writing the answer");
+        let printed = String::from_utf8_lossy(&out.stdout);
+        assert!(!printed.contains("committed"), "write {when}: {printed}");
+        std::fs::write(
+            dir.path().join("events.json"),
+            r#"{"record_type":"EVENT","selector":{"Latest":{"limit":5}},"request_id":"q"}"#,
+        )
+        .unwrap();
+        let read = engram(
+            &[],
+            &store,
+            &["read", "--agent", "alice", "events.json"],
+            dir.path(),
+        )
+        .output()
+        .unwrap();
+        assert_eq!(
+            String::from_utf8_lossy(&read.stdout).trim(),
+            r#"{"records":[]}"#,
+            "write {when}: the cycle stored its memory"
+        );
+    }
+}
