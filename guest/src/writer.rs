@@ -253,29 +253,121 @@ fn lay_out(batch: &mut Batch, record: &MemoryRecord, id: &str, seq: u64) -> Resu
 }
 
 /// Answers a request id that was seen before (IO-W2): the same record from
-/// the same source gets the same id; anything else is refused.
+/// the same source gets the same id; anything else is refused. Records are
+/// compared as [`same_record`] does, so a retry is the same request however
+/// its host ordered an object's keys; the answer names the record first
+/// written, whose text is kept as it was given.
 fn replay(write: &Write<'_>, entry: Idempotency, batch: &Batch) -> Result<Written, String> {
     let reused = || Err("request_id was already used for a different write (IO-W2)".to_string());
     if entry.component != write.source.component || entry.actor != write.source.actor {
         return reused();
     }
-    let same = match (load_with(&entry.stored_id, |k| batch.get(k))?, write.record) {
-        (Some(Stored::Fact(stored)), MemoryRecord::Fact(fact)) => stored.fact == *fact,
+    let stored = match load_with(&entry.stored_id, |k| batch.get(k))? {
+        Some(Stored::Fact(stored)) => MemoryRecord::Fact(stored.fact),
+        Some(Stored::Event { event, .. }) => MemoryRecord::Event(event),
+        Some(Stored::State(stored)) => MemoryRecord::State(stored.state),
+        None => return Err("an idempotency entry points nowhere".into()),
+    };
+    let same = match (&stored, write.record) {
         // A cycle's memory carries the time of the attempt that wrote it.
-        (Some(Stored::Event { event: stored, .. }), MemoryRecord::Event(event))
-            if write.by_cycle =>
-        {
+        (MemoryRecord::Event(stored), MemoryRecord::Event(event)) if write.by_cycle => {
             stored.payload == event.payload
         }
-        (Some(Stored::Event { event: stored, .. }), MemoryRecord::Event(event)) => stored == *event,
-        (Some(Stored::State(stored)), MemoryRecord::State(state)) => stored.state == *state,
-        (None, _) => return Err("an idempotency entry points nowhere".into()),
-        _ => false,
+        (stored, record) => same_record(stored, record),
     };
     if same {
         Ok(Written::Replayed(entry.stored_id))
     } else {
         reused()
+    }
+}
+
+/// Whether two records are one write: equal, their JSON texts (the
+/// `properties` of an entity, a relationship or a STATE) compared as JSON
+/// values, not as texts: an object's keys in any order, a number by its
+/// value (`1e5` is `100000`). JSON objects are unordered, and hosts order
+/// keys differently (a JavaScript object puts integer-like keys first).
+fn same_record(a: &MemoryRecord, b: &MemoryRecord) -> bool {
+    let (a, a_texts) = json_apart(a);
+    let (b, b_texts) = json_apart(b);
+    a == b
+        && a_texts.len() == b_texts.len()
+        && a_texts
+            .iter()
+            .zip(&b_texts)
+            .all(|(x, y)| same_json_text(x, y))
+}
+
+/// A record with its JSON texts emptied, and the texts.
+fn json_apart(record: &MemoryRecord) -> (MemoryRecord, Vec<String>) {
+    let mut record = record.clone();
+    let mut texts = Vec::new();
+    match &mut record {
+        MemoryRecord::Fact(fact) => match &mut fact.payload {
+            FactPayload::Entity(e) => texts.push(std::mem::take(&mut e.properties)),
+            FactPayload::Relationship(r) => texts.push(std::mem::take(&mut r.properties)),
+            FactPayload::Semantic(_) | FactPayload::Procedural(_) => {}
+        },
+        MemoryRecord::State(state) => texts.push(std::mem::take(&mut state.payload.properties)),
+        MemoryRecord::Event(_) => {}
+    }
+    (record, texts)
+}
+
+/// Two JSON texts as values; texts that do not parse are compared as texts.
+fn same_json_text(a: &str, b: &str) -> bool {
+    match (
+        serde_json::from_str::<serde_json::Value>(a),
+        serde_json::from_str::<serde_json::Value>(b),
+    ) {
+        (Ok(a), Ok(b)) => same_json(&a, &b),
+        _ => a == b,
+    }
+}
+
+/// JSON equality: objects by their keys (in any order) and values, arrays
+/// item by item, numbers by value.
+fn same_json(a: &serde_json::Value, b: &serde_json::Value) -> bool {
+    use serde_json::Value;
+    match (a, b) {
+        (Value::Object(a), Value::Object(b)) => {
+            a.len() == b.len()
+                && a.iter()
+                    .all(|(key, x)| b.get(key).is_some_and(|y| same_json(x, y)))
+        }
+        (Value::Array(a), Value::Array(b)) => {
+            a.len() == b.len() && a.iter().zip(b).all(|(x, y)| same_json(x, y))
+        }
+        (Value::Number(a), Value::Number(b)) => {
+            match (a.as_i64(), b.as_i64(), a.as_u64(), b.as_u64()) {
+                (Some(x), Some(y), _, _) => x == y,
+                (_, _, Some(x), Some(y)) => x == y,
+                _ => a.as_f64() == b.as_f64(),
+            }
+        }
+        _ => a == b,
+    }
+}
+
+#[cfg(test)]
+mod same_json_tests {
+    use super::same_json_text;
+
+    #[test]
+    fn io_w2_json_texts_are_compared_as_values() {
+        assert!(same_json_text(
+            r#"{"a":1,"b":[1,{"c":2,"d":3}]}"#,
+            r#"{"b":[1,{"d":3,"c":2}],"a":1}"#
+        ));
+        assert!(same_json_text(r#"{"n":1e5}"#, r#"{"n":100000}"#));
+        assert!(same_json_text(
+            r#"{"1":"x","a":"y"}"#,
+            r#"{"a":"y","1":"x"}"#
+        ));
+        assert!(!same_json_text(r#"{"a":1}"#, r#"{"a":2}"#));
+        assert!(!same_json_text(r#"{"a":1}"#, r#"{"a":1,"b":null}"#));
+        assert!(!same_json_text(r#"{"a":[1,2]}"#, r#"{"a":[2,1]}"#));
+        assert!(!same_json_text(r#"{"a":"1"}"#, r#"{"a":1}"#));
     }
 }
 
