@@ -16,6 +16,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
 
+mod support;
+
 /// The package's folder.
 fn package() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../python")
@@ -127,7 +129,14 @@ fn pytest() -> &'static Report {
     REPORT.get_or_init(run_pytest)
 }
 
-fn run_pytest() -> Report {
+/// The virtual environment's Python with the package installed as a user
+/// installs it, once per test binary.
+fn installed() -> PathBuf {
+    static INSTALLED: OnceLock<PathBuf> = OnceLock::new();
+    INSTALLED.get_or_init(install).clone()
+}
+
+fn install() -> PathBuf {
     let python = environment();
     let wasm_dir = Path::new(engram_host_components::HOST).parent().unwrap();
     // The package as a user installs it (pip builds it from its folder),
@@ -149,6 +158,11 @@ fn run_pytest() -> Report {
         .arg(package())
         .env("ENGRAM_WASM_DIR", wasm_dir);
     run(install, "pip install host/python");
+    python
+}
+
+fn run_pytest() -> Report {
+    let python = installed();
     let mut pytest = Command::new(&python);
     pytest
         .args(["-m", "pytest", "-q", "-p", "no:cacheprovider", "tests"])
@@ -253,4 +267,97 @@ fn the_python_package_is_lint_clean_formatted_and_type_checked() {
         check.arg("-m").args(args).current_dir(package());
         run(check, &args.join(" "));
     }
+}
+
+// proves IO-W2
+#[test]
+fn io_w2_a_write_from_node_retried_from_python_and_the_cli_with_keys_reordered_answers_the_first_id()
+ {
+    // One SQLite file. Node writes a STATE whose properties hold an
+    // integer-like key (a JavaScript object puts it first); Python retries
+    // it with the keys in the order they were given, and the command line
+    // with them in a third order and a number written another way: every
+    // answer is the first id, and the file holds one STATE, with the text
+    // Node wrote.
+    support::javascript::ready();
+    let python = installed();
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("shared.db");
+    let request = |properties: &str| {
+        format!(
+            r#"{{"request_id":"trip-1","source":{{"agent_id":"alice","component":"COGNITION","actor":"USER"}},"record":{{"record_type":"STATE","timestamp":1767229200000,"payload":{{"subject":"trip.plan","properties":{properties}}}}}}}"#
+        )
+    };
+    let answer = |out: Output| -> serde_json::Value {
+        assert!(out.status.success(), "{out:?}");
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let index = support::javascript::package().join("src/index.js");
+    let node_script = format!(
+        "import {{ open }} from {index:?};
+         const domain = await open('alice', {{ store: {store:?} }});
+         console.log(JSON.stringify(domain.write(JSON.parse(process.argv[1]))));
+         domain.close();",
+        index = index.to_str().unwrap(),
+        store = store.to_str().unwrap(),
+    );
+    let mut node = Command::new(support::javascript::node());
+    node.args(["--input-type=module", "-e", &node_script, "--"])
+        .arg(request(r#"{"b":2,"a":{"y":1,"x":[1,2]},"10":"ten"}"#));
+    let first = answer(run(node, "node: the write"));
+    let id = first["ACCEPTED"]["stored_id"].clone();
+    assert!(id.is_string(), "{first}");
+
+    let mut py = Command::new(&python);
+    py.args([
+        "-c",
+        "import json, sys\n\
+         from engram import Engram\n\
+         with Engram(sys.argv[1]) as engram:\n    \
+             domain = engram.open('alice')\n    \
+             print(json.dumps(domain.write(json.loads(sys.argv[2]))))\n    \
+             domain.close()",
+    ])
+    .arg(&store)
+    .arg(request(r#"{"a":{"x":[1,2],"y":1},"b":2,"10":"ten"}"#));
+    let python_answer = answer(run(py, "python: the retry"));
+    assert_eq!(
+        python_answer["ACCEPTED"]["stored_id"], id,
+        "{python_answer}"
+    );
+
+    let cli_request = dir.path().join("retry.json");
+    std::fs::write(
+        &cli_request,
+        request(r#"{"10":"ten","b":2e0,"a":{"y":1,"x":[1,2]}}"#),
+    )
+    .unwrap();
+    let mut cli = Command::new(env!("CARGO_BIN_EXE_engram"));
+    cli.arg("--store")
+        .arg(&store)
+        .args(["write", "--agent", "alice"])
+        .arg(&cli_request);
+    let cli_answer = answer(run(cli, "engram write: the retry"));
+    assert_eq!(cli_answer["ACCEPTED"]["stored_id"], id, "{cli_answer}");
+
+    let read = dir.path().join("read.json");
+    std::fs::write(
+        &read,
+        r#"{"record_type":"STATE","selector":{"Latest":{"limit":5}},"request_id":"q"}"#,
+    )
+    .unwrap();
+    let mut cli = Command::new(env!("CARGO_BIN_EXE_engram"));
+    cli.arg("--store")
+        .arg(&store)
+        .args(["read", "--agent", "alice"])
+        .arg(&read);
+    let records = answer(run(cli, "engram read"));
+    let records = records["records"].as_array().unwrap();
+    assert_eq!(records.len(), 1, "{records:?}");
+    assert_eq!(records[0]["id"], id);
+    // The text Node wrote, its integer-like key first.
+    let first_key = records[0]["payload"]["properties"]
+        .as_object()
+        .and_then(|o| o.keys().next().cloned());
+    assert_eq!(first_key.as_deref(), Some("10"), "{records:?}");
 }

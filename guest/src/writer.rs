@@ -349,28 +349,6 @@ fn same_json(a: &serde_json::Value, b: &serde_json::Value) -> bool {
     }
 }
 
-#[cfg(test)]
-mod same_json_tests {
-    use super::same_json_text;
-
-    #[test]
-    fn io_w2_json_texts_are_compared_as_values() {
-        assert!(same_json_text(
-            r#"{"a":1,"b":[1,{"c":2,"d":3}]}"#,
-            r#"{"b":[1,{"d":3,"c":2}],"a":1}"#
-        ));
-        assert!(same_json_text(r#"{"n":1e5}"#, r#"{"n":100000}"#));
-        assert!(same_json_text(
-            r#"{"1":"x","a":"y"}"#,
-            r#"{"a":"y","1":"x"}"#
-        ));
-        assert!(!same_json_text(r#"{"a":1}"#, r#"{"a":2}"#));
-        assert!(!same_json_text(r#"{"a":1}"#, r#"{"a":1,"b":null}"#));
-        assert!(!same_json_text(r#"{"a":[1,2]}"#, r#"{"a":[2,1]}"#));
-        assert!(!same_json_text(r#"{"a":"1"}"#, r#"{"a":1}"#));
-    }
-}
-
 /// The tier a FACT version needs: its own (a semantic memory's) or, when
 /// higher, the tier of a record it names (MT-1).
 fn version_tier(batch: &Batch, payload: &FactPayload) -> Result<u8, String> {
@@ -444,4 +422,26 @@ pub fn decode_seq(bytes: &[u8]) -> Result<u64, String> {
     <[u8; 8]>::try_from(bytes)
         .map(u64::from_be_bytes)
         .map_err(|_| "the sequence counter is damaged".to_string())
+}
+
+#[cfg(test)]
+mod same_json_tests {
+    use super::same_json_text;
+
+    #[test]
+    fn io_w2_json_texts_are_compared_as_values() {
+        assert!(same_json_text(
+            r#"{"a":1,"b":[1,{"c":2,"d":3}]}"#,
+            r#"{"b":[1,{"d":3,"c":2}],"a":1}"#
+        ));
+        assert!(same_json_text(r#"{"n":1e5}"#, r#"{"n":100000}"#));
+        assert!(same_json_text(
+            r#"{"1":"x","a":"y"}"#,
+            r#"{"a":"y","1":"x"}"#
+        ));
+        assert!(!same_json_text(r#"{"a":1}"#, r#"{"a":2}"#));
+        assert!(!same_json_text(r#"{"a":1}"#, r#"{"a":1,"b":null}"#));
+        assert!(!same_json_text(r#"{"a":[1,2]}"#, r#"{"a":[2,1]}"#));
+        assert!(!same_json_text(r#"{"a":"1"}"#, r#"{"a":1}"#));
+    }
 }

@@ -3,6 +3,8 @@
 //! real backend, and builders for requests.
 #![allow(dead_code)]
 
+pub mod javascript;
+
 use engram::backend::{Order, Pair, Precondition, StoreError};
 use engram::io::{
     ById, ByKey, ByTimeRange, Latest, Limit, ReadError, ReadRequest, ReadSelector, WriteRequest,
