@@ -227,3 +227,100 @@ backend_test! {
         );
     }
 }
+
+thread_local! {
+    /// The clock of [`engram_with_odd_clock`] on this thread: the time it
+    /// answers next, and how much it moves at each call.
+    static ODD_CLOCK: std::cell::Cell<(i64, i64)> = const { std::cell::Cell::new((0, 0)) };
+}
+
+/// An engine whose clock is this thread's [`ODD_CLOCK`]: one that never
+/// moves, or one that goes backwards.
+fn engram_with_odd_clock() -> &'static Engram {
+    static ENGRAM: LazyLock<Engram> = LazyLock::new(|| {
+        Engram::with_config(Config {
+            read_limit_ceiling: CEILING,
+            clock: Arc::new(|| {
+                ODD_CLOCK.with(|clock| {
+                    let (now, step) = clock.get();
+                    clock.set((now + step, step));
+                    now
+                })
+            }),
+            ..Config::default()
+        })
+        .expect("the engine compiles")
+    });
+    &ENGRAM
+}
+
+fn fact(key: &str, content: &str) -> MemoryRecord {
+    MemoryRecord::Fact(Fact {
+        key: key.into(),
+        payload: FactPayload::Semantic(semantic(content)),
+    })
+}
+
+backend_test! {
+    fn mt_2_transaction_time_strictly_increases_in_a_domain_under_a_frozen_or_backward_clock(fx) {
+        // proves MT-2: every FACT version gets a transaction time later than
+        // every one before it in its domain, whatever the host's clock says,
+        // and a superseded version is closed at its successor's time.
+        for (name, start, step) in [("frozen", 5_000, 0), ("backwards", 9_000_000, -1_000)] {
+            ODD_CLOCK.with(|clock| clock.set((start, step)));
+            let agent = format!("clock-{name}");
+            let mut domain = engram_with_odd_clock()
+                .open(&agent, Mode::Online, fx.backend.clone(), fx.audit.clone())
+                .unwrap();
+            // Versions of two keys, interleaved.
+            let mut written = Vec::new();
+            for (i, (key, content)) in [
+                ("user.mood", "calm"),
+                ("user.city", "Porto"),
+                ("user.mood", "glad"),
+                ("user.mood", "tired"),
+                ("user.city", "Lisbon"),
+                ("user.mood", "happy"),
+            ]
+            .into_iter()
+            .enumerate()
+            {
+                written.push(accept(&mut domain, &format!("{name}-{i}"), fact(key, content)));
+            }
+            let mut held = std::collections::HashMap::new();
+            for key in ["user.mood", "user.city"] {
+                let mut chain = versions(&mut domain, key, 10).unwrap();
+                chain.reverse(); // oldest first
+                for pair in chain.windows(2) {
+                    assert_eq!(
+                        pair[0].superseded_at,
+                        Some(pair[1].created_at),
+                        "{name}: {key}: a version is closed at its successor's time"
+                    );
+                }
+                assert_eq!(chain.last().unwrap().superseded_at, None);
+                for version in chain {
+                    held.insert(version.id.clone(), version);
+                }
+            }
+            let times: Vec<i64> = written.iter().map(|id| held[id].created_at).collect();
+            assert!(
+                times.windows(2).all(|t| t[0] < t[1]),
+                "{name}: transaction times in write order: {times:?}"
+            );
+            // As of each version's own time, it is the one the engine knew.
+            for id in &written {
+                let version = &held[id];
+                let request = AsOfRequest {
+                    request_id: "a".into(),
+                    key: version.fact.key.clone(),
+                    axis: TimeAxis::Transaction,
+                    at: version.created_at,
+                    limit: 10,
+                };
+                let known = domain.as_of(&request).unwrap().unwrap().map(|f| f.id);
+                assert_eq!(known.as_ref(), Some(id), "{name}: as of {}", version.created_at);
+            }
+        }
+    }
+}

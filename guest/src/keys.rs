@@ -5,6 +5,7 @@
 //! | tag | key after the tag                         | value                       |
 //! |-----|-------------------------------------------|-----------------------------|
 //! | `M` | `seq`                                     | last sequence number (u64)  |
+//! | `M` | `clock`                                   | last transaction time (i64) |
 //! | `R` | record id                                 | the stored record           |
 //! | `K` | fact key                                  | id of the current version   |
 //! | `T` | type byte, timestamp (8), sequence (8)    | record id                   |
@@ -41,6 +42,12 @@
 
 /// The key of the domain's sequence counter.
 pub const SEQ: &[u8] = b"Mseq";
+
+/// The key of the domain's transaction clock: the last transaction time a
+/// FACT version was given (8 bytes, big-endian, two's complement), so the
+/// next is later whatever the host's clock says (MT-2). Absent in a domain
+/// that has none yet, and in stores written before it was kept.
+pub const CLOCK: &[u8] = b"Mclock";
 
 const RECORD: u8 = b'R';
 const FACT_KEY: u8 = b'K';

@@ -11,7 +11,7 @@ use crate::exports::engram::memory::maintenance::{
     ExportPage, ExportedItem, ExportedRecord, ExportedRequest, Guest, MaintenanceError,
 };
 use crate::keys::{self, Exported};
-use crate::writer::{Batch, Idempotency, decode_seq, fact_indexes, timed_indexes};
+use crate::writer::{Batch, Clock, Idempotency, decode_seq, fact_indexes, timed_indexes};
 use crate::{Engine, Stored, decode, encode, get, load_with, storage, tier_rank, validate};
 
 impl Guest for Engine {
@@ -172,11 +172,17 @@ fn import(items: &[ExportedItem]) -> Result<(u32, bool), Refusal> {
         None => 0,
     };
     let mut seq = first_seq;
+    // The domain's transaction clock moves past every imported version's
+    // times, so a write after the import is later than all of them (MT-2).
+    let mut clock = Clock::read(&batch).map_err(fault)?;
     let mut new = 0;
     for (i, item) in items.iter().enumerate() {
         let stored = match item {
             ExportedItem::Record(record) => {
                 seq = seq.max(record.seq);
+                for time in record.created_at.into_iter().chain(record.superseded_at) {
+                    clock.witness(time);
+                }
                 import_record(&mut batch, record)
             }
             ExportedItem::Request(request) => import_request(&mut batch, request),
@@ -199,6 +205,7 @@ fn import(items: &[ExportedItem]) -> Result<(u32, bool), Refusal> {
         keys::SEQ.to_vec(),
         seq.max(first_seq).to_be_bytes().to_vec(),
     );
+    clock.keep(&mut batch);
     let trail = [import_entry(Outcome::Applied(new))];
     match persistence::commit(&batch.preconditions, &batch.ops, &trail) {
         Ok(()) => Ok((new, true)),

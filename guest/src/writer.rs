@@ -109,6 +109,7 @@ fn try_write_all(
         None => 0,
     };
     let mut seq = first_seq;
+    let mut clock = Clock::read(&batch)?;
     let mut written = Vec::with_capacity(writes.len());
     for write in writes {
         let idempotency_key = keys::idempotency(write.request_id);
@@ -130,9 +131,10 @@ fn try_write_all(
             actor: write.source.actor,
         };
         batch.put(idempotency_key, encode(&entry));
-        lay_out(&mut batch, write.record, &id, seq)?;
+        lay_out(&mut batch, write.record, &id, seq, &mut clock)?;
         written.push(Written::New(id));
     }
+    clock.keep(&mut batch);
     if seq == first_seq {
         // Every write was a replay: nothing to commit.
         return Ok(Some(Committed {
@@ -177,12 +179,77 @@ fn fresh_id(batch: &mut Batch) -> Result<String, String> {
     Err("the host's id entropy keeps repeating ids".into())
 }
 
+/// The domain's transaction clock (MT-2): every FACT version is given a
+/// transaction time later than every one given before it in the domain,
+/// whatever the host's clock does (repeats a millisecond, steps back, differs
+/// between two processes or two hosts of one store). The last time given is
+/// kept under [`keys::CLOCK`], read and written in the commit, whose
+/// condition on the sequence counter keeps two writers from giving the same
+/// time.
+pub struct Clock {
+    last: Option<i64>,
+    changed: bool,
+}
+
+impl Clock {
+    /// The domain's clock as the batch sees it.
+    pub fn read(batch: &Batch) -> Result<Self, String> {
+        let last = match batch.get(keys::CLOCK)? {
+            Some(bytes) => Some(
+                <[u8; 8]>::try_from(bytes.as_slice())
+                    .map(i64::from_be_bytes)
+                    .map_err(|_| "the transaction clock is damaged".to_string())?,
+            ),
+            None => None,
+        };
+        Ok(Clock {
+            last,
+            changed: false,
+        })
+    }
+
+    /// The next transaction time: the host's time, unless that is not after
+    /// the last one given or `after` (the version it supersedes, in a store
+    /// kept before the clock was); then one millisecond later.
+    pub fn tick(&mut self, after: Option<i64>) -> Result<i64, String> {
+        let host = domain::now();
+        let now = match self.last.max(after) {
+            Some(floor) if host <= floor => floor
+                .checked_add(1)
+                .ok_or("the transaction clock is at its end")?,
+            _ => host,
+        };
+        self.witness(now);
+        Ok(now)
+    }
+
+    /// Takes a time given elsewhere (an imported version's) into account.
+    pub fn witness(&mut self, time: i64) {
+        if self.last.is_none_or(|last| time > last) {
+            self.last = Some(time);
+            self.changed = true;
+        }
+    }
+
+    /// Puts the last time given into the batch, when it moved.
+    pub fn keep(&self, batch: &mut Batch) {
+        if let (true, Some(last)) = (self.changed, self.last) {
+            batch.put(keys::CLOCK.to_vec(), last.to_be_bytes().to_vec());
+        }
+    }
+}
+
 /// Adds a new record, its indexes and, for a FACT, the closing of the
 /// version it supersedes.
-fn lay_out(batch: &mut Batch, record: &MemoryRecord, id: &str, seq: u64) -> Result<(), String> {
+fn lay_out(
+    batch: &mut Batch,
+    record: &MemoryRecord,
+    id: &str,
+    seq: u64,
+    clock: &mut Clock,
+) -> Result<(), String> {
     let stored = match record.clone() {
         MemoryRecord::Fact(fact) => {
-            let now = domain::now();
             let key_entry = keys::fact_key(&fact.key);
             let current = batch.get(&key_entry)?;
             // A key keeps the tier of its first version (MT-1).
@@ -199,6 +266,9 @@ fn lay_out(batch: &mut Batch, record: &MemoryRecord, id: &str, seq: u64) -> Resu
                     crate::tier_name(key_tier),
                 ));
             }
+            // The version's transaction time: later than the one it
+            // supersedes and than any the domain gave before (MT-2).
+            let now;
             if let Some(current) = current {
                 // Close the current version in transaction time (MT-2); it
                 // stays readable by id.
@@ -208,6 +278,7 @@ fn lay_out(batch: &mut Batch, record: &MemoryRecord, id: &str, seq: u64) -> Resu
                 else {
                     return Err("a fact-key index entry points nowhere".into());
                 };
+                now = clock.tick(Some(previous.created_at))?;
                 // The lookup indexes follow the current version.
                 let replaced = fact_indexes(&fact.key, &previous.fact.payload);
                 let kept = fact_indexes(&fact.key, &fact.payload);
@@ -216,6 +287,8 @@ fn lay_out(batch: &mut Batch, record: &MemoryRecord, id: &str, seq: u64) -> Resu
                 }
                 previous.superseded_at = Some(now);
                 batch.put(keys::record(&current_id), encode(&Stored::Fact(previous)));
+            } else {
+                now = clock.tick(None)?;
             }
             for entry in fact_indexes(&fact.key, &fact.payload) {
                 batch.put(entry, id.as_bytes().to_vec());

@@ -171,3 +171,37 @@ test('a store given by path is a SQLite file of the shared format, closed with t
   assert.equal(db.prepare('SELECT count(*) AS n FROM engram_kv').get().n > 0, true);
   db.close();
 });
+
+// proves MT-2: transaction time strictly increases in a domain, whatever the host's clock does
+test('a clock that never moves or goes backwards still gives every FACT version a later transaction time', { skip }, async () => {
+  const fact = (request_id, key, content) => ({
+    request_id, source, record: { record_type: 'FACT', key, payload: { semantic: {
+      content, context: 'test', valid_at: 1000, strength: 1.0, last_accessed: 1000, access_count: 0,
+      confidence: 0.5, privacy_tier: 'public' } } },
+  });
+  const clocks = {
+    frozen: () => () => 5000,
+    backwards: () => { let now = 9_000_000; return () => (now -= 1000); },
+  };
+  for (const [name, clock] of Object.entries(clocks)) {
+    for (const store of [new MemoryBackend(), join(dir, `clock-${name}.db`)]) {
+      using alice = await open('alice', { store, clock: clock() });
+      const written = [['user.mood', 'calm'], ['user.city', 'Porto'], ['user.mood', 'glad'], ['user.city', 'Lisbon'], ['user.mood', 'tired']]
+        .map(([key, content], i) => alice.write(fact(`w${i}`, key, content)).ACCEPTED.stored_id);
+      const held = new Map();
+      for (const key of ['user.mood', 'user.city']) {
+        const chain = alice.history({ key, limit: 10 }).records.reverse();
+        chain.forEach((version, i) => {
+          assert.equal(version.superseded_at, chain[i + 1]?.created_at, `${name}: ${key}: closed at its successor's time`);
+          held.set(version.id, version);
+        });
+      }
+      const times = written.map((id) => held.get(id).created_at);
+      assert.ok(times.every((t, i) => i === 0 || t > times[i - 1]), `${name}: ${times}`);
+      for (const id of written) {
+        const { key, created_at } = held.get(id);
+        assert.deepEqual(alice.asOf({ key, known: created_at, limit: 10 }).records.map((r) => r.id), [id]);
+      }
+    }
+  }
+});

@@ -3,7 +3,6 @@ the library itself, with each backend: a fresh, empty store per scenario."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -93,22 +92,8 @@ def library_host(mem: Engram) -> Callable[[dict], list[Any]]:
     return call
 
 
-def ticking_clock() -> Callable[[], int]:
-    """The wall clock in ms, but never the same ms twice: the scenarios
-    read transaction times back (`as_of` with `known`), which two versions
-    written within one millisecond would share (this host writes in well
-    under one)."""
-    last = [0]
-
-    def now() -> int:
-        last[0] = max(time.time_ns() // 1_000_000, last[0] + 1)
-        return last[0]
-
-    return now
-
-
 # The shared scenarios: each line names the rule it proves in its `note`.
 @pytest.mark.parametrize("name,lines", SCENARIOS, ids=[name for name, _ in SCENARIOS])
 def test_scenario(name: str, lines: list[dict], make_store: Callable[[], Backend]) -> None:
-    with Engram(make_store(), clock=ticking_clock()) as mem:
+    with Engram(make_store()) as mem:
         assert scenarios.run(name, lines, library_host(mem)) > 0
