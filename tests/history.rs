@@ -324,3 +324,61 @@ backend_test! {
         }
     }
 }
+
+backend_test! {
+    fn mt_2_after_an_import_a_new_version_is_later_than_every_imported_one(fx) {
+        // proves MT-2: an import moves the domain's transaction clock past the
+        // versions it brings, so a host whose clock is behind them still
+        // writes a later version
+        ODD_CLOCK.with(|clock| clock.set((8_000_000, 0)));
+        let mut source = engram_with_odd_clock()
+            .open("alice", Mode::Online, fx.backend.clone(), fx.audit.clone())
+            .unwrap();
+        for (i, content) in ["calm", "glad", "tired"].into_iter().enumerate() {
+            accept(&mut source, &format!("w{i}"), fact("user.mood", content));
+        }
+        drop(source);
+        let mut items = Vec::new();
+        let mut maintenance = engram_with_odd_clock()
+            .open("alice", Mode::Maintenance, fx.backend.clone(), fx.audit.clone())
+            .unwrap();
+        let mut start = None;
+        loop {
+            let page = maintenance.export_page(start.as_deref(), CEILING).unwrap().unwrap();
+            items.extend(page.items);
+            match page.next {
+                Some(next) => start = Some(next),
+                None => break,
+            }
+        }
+        drop(maintenance);
+        let imported = versions(&mut open_as(&fx, "alice"), "user.mood", 10).unwrap();
+        let latest = imported.iter().map(|v| v.created_at).max().unwrap();
+
+        let target = fx.another();
+        let mut into = engram_with_odd_clock()
+            .open("alice", Mode::Maintenance, target.backend.clone(), target.audit.clone())
+            .unwrap();
+        assert_eq!(into.import(&items).unwrap().unwrap() as usize, items.len());
+        drop(into);
+        // A clock far behind the imported versions.
+        ODD_CLOCK.with(|clock| clock.set((1_000, 0)));
+        let mut alice = engram_with_odd_clock()
+            .open("alice", Mode::Online, target.backend.clone(), target.audit.clone())
+            .unwrap();
+        accept(&mut alice, "after", fact("user.city", "Porto"));
+        let city = versions(&mut alice, "user.city", 10).unwrap();
+        assert!(city[0].created_at > latest, "{} after {latest}", city[0].created_at);
+        accept(&mut alice, "again", fact("user.mood", "happy"));
+        let mood = versions(&mut alice, "user.mood", 10).unwrap();
+        assert_eq!(mood[1].superseded_at, Some(mood[0].created_at));
+        assert!(mood[0].created_at > city[0].created_at);
+    }
+}
+
+/// `agent`'s domain over the fixture's store, with the odd clock.
+fn open_as(fx: &Fixture, agent: &str) -> Domain {
+    engram_with_odd_clock()
+        .open(agent, Mode::Online, fx.backend.clone(), fx.audit.clone())
+        .unwrap()
+}
