@@ -16,6 +16,7 @@ be the only one using its store.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import os
@@ -25,7 +26,7 @@ import struct
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from ._store import (
@@ -98,6 +99,10 @@ class _Busy(Exception):
     pass
 
 
+class _Unreadable(StoreError):
+    """Opening could not read the file: worth one more try."""
+
+
 class SqliteStore:
     """A :class:`engram.Backend` in one SQLite file.
 
@@ -113,9 +118,12 @@ class SqliteStore:
         self.trail_path = self.path + "-trail"
         self._busy_timeout = busy_timeout
         self._lock = threading.RLock()
+        self._synchronous = synchronous
+        self._broken = False
         self._writers = Turns()
         deadline = time.monotonic() + busy_timeout
         pause = 0.001
+        retried = False
         while True:
             try:
                 self._conn = self._open(synchronous)
@@ -125,6 +133,13 @@ class SqliteStore:
                     raise StoreError(str(busy)) from None
                 time.sleep(pause)
                 pause = min(pause * 2, 0.05)
+            except _Unreadable:
+                # A read that failed while opening is tried once more: an
+                # I/O error of a moment is not the file's state.
+                if retried:
+                    raise
+                retried = True
+                time.sleep(0.01)
         try:
             self._trail = os.open(self.trail_path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
         except OSError as error:
@@ -147,7 +162,30 @@ class SqliteStore:
         code = getattr(error, "sqlite_errorcode", None)
         if (code is not None and code & 0xFF in (5, 6)) or "locked" in str(error) or "busy" in str(error):
             return _Busy(message)
+        if (code is not None and code & 0xFF in (11, 26)) or "malformed" in str(error):
+            return _Unreadable(f"{self.path}: {doing}: {self._unreadable(error)}")
+        if (code is not None and code & 0xFF == 10) or "I/O error" in str(error):
+            return _Unreadable(message)
         return StoreError(message)
+
+    def _unreadable(self, error: sqlite3.Error) -> str:
+        """What SQLite's "malformed" or "not a database" means for the file,
+        checked by reading its header here: SQLite answers so when a read
+        fails under it too, and a store must not be called damaged for an
+        I/O error (its user might delete it)."""
+        try:
+            with open(self.path, "rb") as file:
+                header = file.read(100)
+        except OSError as failed:
+            return f"reading the file failed: {failed.strerror}"
+        if not header:
+            return f"a read of the file failed (SQLite: {error}, on an empty file, which holds nothing to damage)"
+        if header.startswith(b"SQLite format 3\x00"):
+            return (
+                f"SQLite found the file inconsistent, or a read of it failed (SQLite: {error}); its header reads "
+                "as a SQLite database's: check the disk before anything else"
+            )
+        return str(error)
 
     def _identify(self, conn: sqlite3.Connection) -> tuple[int, int, int]:
         try:
@@ -229,7 +267,10 @@ class SqliteStore:
             with open(self.path, "rb") as file:
                 header = file.read(20)
             if header[18:20] != b"\x02\x02":
-                raise StoreError(f"{self.path}: the switch to the WAL journal did not reach the disk; check the disk")
+                raise _Unreadable(
+                    f"{self.path}: the switch to the WAL journal did not reach the disk "
+                    "(a read or write of the file failed); check the disk"
+                )
             conn.execute(f"PRAGMA synchronous = {synchronous}")
             conn.execute("PRAGMA wal_autocheckpoint = 4096")
             return conn
@@ -284,25 +325,59 @@ class SqliteStore:
                     rows.append(row)
         return rows, start + complete
 
+    # -- the connection ----------------------------------------------------
+
+    @contextlib.contextmanager
+    def _connection(self) -> Iterator[sqlite3.Connection]:
+        """The connection, under the lock: opened again first when a call
+        before failed with a SQLite error. An I/O error can leave SQLite's
+        locks of the file (those of the ``-shm`` file above all) in a state
+        it cannot leave by itself, where every later call waits out the busy
+        timeout and fails; closing the process's last connection to the file
+        resets them."""
+        with self._lock:
+            if self._broken:
+                self._reopen()
+            try:
+                yield self._conn
+            except sqlite3.Error:
+                self._broken = True
+                raise
+
+    def _reopen(self) -> None:
+        """Closes the connection, then opens it again (the file's journal
+        mode is the file's own; the connection's settings are set anew).
+        Until a reopening succeeds, every call tries again."""
+        with contextlib.suppress(sqlite3.Error):
+            self._conn.close()
+        try:
+            conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=self._busy_timeout)
+            conn.execute(f"PRAGMA synchronous = {self._synchronous}")
+            conn.execute("PRAGMA wal_autocheckpoint = 4096")
+        except sqlite3.Error as error:
+            raise StoreError(f"{self.path}: cannot open the store again after a failure: {error}") from None
+        self._conn = conn
+        self._broken = False
+
     # -- the backend -------------------------------------------------------
 
     def get(self, key: bytes) -> bytes | None:
-        with self._lock:
-            row = self._conn.execute("SELECT value FROM engram_kv WHERE key = ?", (key,)).fetchone()
+        with self._connection() as conn:
+            row = conn.execute("SELECT value FROM engram_kv WHERE key = ?", (key,)).fetchone()
             return None if row is None else bytes(row[0])
 
     def get_many(self, keys: Sequence[bytes]) -> list[bytes | None]:
-        with self._lock:
-            self._conn.execute("BEGIN")
+        with self._connection() as conn:
+            conn.execute("BEGIN")
             try:
                 return [self.get(key) for key in keys]
             finally:
-                self._conn.execute("COMMIT")
+                conn.execute("COMMIT")
 
     def scan(self, start: bytes, end: bytes, limit: int, descending: bool) -> list[tuple[bytes, bytes]]:
         order = "DESC" if descending else "ASC"
-        with self._lock:
-            rows = self._conn.execute(
+        with self._connection() as conn:
+            rows = conn.execute(
                 f"SELECT key, value FROM engram_kv WHERE key >= ? AND key < ? ORDER BY key {order} LIMIT ?",
                 (start, end, limit),
             ).fetchall()
@@ -313,8 +388,7 @@ class SqliteStore:
         entries into ``engram_audit``, the conditions, the changes and
         ``rows``; the file is emptied after ``COMMIT`` when this process is
         alone on it."""
-        with self._lock:
-            conn = self._conn
+        with self._connection() as conn:
             length = os.fstat(self._trail).st_size
             if length == 0 and not conditions and not changes and not rows:
                 return True
@@ -434,7 +508,8 @@ class SqliteStore:
         file's entries into the table."""
         with self._lock:
             self.commit([], [], [])
-            found = self._conn.execute(_SELECT_AUDIT, (agent, since, until, operation, outcome, limit)).fetchall()
+            with self._connection() as conn:
+                found = conn.execute(_SELECT_AUDIT, (agent, since, until, operation, outcome, limit)).fetchall()
         return [
             AuditRow(
                 at=int(r[0]),
