@@ -60,100 +60,67 @@ export class SqliteBackend {
     this.path = path;
     /** The file of pending audit entries beside it. */
     this.trailPath = `${path}-trail`;
-    const db = new DatabaseSync(path);
+    this.#settings = { busyTimeout: Math.trunc(options.busyTimeout ?? 5000), synchronous };
+    let db;
     try {
-      db.exec(`PRAGMA busy_timeout = ${Math.trunc(options.busyTimeout ?? 5000)}`);
-      let found = identify(db, path);
-      if (found.app === 0 && found.version === 0 && found.objects === 0) {
-        // Another process may be creating it: look again under the write
-        // lock, and create it only if it is still empty.
-        db.exec('BEGIN IMMEDIATE');
-        try {
-          found = identify(db, path);
-          if (found.app === 0 && found.version === 0 && found.objects === 0) {
-            db.exec(
-              `${schemaAfter(0)} PRAGMA application_id = ${APPLICATION_ID}; PRAGMA user_version = ${SCHEMA_VERSION};`,
-            );
-            found = { app: APPLICATION_ID, version: SCHEMA_VERSION, objects: 1 };
-          }
-          db.exec('COMMIT');
-        } catch (error) {
-          if (db.isTransaction) db.exec('ROLLBACK');
-          throw new Error(`${path}: cannot create the store: ${error.message}`);
-        }
-      }
-      if (found.app !== APPLICATION_ID) {
-        throw new Error(`${path}: not an Engram store (it is another SQLite database)`);
-      }
-      const older = (/** @type {{version: number}} */ f) => f.version >= 1 && f.version < SCHEMA_VERSION;
-      if (older(found)) {
-        // The versions after its own, under the write lock. Version 1 had
-        // no `engram_trail`: its trail file is moved from the start.
-        db.exec('BEGIN IMMEDIATE');
-        try {
-          found = identify(db, path);
-          if (older(found)) {
-            db.exec(`${schemaAfter(found.version)} PRAGMA user_version = ${SCHEMA_VERSION};`);
-            found = { ...found, version: SCHEMA_VERSION };
-          }
-          db.exec('COMMIT');
-        } catch (error) {
-          if (db.isTransaction) db.exec('ROLLBACK');
-          throw new Error(`${path}: cannot upgrade the store: ${error.message}`);
-        }
-      }
-      if (found.version !== SCHEMA_VERSION) {
-        throw new Error(
-          `${path}: Engram store of schema version ${found.version}; this host reads version ${SCHEMA_VERSION}`,
-        );
-      }
-      db.prepare('PRAGMA journal_mode = WAL').get();
-      // What the file itself says: bytes 18 and 19 of the header are 2 in
-      // WAL mode.
-      const header = Buffer.alloc(20);
-      const fd = fs.openSync(path, 'r');
-      try {
-        fs.readSync(fd, header, 0, 20, 0);
-      } finally {
-        fs.closeSync(fd);
-      }
-      if (header[18] !== 2 || header[19] !== 2) {
-        throw new Error(`${path}: the switch to the WAL journal did not reach the disk; check the disk`);
-      }
-      db.exec(`PRAGMA synchronous = ${synchronous}`);
+      db = openStore(path, this.#settings);
     } catch (error) {
-      db.close();
-      throw error;
+      // A read that failed while opening is tried once more: an I/O error
+      // of a moment is not the file's state.
+      if (!error.unreadable) throw error;
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 10);
+      db = openStore(path, this.#settings);
     }
     this.db = db;
-    this.statements = {
-      get: db.prepare('SELECT value FROM engram_kv WHERE key = ?'),
-      put: db.prepare('INSERT OR REPLACE INTO engram_kv (key, value) VALUES (?, ?)'),
-      delete: db.prepare('DELETE FROM engram_kv WHERE key = ?'),
-      ascending: db.prepare(
-        'SELECT key, value FROM engram_kv WHERE key >= ? AND key < ? ORDER BY key ASC LIMIT ?',
-      ),
-      descending: db.prepare(
-        'SELECT key, value FROM engram_kv WHERE key >= ? AND key < ? ORDER BY key DESC LIMIT ?',
-      ),
-      audit: db.prepare(
-        `INSERT INTO engram_audit (at, agent_id, request_id, operation, source, record_type,
-           outcome, stored_id, count, reason) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-      ),
-      moved: db.prepare('SELECT moved FROM engram_trail WHERE id = 1'),
-      setMoved: db.prepare('UPDATE engram_trail SET moved = ? WHERE id = 1'),
-      trail: db.prepare(
-        `SELECT at, agent_id, request_id, operation, source, record_type, outcome,
-                stored_id, count, reason
-         FROM engram_audit
-         WHERE (?1 IS NULL OR agent_id = ?1)
-           AND (?2 IS NULL OR at >= ?2)
-           AND (?3 IS NULL OR at < ?3)
-           AND (?4 IS NULL OR operation = ?4)
-           AND (?5 IS NULL OR outcome = ?5)
-         ORDER BY seq DESC LIMIT ?6`,
-      ),
-    };
+    this.statements = prepare(db);
+  }
+
+  /** How the connection is set up, to open it again. */
+  #settings;
+
+  /**
+   * A call failed with a SQLite error: the connection is closed and opened
+   * again before its next use. An I/O error can leave SQLite's locks of the
+   * file (those of the `-shm` file above all) in a state it cannot leave by
+   * itself, where every later call waits out the busy timeout and fails;
+   * closing the process's last connection to the file resets them.
+   */
+  #broken = false;
+
+  /**
+   * Runs `call` on the connection, opened again first when a call before
+   * failed with a SQLite error.
+   * @template T
+   * @param {() => T} call
+   * @returns {T}
+   */
+  #use(call) {
+    if (this.#broken) this.#reopen();
+    try {
+      return call();
+    } catch (error) {
+      if (error?.code === 'ERR_SQLITE_ERROR') this.#broken = true;
+      throw error;
+    }
+  }
+
+  /** Closes the connection, then opens it again; until that succeeds,
+   * every call tries again. */
+  #reopen() {
+    try {
+      if (this.db.isOpen) this.db.close();
+    } catch {
+      // Closing a connection whose locks failed may fail too.
+    }
+    try {
+      const db = new DatabaseSync(this.path);
+      db.exec(`PRAGMA busy_timeout = ${this.#settings.busyTimeout}; PRAGMA synchronous = ${this.#settings.synchronous}`);
+      this.statements = prepare(db);
+      this.db = db;
+    } catch (error) {
+      throw new Error(`${this.path}: cannot open the store again after a failure: ${error.message}`);
+    }
+    this.#broken = false;
   }
 
   /** The trail file, open for appending once a read was audited. */
@@ -161,18 +128,22 @@ export class SqliteBackend {
 
   /** @param {Uint8Array} key */
   get(key) {
-    const row = this.statements.get.get(key);
-    return row === undefined ? undefined : bytes(row.value);
+    return this.#use(() => {
+      const row = this.statements.get.get(key);
+      return row === undefined ? undefined : bytes(row.value);
+    });
   }
 
   /** @param {Uint8Array[]} keys */
   getMany(keys) {
-    this.db.exec('BEGIN');
-    try {
-      return keys.map((key) => this.get(key));
-    } finally {
-      this.db.exec('COMMIT');
-    }
+    return this.#use(() => {
+      this.db.exec('BEGIN');
+      try {
+        return keys.map((key) => this.get(key));
+      } finally {
+        this.db.exec('COMMIT');
+      }
+    });
   }
 
   /**
@@ -182,8 +153,10 @@ export class SqliteBackend {
    * @param {boolean} descending
    */
   scan(start, end, limit, descending) {
-    const statement = descending ? this.statements.descending : this.statements.ascending;
-    return statement.all(start, end, limit).map((row) => [bytes(row.key), bytes(row.value)]);
+    return this.#use(() => {
+      const statement = descending ? this.statements.descending : this.statements.ascending;
+      return statement.all(start, end, limit).map((row) => [bytes(row.key), bytes(row.value)]);
+    });
   }
 
   /**
@@ -196,6 +169,15 @@ export class SqliteBackend {
    * @param {import('../backend.js').AuditRow[]} auditRows
    */
   commit(preconditions, ops, auditRows) {
+    return this.#use(() => this.#commit(preconditions, ops, auditRows));
+  }
+
+  /**
+   * @param {import('../backend.js').Precondition[]} preconditions
+   * @param {import('../backend.js').Op[]} ops
+   * @param {import('../backend.js').AuditRow[]} auditRows
+   */
+  #commit(preconditions, ops, auditRows) {
     const text = this.#trailText();
     if (text.length === 0 && preconditions.length === 0 && ops.length === 0 && auditRows.length === 0) {
       return true;
@@ -265,13 +247,15 @@ export class SqliteBackend {
    */
   auditRows(query) {
     this.commit([], [], []);
-    const rows = this.statements.trail.all(
-      query.agent ?? null,
-      query.since ?? null,
-      query.until ?? null,
-      query.operation ?? null,
-      query.outcome ?? null,
-      query.limit ?? 100,
+    const rows = this.#use(() =>
+      this.statements.trail.all(
+        query.agent ?? null,
+        query.since ?? null,
+        query.until ?? null,
+        query.operation ?? null,
+        query.outcome ?? null,
+        query.limit ?? 100,
+      ),
     );
     return rows.reverse().map((row) => ({
       at: Number(row.at),
@@ -294,6 +278,177 @@ export class SqliteBackend {
     }
     if (this.db.isOpen) this.db.close();
   }
+}
+
+/**
+ * Opens (or creates) the store at `path` and sets its connection up; a
+ * file that is not an Engram store is refused and left untouched.
+ * @param {string} path
+ * @param {{busyTimeout: number, synchronous: string}} settings
+ */
+function openStore(path, settings) {
+  let db;
+  try {
+    db = new DatabaseSync(path);
+  } catch (error) {
+    throw opening(path, 'cannot open the store', error);
+  }
+  try {
+    db.exec(`PRAGMA busy_timeout = ${settings.busyTimeout}`);
+    let found = identify(db, path);
+    if (found.app === 0 && found.version === 0 && found.objects === 0) {
+      // Another process may be creating it: look again under the write
+      // lock, and create it only if it is still empty.
+      db.exec('BEGIN IMMEDIATE');
+      try {
+        found = identify(db, path);
+        if (found.app === 0 && found.version === 0 && found.objects === 0) {
+          db.exec(
+            `${schemaAfter(0)} PRAGMA application_id = ${APPLICATION_ID}; PRAGMA user_version = ${SCHEMA_VERSION};`,
+          );
+          found = { app: APPLICATION_ID, version: SCHEMA_VERSION, objects: 1 };
+        }
+        db.exec('COMMIT');
+      } catch (error) {
+        if (db.isTransaction) db.exec('ROLLBACK');
+        throw opening(path, 'cannot create the store', error);
+      }
+    }
+    if (found.app !== APPLICATION_ID) {
+      throw new Error(`${path}: not an Engram store (it is another SQLite database)`);
+    }
+    const older = (/** @type {{version: number}} */ f) => f.version >= 1 && f.version < SCHEMA_VERSION;
+    if (older(found)) {
+      // The versions after its own, under the write lock. Version 1 had
+      // no `engram_trail`: its trail file is moved from the start.
+      db.exec('BEGIN IMMEDIATE');
+      try {
+        found = identify(db, path);
+        if (older(found)) {
+          db.exec(`${schemaAfter(found.version)} PRAGMA user_version = ${SCHEMA_VERSION};`);
+          found = { ...found, version: SCHEMA_VERSION };
+        }
+        db.exec('COMMIT');
+      } catch (error) {
+        if (db.isTransaction) db.exec('ROLLBACK');
+        throw opening(path, 'cannot upgrade the store', error);
+      }
+    }
+    if (found.version !== SCHEMA_VERSION) {
+      throw new Error(
+        `${path}: Engram store of schema version ${found.version}; this host reads version ${SCHEMA_VERSION}`,
+      );
+    }
+    try {
+      db.prepare('PRAGMA journal_mode = WAL').get();
+    } catch (error) {
+      throw opening(path, 'cannot switch the store to the WAL journal', error);
+    }
+    // What the file itself says: bytes 18 and 19 of the header are 2 in
+    // WAL mode.
+    const header = Buffer.alloc(20);
+    try {
+      const fd = fs.openSync(path, 'r');
+      try {
+        fs.readSync(fd, header, 0, 20, 0);
+      } finally {
+        fs.closeSync(fd);
+      }
+    } catch (error) {
+      throw Object.assign(new Error(`${path}: cannot read the file's header: ${error.message}`), { unreadable: true });
+    }
+    if (header[18] !== 2 || header[19] !== 2) {
+      throw Object.assign(
+        new Error(
+          `${path}: the switch to the WAL journal did not reach the disk (a read or write of the file failed); check the disk`,
+        ),
+        { unreadable: true },
+      );
+    }
+    db.exec(`PRAGMA synchronous = ${settings.synchronous}`);
+  } catch (error) {
+    try {
+      db.close();
+    } catch {
+      // Closing after a failed read may fail too.
+    }
+    // A step's own error names the file already; SQLite's, not yet.
+    throw error.unreadable === undefined && error.code === 'ERR_SQLITE_ERROR'
+      ? opening(path, 'cannot open the store', error)
+      : error;
+  }
+  return db;
+}
+
+/**
+ * The failure of an opening step, naming the file; marked `unreadable`
+ * (worth one more try) when SQLite could not read the file. SQLite's
+ * "malformed" or "not a database" is checked against the file's header
+ * first: SQLite answers so when a read fails under it too, and a store must
+ * not be called damaged for an I/O error (its user might delete it).
+ * @param {string} path
+ * @param {string} doing
+ * @param {any} error
+ */
+function opening(path, doing, error) {
+  const code = (error?.errcode ?? 0) & 0xff;
+  let why = error.message;
+  if (code === 11 || code === 26) {
+    const header = Buffer.alloc(100);
+    let read = 0;
+    try {
+      const fd = fs.openSync(path, 'r');
+      try {
+        read = fs.readSync(fd, header, 0, 100, 0);
+      } finally {
+        fs.closeSync(fd);
+      }
+      why =
+        read === 0
+          ? `a read of the file failed (SQLite: ${error.message}, on an empty file, which holds nothing to damage)`
+          : header.subarray(0, 16).toString('latin1') === 'SQLite format 3\0'
+            ? `SQLite found the file inconsistent, or a read of it failed (SQLite: ${error.message}); its header reads as a SQLite database's: check the disk before anything else`
+            : error.message;
+    } catch (failed) {
+      why = `reading the file failed: ${failed.message}`;
+    }
+  }
+  return Object.assign(new Error(`${path}: ${doing}: ${why}`), { unreadable: code === 10 || code === 11 || code === 26 });
+}
+
+/**
+ * The statements of a connection.
+ * @param {DatabaseSync} db
+ */
+function prepare(db) {
+  return {
+      get: db.prepare('SELECT value FROM engram_kv WHERE key = ?'),
+      put: db.prepare('INSERT OR REPLACE INTO engram_kv (key, value) VALUES (?, ?)'),
+      delete: db.prepare('DELETE FROM engram_kv WHERE key = ?'),
+      ascending: db.prepare(
+        'SELECT key, value FROM engram_kv WHERE key >= ? AND key < ? ORDER BY key ASC LIMIT ?',
+      ),
+      descending: db.prepare(
+        'SELECT key, value FROM engram_kv WHERE key >= ? AND key < ? ORDER BY key DESC LIMIT ?',
+      ),
+      audit: db.prepare(
+        `INSERT INTO engram_audit (at, agent_id, request_id, operation, source, record_type,
+           outcome, stored_id, count, reason) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      ),
+      moved: db.prepare('SELECT moved FROM engram_trail WHERE id = 1'),
+      setMoved: db.prepare('UPDATE engram_trail SET moved = ? WHERE id = 1'),
+      trail: db.prepare(
+        `SELECT at, agent_id, request_id, operation, source, record_type, outcome,
+                stored_id, count, reason
+         FROM engram_audit
+         WHERE (?1 IS NULL OR agent_id = ?1)
+           AND (?2 IS NULL OR at >= ?2)
+           AND (?3 IS NULL OR at < ?3)
+           AND (?4 IS NULL OR operation = ?4)
+           AND (?5 IS NULL OR outcome = ?5)
+         ORDER BY seq DESC LIMIT ?6`,
+      ),
+    };
 }
 
 /**
@@ -334,9 +489,9 @@ function identify(db, path) {
     return { app: Number(row.app), version: Number(row.version), objects: Number(row.objects) };
   } catch (error) {
     if (/not a database/i.test(error.message)) {
-      throw new Error(`${path}: not an Engram store (not a SQLite database)`);
+      throw Object.assign(new Error(`${path}: not an Engram store (not a SQLite database)`), { unreadable: true });
     }
-    throw new Error(`${path}: cannot read the store: ${error.message}`);
+    throw opening(path, 'cannot read the store', error);
   }
 }
 
