@@ -36,6 +36,17 @@ fn engram(prefix: &[&str], store: &Path, args: &[&str], dir: &Path) -> Command {
     command
 }
 
+/// A store named `name` in `dir` holding one write (`r.json`, beside it).
+fn written(dir: &Path, name: &str) -> std::path::PathBuf {
+    std::fs::write(dir.join("r.json"), request("w")).unwrap();
+    let store = dir.join(name);
+    let out = engram(&[], &store, &["write", "--agent", "alice", "r.json"], dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    store
+}
+
 /// The journal mode the file's header records: 2 and 2 for WAL.
 fn header_says_wal(store: &Path) -> bool {
     let bytes = std::fs::read(store).unwrap_or_default();
@@ -167,17 +178,7 @@ fn a_lock_that_keeps_failing_ends_the_command_with_one_line() {
     // retrying statement after statement.
     let strace = strace();
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("r.json"), request("w")).unwrap();
-    let store = dir.path().join("locks.db");
-    let out = engram(
-        &[],
-        &store,
-        &["write", "--agent", "alice", "r.json"],
-        dir.path(),
-    )
-    .output()
-    .unwrap();
-    assert!(out.status.success());
+    let store = written(dir.path(), "locks.db");
     let read = dir.path().join("read.json");
     std::fs::write(
         &read,
@@ -444,17 +445,8 @@ fn an_io_error_while_a_new_store_is_read_is_named_as_one_never_as_damage() {
     // damaged may delete it.
     let strace = strace();
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("r.json"), request("w")).unwrap();
-    let warm = dir.path().join("warm.db");
-    let out = engram(
-        &[],
-        &warm,
-        &["write", "--agent", "alice", "r.json"],
-        dir.path(),
-    )
-    .output()
-    .unwrap();
-    assert!(out.status.success());
+    // The engine compiled into the cache first.
+    written(dir.path(), "warm.db");
     let mut named = 0;
     for when in (3..=9).flat_map(|n| [format!("{n}"), format!("{n}+")]) {
         let store = dir
