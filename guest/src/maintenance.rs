@@ -174,14 +174,14 @@ fn import(items: &[ExportedItem]) -> Result<(u32, bool), Refusal> {
     let mut seq = first_seq;
     // The domain's transaction clock moves past every imported version's
     // times, so a write after the import is later than all of them (MT-2).
-    let mut clock = Clock::read(&batch).map_err(fault)?;
+    let mut clock = Clock::unread();
     let mut new = 0;
     for (i, item) in items.iter().enumerate() {
         let stored = match item {
             ExportedItem::Record(record) => {
                 seq = seq.max(record.seq);
                 for time in record.created_at.into_iter().chain(record.superseded_at) {
-                    clock.witness(time);
+                    clock.witness(&batch, time).map_err(fault)?;
                 }
                 import_record(&mut batch, record)
             }

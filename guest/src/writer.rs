@@ -103,13 +103,34 @@ fn try_write_all(
     trail: &impl Fn(&[Written]) -> Vec<audit::Entry>,
 ) -> Result<Option<Committed>, String> {
     let mut batch = Batch::default();
-    let seq_value = get(keys::SEQ)?;
+    // A batch with a FACT reads the sequence counter and the transaction
+    // clock in one call; others never need the clock.
+    let (seq_value, mut clock) = if writes
+        .iter()
+        .any(|w| matches!(w.record, MemoryRecord::Fact(_)))
+    {
+        let wanted = [keys::SEQ.to_vec(), keys::CLOCK.to_vec()];
+        // The host may answer a prefix of a read of many keys.
+        let mut values = persistence::get_many(&wanted)
+            .map_err(crate::storage)?
+            .into_iter();
+        let seq = match values.next() {
+            Some(value) => value,
+            None => get(keys::SEQ)?,
+        };
+        let clock = match values.next() {
+            Some(value) => value,
+            None => get(keys::CLOCK)?,
+        };
+        (seq, Clock::of(clock)?)
+    } else {
+        (get(keys::SEQ)?, Clock::unread())
+    };
     let first_seq = match &seq_value {
         Some(bytes) => decode_seq(bytes)?,
         None => 0,
     };
     let mut seq = first_seq;
-    let mut clock = Clock::read(&batch)?;
     let mut written = Vec::with_capacity(writes.len());
     for write in writes {
         let idempotency_key = keys::idempotency(write.request_id);
@@ -187,56 +208,80 @@ fn fresh_id(batch: &mut Batch) -> Result<String, String> {
 /// condition on the sequence counter keeps two writers from giving the same
 /// time.
 pub struct Clock {
-    last: Option<i64>,
+    /// The last time given, once read (with the sequence counter for a
+    /// batch that holds a FACT; an import reads it at its first version).
+    last: Option<Option<i64>>,
     changed: bool,
 }
 
 impl Clock {
-    /// The domain's clock as the batch sees it.
-    pub fn read(batch: &Batch) -> Result<Self, String> {
-        let last = match batch.get(keys::CLOCK)? {
-            Some(bytes) => Some(
-                <[u8; 8]>::try_from(bytes.as_slice())
-                    .map(i64::from_be_bytes)
-                    .map_err(|_| "the transaction clock is damaged".to_string())?,
-            ),
-            None => None,
-        };
+    /// The domain's clock, not read yet.
+    pub fn unread() -> Self {
+        Clock {
+            last: None,
+            changed: false,
+        }
+    }
+
+    /// The domain's clock, read already: its stored value.
+    pub fn of(value: Option<Vec<u8>>) -> Result<Self, String> {
         Ok(Clock {
-            last,
+            last: Some(decode_clock(value)?),
             changed: false,
         })
+    }
+
+    /// The last time given, as the batch sees it.
+    fn last(&mut self, batch: &Batch) -> Result<Option<i64>, String> {
+        if let Some(last) = self.last {
+            return Ok(last);
+        }
+        let last = decode_clock(batch.get(keys::CLOCK)?)?;
+        self.last = Some(last);
+        Ok(last)
     }
 
     /// The next transaction time: the host's time, unless that is not after
     /// the last one given or `after` (the version it supersedes, in a store
     /// kept before the clock was); then one millisecond later.
-    pub fn tick(&mut self, after: Option<i64>) -> Result<i64, String> {
+    pub fn tick(&mut self, batch: &Batch, after: Option<i64>) -> Result<i64, String> {
         let host = domain::now();
-        let now = match self.last.max(after) {
+        let now = match self.last(batch)?.max(after) {
             Some(floor) if host <= floor => floor
                 .checked_add(1)
                 .ok_or("the transaction clock is at its end")?,
             _ => host,
         };
-        self.witness(now);
+        self.witness(batch, now)?;
         Ok(now)
     }
 
     /// Takes a time given elsewhere (an imported version's) into account.
-    pub fn witness(&mut self, time: i64) {
-        if self.last.is_none_or(|last| time > last) {
-            self.last = Some(time);
+    pub fn witness(&mut self, batch: &Batch, time: i64) -> Result<(), String> {
+        if self.last(batch)?.is_none_or(|last| time > last) {
+            self.last = Some(Some(time));
             self.changed = true;
         }
+        Ok(())
     }
 
     /// Puts the last time given into the batch, when it moved.
     pub fn keep(&self, batch: &mut Batch) {
-        if let (true, Some(last)) = (self.changed, self.last) {
+        if let (true, Some(Some(last))) = (self.changed, self.last) {
             batch.put(keys::CLOCK.to_vec(), last.to_be_bytes().to_vec());
         }
     }
+}
+
+/// The transaction clock's stored value: eight bytes, big-endian.
+fn decode_clock(value: Option<Vec<u8>>) -> Result<Option<i64>, String> {
+    value
+        .map(|bytes| {
+            <[u8; 8]>::try_from(bytes.as_slice())
+                .map(i64::from_be_bytes)
+                .map_err(|_| "the transaction clock is damaged".to_string())
+        })
+        .transpose()
 }
 
 /// Adds a new record, its indexes and, for a FACT, the closing of the
@@ -278,7 +323,7 @@ fn lay_out(
                 else {
                     return Err("a fact-key index entry points nowhere".into());
                 };
-                now = clock.tick(Some(previous.created_at))?;
+                now = clock.tick(batch, Some(previous.created_at))?;
                 // The lookup indexes follow the current version.
                 let replaced = fact_indexes(&fact.key, &previous.fact.payload);
                 let kept = fact_indexes(&fact.key, &fact.payload);
@@ -288,7 +333,7 @@ fn lay_out(
                 previous.superseded_at = Some(now);
                 batch.put(keys::record(&current_id), encode(&Stored::Fact(previous)));
             } else {
-                now = clock.tick(None)?;
+                now = clock.tick(batch, None)?;
             }
             for entry in fact_indexes(&fact.key, &fact.payload) {
                 batch.put(entry, id.as_bytes().to_vec());
