@@ -254,6 +254,14 @@ fn engram_with_odd_clock() -> &'static Engram {
     &ENGRAM
 }
 
+/// `agent`'s domain over the fixture's store in `mode`, under the odd
+/// clock.
+fn odd_clock_domain(fx: &Fixture, agent: &str, mode: Mode) -> Domain {
+    engram_with_odd_clock()
+        .open(agent, mode, fx.backend.clone(), fx.audit.clone())
+        .unwrap()
+}
+
 fn fact(key: &str, content: &str) -> MemoryRecord {
     MemoryRecord::Fact(Fact {
         key: key.into(),
@@ -269,9 +277,7 @@ backend_test! {
         for (name, start, step) in [("frozen", 5_000, 0), ("backwards", 9_000_000, -1_000)] {
             ODD_CLOCK.with(|clock| clock.set((start, step)));
             let agent = format!("clock-{name}");
-            let mut domain = engram_with_odd_clock()
-                .open(&agent, Mode::Online, fx.backend.clone(), fx.audit.clone())
-                .unwrap();
+            let mut domain = odd_clock_domain(&fx, &agent, Mode::Online);
             // Versions of two keys, interleaved.
             let mut written = Vec::new();
             for (i, (key, content)) in [
@@ -331,41 +337,22 @@ backend_test! {
         // versions it brings, so a host whose clock is behind them still
         // writes a later version
         ODD_CLOCK.with(|clock| clock.set((8_000_000, 0)));
-        let mut source = engram_with_odd_clock()
-            .open("alice", Mode::Online, fx.backend.clone(), fx.audit.clone())
-            .unwrap();
+        let mut source = odd_clock_domain(&fx, "alice", Mode::Online);
         for (i, content) in ["calm", "glad", "tired"].into_iter().enumerate() {
             accept(&mut source, &format!("w{i}"), fact("user.mood", content));
         }
         drop(source);
-        let mut items = Vec::new();
-        let mut maintenance = engram_with_odd_clock()
-            .open("alice", Mode::Maintenance, fx.backend.clone(), fx.audit.clone())
-            .unwrap();
-        let mut start = None;
-        loop {
-            let page = maintenance.export_page(start.as_deref(), CEILING).unwrap().unwrap();
-            items.extend(page.items);
-            match page.next {
-                Some(next) => start = Some(next),
-                None => break,
-            }
-        }
-        drop(maintenance);
-        let imported = versions(&mut open_as(&fx, "alice"), "user.mood", 10).unwrap();
+        let items = export_all(&mut odd_clock_domain(&fx, "alice", Mode::Maintenance));
+        let imported = versions(&mut odd_clock_domain(&fx, "alice", Mode::Online), "user.mood", 10).unwrap();
         let latest = imported.iter().map(|v| v.created_at).max().unwrap();
 
         let target = fx.another();
-        let mut into = engram_with_odd_clock()
-            .open("alice", Mode::Maintenance, target.backend.clone(), target.audit.clone())
-            .unwrap();
+        let mut into = odd_clock_domain(&target, "alice", Mode::Maintenance);
         assert_eq!(into.import(&items).unwrap().unwrap() as usize, items.len());
         drop(into);
         // A clock far behind the imported versions.
         ODD_CLOCK.with(|clock| clock.set((1_000, 0)));
-        let mut alice = engram_with_odd_clock()
-            .open("alice", Mode::Online, target.backend.clone(), target.audit.clone())
-            .unwrap();
+        let mut alice = odd_clock_domain(&target, "alice", Mode::Online);
         accept(&mut alice, "after", fact("user.city", "Porto"));
         let city = versions(&mut alice, "user.city", 10).unwrap();
         assert!(city[0].created_at > latest, "{} after {latest}", city[0].created_at);
@@ -374,11 +361,4 @@ backend_test! {
         assert_eq!(mood[1].superseded_at, Some(mood[0].created_at));
         assert!(mood[0].created_at > city[0].created_at);
     }
-}
-
-/// `agent`'s domain over the fixture's store, with the odd clock.
-fn open_as(fx: &Fixture, agent: &str) -> Domain {
-    engram_with_odd_clock()
-        .open(agent, Mode::Online, fx.backend.clone(), fx.audit.clone())
-        .unwrap()
 }

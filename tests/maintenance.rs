@@ -111,23 +111,6 @@ fn domain_pairs(fx: &Fixture, agent: &str) -> Vec<Pair> {
         .collect()
 }
 
-fn export_all(domain: &mut Domain) -> Vec<ExportedItem> {
-    let mut items = Vec::new();
-    let mut start = None;
-    loop {
-        let page = domain
-            .export_page(start.as_deref(), CEILING)
-            .unwrap()
-            .unwrap();
-        assert!(page.items.len() <= CEILING as usize);
-        items.extend(page.items);
-        match page.next {
-            Some(next) => start = Some(next),
-            None => return items,
-        }
-    }
-}
-
 fn forget(fx: &Fixture, agent: &str) -> u64 {
     engram::maintenance::forget(fx.backend.clone(), fx.audit.as_ref(), agent, 1, &mut |_| {})
         .unwrap()

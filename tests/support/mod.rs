@@ -598,3 +598,22 @@ pub fn timestamp_of(record: &StoredRecord) -> i64 {
         StoredRecord::State(s) => s.state.timestamp,
     }
 }
+
+/// Every item of a maintenance export of the domain, page by page (each
+/// page within the read ceiling).
+pub fn export_all(domain: &mut Domain) -> Vec<engram::export::ExportedItem> {
+    let mut items = Vec::new();
+    let mut start = None;
+    loop {
+        let page = domain
+            .export_page(start.as_deref(), CEILING)
+            .unwrap()
+            .unwrap();
+        assert!(page.items.len() <= CEILING as usize);
+        items.extend(page.items);
+        match page.next {
+            Some(next) => start = Some(next),
+            None => return items,
+        }
+    }
+}

@@ -128,10 +128,13 @@ export class SqliteBackend {
 
   /** @param {Uint8Array} key */
   get(key) {
-    return this.#use(() => {
-      const row = this.statements.get.get(key);
-      return row === undefined ? undefined : bytes(row.value);
-    });
+    return this.#use(() => this.#get(key));
+  }
+
+  /** @param {Uint8Array} key */
+  #get(key) {
+    const row = this.statements.get.get(key);
+    return row === undefined ? undefined : bytes(row.value);
   }
 
   /** @param {Uint8Array[]} keys */
@@ -139,7 +142,7 @@ export class SqliteBackend {
     return this.#use(() => {
       this.db.exec('BEGIN');
       try {
-        return keys.map((key) => this.get(key));
+        return keys.map((key) => this.#get(key));
       } finally {
         this.db.exec('COMMIT');
       }
@@ -191,7 +194,7 @@ export class SqliteBackend {
         statements.setMoved.run(0);
       }
       for (const p of preconditions) {
-        const held = this.get(p.key);
+        const held = this.#get(p.key);
         if (p.type === 'absent' ? held !== undefined : !sameBytes(held, p.value)) {
           db.exec('ROLLBACK');
           return false;

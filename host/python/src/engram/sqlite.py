@@ -126,7 +126,7 @@ class SqliteStore:
         retried = False
         while True:
             try:
-                self._conn = self._open(synchronous)
+                self._conn = self._open()
                 break
             except _Busy as busy:
                 if time.monotonic() >= deadline:
@@ -219,7 +219,7 @@ class SqliteStore:
                 conn.execute("ROLLBACK")
             raise self._failed(doing, error) from None
 
-    def _open(self, synchronous: str) -> sqlite3.Connection:
+    def _open(self) -> sqlite3.Connection:
         try:
             conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=self._busy_timeout)
         except sqlite3.Error as error:
@@ -271,8 +271,7 @@ class SqliteStore:
                     f"{self.path}: the switch to the WAL journal did not reach the disk "
                     "(a read or write of the file failed); check the disk"
                 )
-            conn.execute(f"PRAGMA synchronous = {synchronous}")
-            conn.execute("PRAGMA wal_autocheckpoint = 4096")
+            self._durability(conn)
             return conn
         except BaseException:
             conn.close()
@@ -352,25 +351,30 @@ class SqliteStore:
             self._conn.close()
         try:
             conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=self._busy_timeout)
-            conn.execute(f"PRAGMA synchronous = {self._synchronous}")
-            conn.execute("PRAGMA wal_autocheckpoint = 4096")
+            self._durability(conn)
         except sqlite3.Error as error:
             raise StoreError(f"{self.path}: cannot open the store again after a failure: {error}") from None
         self._conn = conn
         self._broken = False
 
+    def _durability(self, conn: sqlite3.Connection) -> None:
+        """The connection's durability settings, as every host's:
+        ``synchronous`` as asked, and a checkpoint every 4,096 pages instead
+        of SQLite's 1,000."""
+        conn.execute(f"PRAGMA synchronous = {self._synchronous}")
+        conn.execute("PRAGMA wal_autocheckpoint = 4096")
+
     # -- the backend -------------------------------------------------------
 
     def get(self, key: bytes) -> bytes | None:
         with self._connection() as conn:
-            row = conn.execute("SELECT value FROM engram_kv WHERE key = ?", (key,)).fetchone()
-            return None if row is None else bytes(row[0])
+            return _get(conn, key)
 
     def get_many(self, keys: Sequence[bytes]) -> list[bytes | None]:
         with self._connection() as conn:
             conn.execute("BEGIN")
             try:
-                return [self.get(key) for key in keys]
+                return [_get(conn, key) for key in keys]
             finally:
                 conn.execute("COMMIT")
 
@@ -539,6 +543,11 @@ class SqliteStore:
 
     def __exit__(self, *_: Any) -> None:
         self.close()
+
+
+def _get(conn: sqlite3.Connection, key: bytes) -> bytes | None:
+    row = conn.execute("SELECT value FROM engram_kv WHERE key = ?", (key,)).fetchone()
+    return None if row is None else bytes(row[0])
 
 
 def _parse_line(line: bytes) -> AuditRow | None:
