@@ -165,6 +165,15 @@ fn call(step: &Value, dir: &Path) -> Call {
     if let Some(tier) = step["tier_ceiling"].as_str() {
         args.extend(["--tier-ceiling".into(), tier.into()]);
     }
+    if !step["expire_after"].is_null() {
+        args.extend([
+            "--expire-after".into(),
+            format!("{}ms", text(step, "expire_after")),
+        ]);
+    }
+    if !step["now"].is_null() {
+        args.extend(["--now".into(), text(step, "now")]);
+    }
     let optional = |args: &mut Vec<String>, field: &str, flag: &str| {
         if !step[field].is_null() {
             args.extend([flag.to_string(), text(step, field)]);
@@ -280,6 +289,10 @@ fn call(step: &Value, dir: &Path) -> Call {
         }
         "forget" => {
             args.extend(["maintenance".into(), "forget".into()]);
+            args.extend(agent());
+        }
+        "expire" => {
+            args.extend(["maintenance".into(), "expire".into()]);
             args.extend(agent());
         }
         other => panic!("unknown op {other:?}"),

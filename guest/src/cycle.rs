@@ -16,7 +16,7 @@ use crate::exports::engram::memory::cycle::{
     SummarizeInput, Summarized, TurnInput,
 };
 use crate::writer::{self, Write, Written};
-use crate::{Engine, Stored, keys, load, validate};
+use crate::{Engine, Stored, expired, get, keys, load_with, validate};
 use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
 
@@ -443,15 +443,21 @@ fn gather_and_rank(
     let (ids, gathered) = gather(keywords)?;
     let mut candidates = Vec::with_capacity(ids.len());
     for id in &ids {
-        match load(id).map_err(storage)? {
-            Some(Stored::Event {
-                id,
-                event:
-                    Event {
-                        timestamp,
-                        payload: EventPayload::Ingested(memory),
-                    },
-            }) => candidates.push(Candidate {
+        match load_with(id, get).map_err(storage)? {
+            // An expired memory is no candidate: its index entries wait
+            // for maintenance to remove them.
+            Some((_, expires_at)) if expired(expires_at) => {}
+            Some((
+                Stored::Event {
+                    id,
+                    event:
+                        Event {
+                            timestamp,
+                            payload: EventPayload::Ingested(memory),
+                        },
+                },
+                _,
+            )) => candidates.push(Candidate {
                 id,
                 summary: memory.summary,
                 keywords: memory.keywords,

@@ -16,6 +16,7 @@
 //! | `O` | from entity (2+n), type (2+n), fact key   | id of the current relation  |
 //! | `N` | to entity (2+n), type (2+n), fact key     | id of the current relation  |
 //! | `P` | fact key                                  | the key's privacy tier (1)  |
+//! | `X` | expiry time (8), sequence (8)             | id of a record that expires |
 //!
 //! A fact key with no `P` entry is public.
 //!
@@ -39,6 +40,11 @@
 //! EVENT (its id, then the `event` as written), 2 a STATE (`stored-state`);
 //! the types and their field order are the WIT's. A change to any of them
 //! is a new format byte, and the old one stays readable.
+//!
+//! A record that expires (`domain.expire-after`) is kept as format `3`:
+//! its expiry time (a zigzag varint), then the record as format `2` holds
+//! it. One that does not is written as format `2`, as before expiry was
+//! kept.
 
 /// The key of the domain's sequence counter.
 pub const SEQ: &[u8] = b"Mseq";
@@ -57,6 +63,7 @@ const KEYWORD: u8 = b'W';
 const VERSION: u8 = b'V';
 const ENTITY_TYPE: u8 = b'Y';
 const TIER: u8 = b'P';
+const EXPIRY: u8 = b'X';
 /// The edge-index tag of outgoing relationships.
 pub const OUTGOING: u8 = b'O';
 /// The edge-index tag of incoming relationships.
@@ -183,6 +190,32 @@ fn keyword_prefix(keyword: &str) -> Vec<u8> {
     key
 }
 
+/// The expiry-index entry of a record that expires at `at`.
+pub fn expiry(at: i64, seq: u64) -> Vec<u8> {
+    let mut key = Vec::with_capacity(17);
+    key.push(EXPIRY);
+    key.extend_from_slice(&encode_timestamp(at));
+    key.extend_from_slice(&seq.to_be_bytes());
+    key
+}
+
+/// The range `start..end` of the expiry-index entries of records whose
+/// expiry is at or before `now`, earliest first.
+pub fn expired_range(now: i64) -> (Vec<u8>, Vec<u8>) {
+    let last = [&[EXPIRY][..], &encode_timestamp(now)].concat();
+    (vec![EXPIRY], successor(&last))
+}
+
+/// The sequence number of an expiry-index entry.
+pub fn expiry_seq(key: &[u8]) -> Option<u64> {
+    match key {
+        [EXPIRY, rest @ ..] if rest.len() == 16 => {
+            <[u8; 8]>::try_from(&rest[8..]).ok().map(u64::from_be_bytes)
+        }
+        _ => None,
+    }
+}
+
 /// Maps a timestamp to 8 bytes whose bytewise order is numeric order.
 pub fn encode_timestamp(ts: i64) -> [u8; 8] {
     ((ts as u64) ^ (1 << 63)).to_be_bytes()
@@ -302,6 +335,19 @@ mod tests {
         let key = time(EVENT, i64::MAX, u64::MAX);
         assert!(key >= start && key < end);
         assert!(time(STATE, i64::MIN, 0) >= end);
+    }
+
+    #[test]
+    fn the_expired_range_holds_what_expired_by_now_and_nothing_later() {
+        let (start, end) = expired_range(100);
+        for (at, inside) in [(i64::MIN, true), (99, true), (100, true), (101, false)] {
+            for seq in [0, 1, u64::MAX] {
+                let key = expiry(at, seq);
+                assert_eq!(key >= start && key < end, inside, "at {at} seq {seq}");
+                assert_eq!(expiry_seq(&key), Some(seq));
+            }
+        }
+        assert!(time(EVENT, 0, 0) < start);
     }
 
     #[test]

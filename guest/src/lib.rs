@@ -39,6 +39,9 @@ use writer::{Write, Written};
 const FORMAT: u8 = 2;
 /// The first encoding: JSON text. Read, never written.
 const FORMAT_JSON: u8 = 1;
+/// A record that expires: its expiry time, then the record as [`FORMAT`]
+/// holds it.
+const FORMAT_EXPIRING: u8 = 3;
 
 struct Engine;
 
@@ -404,8 +407,8 @@ fn load_range(
                 let Some(bytes) = bytes else {
                     return Err(format!("index entry for {id} points nowhere").into());
                 };
-                let record = decode(&bytes)?;
-                if shown(&record)? {
+                let (record, expires_at) = decode_record(&bytes)?;
+                if shown(&record, expires_at)? {
                     answer.take(bytes.len())?;
                     records.push(record);
                 }
@@ -451,10 +454,14 @@ fn key_tier(
     }
 }
 
-/// Whether the reader may see `record` (MT-1): a FACT whose key's tier is
-/// above the ceiling is withheld, and so is a relationship that joins an
-/// entity whose key is.
-fn shown(record: &Stored) -> Result<bool, String> {
+/// Whether the reader may see `record`: not once it has expired
+/// (`domain.expire-after`); and a FACT whose key's tier is above the
+/// ceiling is withheld, and so is a relationship that joins an entity whose
+/// key is (MT-1).
+fn shown(record: &Stored, expires_at: Option<i64>) -> Result<bool, String> {
+    if expired(expires_at) {
+        return Ok(false);
+    }
     let Stored::Fact(fact) = record else {
         return Ok(true);
     };
@@ -498,22 +505,52 @@ fn id_text(bytes: Vec<u8>) -> Result<String, String> {
     String::from_utf8(bytes).map_err(|_| "an index entry is damaged".to_string())
 }
 
-/// Loads a record the reader may see (MT-1).
+/// Whether a record that expires at `expires_at` has expired: the host's
+/// time is at or after it. Asks the time only of a record that expires.
+fn expired(expires_at: Option<i64>) -> bool {
+    expires_at.is_some_and(|at| domain::now() >= at)
+}
+
+/// Loads a record the reader may see (MT-1) and that has not expired.
 fn load(id: &str) -> Result<Option<Stored>, String> {
     match load_with(id, get)? {
-        Some(record) if shown(&record)? => Ok(Some(record)),
+        Some((record, expires_at)) if shown(&record, expires_at)? => Ok(Some(record)),
         _ => Ok(None),
     }
 }
 
-/// Loads a record through `get`, which may see changes not yet committed.
+/// Loads a record and its expiry through `get`, which may see changes not
+/// yet committed; expired or not.
 fn load_with(
     id: &str,
     get: impl Fn(&[u8]) -> Result<Option<Vec<u8>>, String>,
-) -> Result<Option<Stored>, String> {
+) -> Result<Option<(Stored, Option<i64>)>, String> {
     get(&keys::record(id))?
-        .map(|bytes| decode(&bytes))
+        .map(|bytes| decode_record(&bytes))
         .transpose()
+}
+
+/// A record's stored value: [`FORMAT`] when it does not expire, so a
+/// record is kept as before expiry was; [`FORMAT_EXPIRING`] when it does.
+fn encode_record(record: &Stored, expires_at: Option<i64>) -> Vec<u8> {
+    match expires_at {
+        None => encode(record),
+        // Serializing these plain data types into a vector cannot fail.
+        Some(at) => postcard::to_extend(&(at, record), vec![FORMAT_EXPIRING])
+            .expect("stored values serialize"),
+    }
+}
+
+/// A record and its expiry, from its stored value.
+fn decode_record(bytes: &[u8]) -> Result<(Stored, Option<i64>), String> {
+    match bytes.split_first() {
+        Some((&FORMAT_EXPIRING, body)) => match postcard::take_from_bytes(body) {
+            Ok(((at, record), [])) => Ok((record, Some(at))),
+            Ok(_) => Err("a stored value is damaged: bytes after its end".into()),
+            Err(e) => Err(format!("a stored value is damaged: {e}")),
+        },
+        _ => Ok((decode(bytes)?, None)),
+    }
 }
 
 fn get(key: &[u8]) -> Result<Option<Vec<u8>>, String> {

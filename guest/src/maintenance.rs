@@ -5,14 +5,16 @@ use crate::engram::memory::audit::{self, Operation, Outcome};
 use crate::engram::memory::domain::{self, AccessMode};
 use crate::engram::memory::persistence::{self, Direction, Entry, Precondition, StorageError};
 use crate::engram::memory::types::{
-    MemoryRecord, SourceActor, SourceComponent, StoredFact, StoredState, WriteSource,
+    MemoryRecord, RecordType, SourceActor, SourceComponent, StoredFact, StoredState, WriteSource,
 };
 use crate::exports::engram::memory::maintenance::{
     ExportPage, ExportedItem, ExportedRecord, ExportedRequest, Guest, MaintenanceError,
 };
 use crate::keys::{self, Exported};
 use crate::writer::{Batch, Clock, Idempotency, decode_seq, fact_indexes, timed_indexes};
-use crate::{Engine, Stored, decode, encode, get, load_with, storage, tier_rank, validate};
+use crate::{
+    Engine, Stored, decode, encode, encode_record, get, load_with, storage, tier_rank, validate,
+};
 
 impl Guest for Engine {
     fn export(start: Option<Vec<u8>>, limit: u32) -> Result<ExportPage, MaintenanceError> {
@@ -40,6 +42,36 @@ impl Guest for Engine {
         }
         answer.map(|(n, _)| n).map_err(|(error, _)| error)
     }
+
+    fn expire(limit: u32) -> Result<u32, MaintenanceError> {
+        // Records removed are audited in their commit, one entry each.
+        let answer = in_maintenance().and_then(|()| expire(limit));
+        let outcome = match &answer {
+            Ok(0) => Some(Outcome::Applied(0)),
+            Ok(_) => None,
+            Err((_, reason)) => Some(Outcome::Failed(reason.clone())),
+        };
+        if let Some(outcome) = outcome {
+            audit::append(&expire_entry(None, outcome));
+        }
+        answer.map_err(|(error, _)| error)
+    }
+}
+
+/// The audit entry of an expiry: of one record removed, or of a call that
+/// removed none.
+fn expire_entry(record_type: Option<RecordType>, outcome: Outcome) -> audit::Entry {
+    audit::Entry {
+        request_id: "maintenance-expire".into(),
+        operation: Operation::Expire,
+        source: Some(WriteSource {
+            agent_id: domain::agent(),
+            component: SourceComponent::Maintenance,
+            actor: SourceActor::System,
+        }),
+        record_type,
+        outcome,
+    }
 }
 
 /// The audit entry of an import.
@@ -65,7 +97,7 @@ fn in_maintenance() -> Result<(), Refusal> {
         AccessMode::Maintenance => Ok(()),
         AccessMode::Online => Err((
             MaintenanceError::NotInMaintenance,
-            "export and import need a domain opened for maintenance (IO-W7)".into(),
+            "export, import and expire need a domain opened for maintenance (IO-W7)".into(),
         )),
     }
 }
@@ -78,7 +110,8 @@ fn invalid(reason: String) -> Refusal {
     (MaintenanceError::InvalidItem(reason.clone()), reason)
 }
 
-fn export(start: Vec<u8>, limit: u32) -> Result<ExportPage, Refusal> {
+/// Checks a maintenance call's limit against the host's ceiling (IO-G6).
+fn bounded(limit: u32) -> Result<u32, Refusal> {
     let ceiling = domain::read_limit_ceiling().max(1);
     if limit == 0 || limit > ceiling {
         return Err((
@@ -86,6 +119,11 @@ fn export(start: Vec<u8>, limit: u32) -> Result<ExportPage, Refusal> {
             format!("limit {limit} is outside 1..={ceiling}"),
         ));
     }
+    Ok(limit)
+}
+
+fn export(start: Vec<u8>, limit: u32) -> Result<ExportPage, Refusal> {
+    let limit = bounded(limit)?;
     let mut items = Vec::new();
     for (from, end) in keys::export_ranges() {
         if start >= end {
@@ -134,26 +172,29 @@ fn item(entry: Entry) -> Result<ExportedItem, String> {
         Exported::Time(seq) | Exported::Version(seq) => {
             let id = id()?;
             let record = match load_with(&id, get)? {
-                Some(Stored::Fact(fact)) => ExportedRecord {
+                Some((Stored::Fact(fact), expires_at)) => ExportedRecord {
                     id,
                     seq,
                     record: MemoryRecord::Fact(fact.fact),
                     created_at: Some(fact.created_at),
                     superseded_at: fact.superseded_at,
+                    expires_at,
                 },
-                Some(Stored::Event { id, event }) => ExportedRecord {
+                Some((Stored::Event { id, event }, expires_at)) => ExportedRecord {
                     id,
                     seq,
                     record: MemoryRecord::Event(event),
                     created_at: None,
                     superseded_at: None,
+                    expires_at,
                 },
-                Some(Stored::State(state)) => ExportedRecord {
+                Some((Stored::State(state), expires_at)) => ExportedRecord {
                     id,
                     seq,
                     record: MemoryRecord::State(state.state),
                     created_at: None,
                     superseded_at: None,
+                    expires_at,
                 },
                 None => return Err(format!("index entry for {id} points nowhere")),
             };
@@ -242,7 +283,7 @@ fn import_record(batch: &mut Batch, exported: &ExportedRecord) -> Result<bool, S
         }),
         _ => return Err(format!("only a FACT has transaction times ({id})")),
     };
-    let value = encode(&stored);
+    let value = encode_record(&stored, exported.expires_at);
     match batch.get(&keys::record(id))? {
         Some(held) if held == value => return Ok(false),
         Some(_) => return Err(format!("record {id} is held with other content")),
@@ -269,8 +310,90 @@ fn import_record(batch: &mut Batch, exported: &ExportedRecord) -> Result<bool, S
             }
         }
     }
+    if let Some(at) = exported.expires_at {
+        batch.put(keys::expiry(at, exported.seq), owned);
+    }
     batch.put(keys::record(id), value);
     Ok(true)
+}
+
+/// Removes at most `limit` expired records from every index, in one commit
+/// carrying an audit entry for each; answers how many.
+fn expire(limit: u32) -> Result<u32, Refusal> {
+    let limit = bounded(limit)?;
+    let (start, end) = keys::expired_range(domain::now());
+    let entries = persistence::scan(&start, &end, limit, Direction::Ascending)
+        .map_err(|e| fault(storage(e)))?;
+    let mut batch = Batch::default();
+    let mut trail = Vec::with_capacity(entries.len());
+    // The versions each FACT key loses, to find a key left with none.
+    let mut keys_left: Vec<(String, u32)> = Vec::new();
+    for entry in entries {
+        let damaged = || fault(format!("an expiry-index entry is damaged: {:?}", entry.key));
+        let seq = keys::expiry_seq(&entry.key).ok_or_else(damaged)?;
+        let id = String::from_utf8(entry.value.clone()).map_err(|_| damaged())?;
+        let Some((record, _)) = load_with(&id, |k| batch.get(k)).map_err(fault)? else {
+            return Err(fault(format!("expiry-index entry for {id} points nowhere")));
+        };
+        match &record {
+            Stored::Fact(fact) => {
+                let key = &fact.fact.key;
+                batch.delete(keys::version(key, seq));
+                let key_entry = keys::fact_key(key);
+                // The lookup indexes follow the current version only.
+                if batch.get(&key_entry).map_err(fault)?.as_deref() == Some(id.as_bytes()) {
+                    batch.delete(key_entry);
+                    for index in fact_indexes(key, &fact.fact.payload) {
+                        batch.delete(index);
+                    }
+                }
+                match keys_left.iter_mut().find(|(k, _)| k == key) {
+                    Some((_, lost)) => *lost += 1,
+                    None => keys_left.push((key.clone(), 1)),
+                }
+            }
+            Stored::Event { event, .. } => {
+                for index in timed_indexes(&MemoryRecord::Event(event.clone()), seq) {
+                    batch.delete(index);
+                }
+            }
+            Stored::State(state) => {
+                for index in timed_indexes(&MemoryRecord::State(state.state.clone()), seq) {
+                    batch.delete(index);
+                }
+            }
+        }
+        batch.preconditions.push(Precondition::Holds(entry.clone()));
+        batch.delete(entry.key);
+        batch.delete(keys::record(&id));
+        trail.push(expire_entry(
+            Some(record.record_type()),
+            Outcome::Expired(id),
+        ));
+    }
+    // A key with no version left keeps nothing, not even its tier.
+    for (key, lost) in keys_left {
+        let (from, to) = keys::version_range(&key);
+        let versions = persistence::scan(&from, &to, lost + 1, Direction::Ascending)
+            .map_err(|e| fault(storage(e)))?;
+        let mut left = false;
+        for version in versions {
+            left |= batch.get(&version.key).map_err(fault)?.is_some();
+        }
+        if !left {
+            batch.delete(keys::tier(&key));
+        }
+    }
+    if trail.is_empty() {
+        return Ok(0);
+    }
+    match persistence::commit(&batch.preconditions, &batch.ops, &trail) {
+        Ok(()) => Ok(trail.len() as u32),
+        Err(StorageError::Conflict) => Err(fault(
+            "the domain changed during the expiry; nothing was removed".into(),
+        )),
+        Err(StorageError::Unavailable(why)) => Err(fault(format!("storage unavailable: {why}"))),
+    }
 }
 
 fn import_request(batch: &mut Batch, request: &ExportedRequest) -> Result<bool, String> {

@@ -9,7 +9,7 @@ use crate::engram::memory::types::{
     EntityType, EventPayload, FactPayload, MemoryRecord, SourceActor, SourceComponent, StoredFact,
     StoredState, WriteSource,
 };
-use crate::{Stored, decode, encode, get, keys, load_with};
+use crate::{Stored, decode, encode, encode_record, get, keys, load_with};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 
@@ -91,7 +91,7 @@ impl Batch {
         self.ops.push(Op::Put(Entry { key, value }));
     }
 
-    fn delete(&mut self, key: Vec<u8>) {
+    pub fn delete(&mut self, key: Vec<u8>) {
         self.overlay.insert(key.clone(), None);
         self.ops.push(Op::Delete(key));
     }
@@ -132,6 +132,8 @@ fn try_write_all(
     };
     let mut seq = first_seq;
     let mut written = Vec::with_capacity(writes.len());
+    // How long the host keeps what this batch stores, asked once.
+    let mut expire_after = None;
     for write in writes {
         let idempotency_key = keys::idempotency(write.request_id);
         if let Some(bytes) = batch.get(&idempotency_key)? {
@@ -152,7 +154,8 @@ fn try_write_all(
             actor: write.source.actor,
         };
         batch.put(idempotency_key, encode(&entry));
-        lay_out(&mut batch, write.record, &id, seq, &mut clock)?;
+        let expire_after = *expire_after.get_or_insert_with(domain::expire_after);
+        lay_out(&mut batch, write.record, &id, seq, &mut clock, expire_after)?;
         written.push(Written::New(id));
     }
     clock.keep(&mut batch);
@@ -285,14 +288,23 @@ fn decode_clock(value: Option<Vec<u8>>) -> Result<Option<i64>, String> {
 }
 
 /// Adds a new record, its indexes and, for a FACT, the closing of the
-/// version it supersedes.
+/// version it supersedes; a record kept `expire_after` milliseconds only
+/// gets its expiry and an expiry-index entry.
 fn lay_out(
     batch: &mut Batch,
     record: &MemoryRecord,
     id: &str,
     seq: u64,
     clock: &mut Clock,
+    expire_after: Option<u64>,
 ) -> Result<(), String> {
+    // A FACT expires counting from its transaction time, an EVENT or STATE
+    // from the host's time of writing.
+    let expiry = |written_at: i64| {
+        expire_after
+            .map(|after| written_at.saturating_add(i64::try_from(after).unwrap_or(i64::MAX)))
+    };
+    let expires_at;
     let stored = match record.clone() {
         MemoryRecord::Fact(fact) => {
             let key_entry = keys::fact_key(&fact.key);
@@ -319,7 +331,8 @@ fn lay_out(
                 // stays readable by id.
                 let current_id = String::from_utf8(current)
                     .map_err(|_| "a fact-key index entry is damaged".to_string())?;
-                let Some(Stored::Fact(mut previous)) = load_with(&current_id, |k| batch.get(k))?
+                let Some((Stored::Fact(mut previous), previous_expiry)) =
+                    load_with(&current_id, |k| batch.get(k))?
                 else {
                     return Err("a fact-key index entry points nowhere".into());
                 };
@@ -331,7 +344,10 @@ fn lay_out(
                     batch.delete(entry);
                 }
                 previous.superseded_at = Some(now);
-                batch.put(keys::record(&current_id), encode(&Stored::Fact(previous)));
+                batch.put(
+                    keys::record(&current_id),
+                    encode_record(&Stored::Fact(previous), previous_expiry),
+                );
             } else {
                 now = clock.tick(batch, None)?;
             }
@@ -340,6 +356,7 @@ fn lay_out(
             }
             batch.put(key_entry, id.as_bytes().to_vec());
             batch.put(keys::version(&fact.key, seq), id.as_bytes().to_vec());
+            expires_at = expiry(now);
             Stored::Fact(StoredFact {
                 id: id.to_owned(),
                 created_at: now,
@@ -351,6 +368,7 @@ fn lay_out(
             for entry in timed_indexes(record, seq) {
                 batch.put(entry, id.as_bytes().to_vec());
             }
+            expires_at = expire_after.and_then(|_| expiry(domain::now()));
             Stored::Event {
                 id: id.to_owned(),
                 event,
@@ -360,13 +378,17 @@ fn lay_out(
             for entry in timed_indexes(record, seq) {
                 batch.put(entry, id.as_bytes().to_vec());
             }
+            expires_at = expire_after.and_then(|_| expiry(domain::now()));
             Stored::State(StoredState {
                 id: id.to_owned(),
                 state,
             })
         }
     };
-    batch.put(keys::record(id), encode(&stored));
+    if let Some(at) = expires_at {
+        batch.put(keys::expiry(at, seq), id.as_bytes().to_vec());
+    }
+    batch.put(keys::record(id), encode_record(&stored, expires_at));
     Ok(())
 }
 
@@ -380,11 +402,14 @@ fn replay(write: &Write<'_>, entry: Idempotency, batch: &Batch) -> Result<Writte
     if entry.component != write.source.component || entry.actor != write.source.actor {
         return reused();
     }
+    // Records go only by expiring (a forget takes the entry with them).
+    let gone = || Err("the record request_id stored has expired (IO-W2)".to_string());
     let stored = match load_with(&entry.stored_id, |k| batch.get(k))? {
-        Some(Stored::Fact(stored)) => MemoryRecord::Fact(stored.fact),
-        Some(Stored::Event { event, .. }) => MemoryRecord::Event(event),
-        Some(Stored::State(stored)) => MemoryRecord::State(stored.state),
-        None => return Err("an idempotency entry points nowhere".into()),
+        Some((_, expires_at)) if crate::expired(expires_at) => return gone(),
+        Some((Stored::Fact(stored), _)) => MemoryRecord::Fact(stored.fact),
+        Some((Stored::Event { event, .. }, _)) => MemoryRecord::Event(event),
+        Some((Stored::State(stored), _)) => MemoryRecord::State(stored.state),
+        None => return gone(),
     };
     let same = match (&stored, write.record) {
         // A cycle's memory carries the time of the attempt that wrote it.
@@ -485,7 +510,7 @@ fn version_tier(batch: &Batch, payload: &FactPayload) -> Result<u8, String> {
         if !keys::is_record_id(name) {
             continue;
         }
-        if let Some(Stored::Fact(fact)) = load_with(name, |k| batch.get(k))? {
+        if let Some((Stored::Fact(fact), _)) = load_with(name, |k| batch.get(k))? {
             tier = tier.max(crate::key_tier(&fact.fact.key, |k| batch.get(k))?);
         }
     }

@@ -20,11 +20,11 @@ export interface AuditRow {
   at: number;
   agent_id: string;
   request_id: string;
-  operation: 'WRITE' | 'READ' | 'EXPORT' | 'IMPORT' | 'FORGET' | string;
+  operation: 'WRITE' | 'READ' | 'EXPORT' | 'IMPORT' | 'FORGET' | 'EXPIRE' | string;
   /** JSON text `{"agent_id","component","actor"}`, or null. */
   source: string | null;
   record_type: 'FACT' | 'EVENT' | 'STATE' | null;
-  outcome: 'ACCEPTED' | 'REPLAYED' | 'REJECTED' | 'RETURNED' | 'FAILED' | 'APPLIED' | string;
+  outcome: 'ACCEPTED' | 'REPLAYED' | 'REJECTED' | 'RETURNED' | 'FAILED' | 'APPLIED' | 'EXPIRED' | string;
   stored_id: string | null;
   count: number | null;
   reason: string | null;
@@ -115,6 +115,8 @@ export interface OpenOptions {
   ranker?: Ranker;
   limits?: Partial<Limits>;
   clock?: () => number;
+  /** Keep what this domain writes for this many ms only; kept until removed otherwise when absent. */
+  expireAfterMs?: number;
   sqlite?: SqliteOptions;
   /** The input's name in input errors; `request` by default. */
   input?: string;
@@ -165,6 +167,7 @@ export class Domain implements Disposable {
   audit(query?: Omit<AuditQuery, 'agent'>): Json[];
   export(): Array<{ agent_id: string; item: Json }>;
   import(lines: Array<{ agent_id: string; item: Json } | object | string>): { agent_id: string; items: number; new: number };
+  expire(): { agent_id: string; expired: number };
   forget(): { agent_id: string; removed: number };
   close(): void;
   [Symbol.dispose](): void;
@@ -198,6 +201,10 @@ export function importStore(
   lines: Array<{ agent_id: string; item: Json }>,
   options?: OpenOptions,
 ): Promise<Array<{ agent_id: string; items: number; new: number }>>;
+export function expireStore(
+  store: Backend | string,
+  options?: { agents?: string[] } & OpenOptions,
+): Promise<Array<{ agent_id: string; expired: number }>>;
 export function domains(store: Backend | string, options?: OpenOptions): Promise<string[]>;
 export function forget(
   store: Backend | string,

@@ -6,6 +6,7 @@
 pub mod javascript;
 
 use engram::backend::{Order, Pair, Precondition, StoreError};
+use engram::graph::PutRequest;
 use engram::io::{
     ById, ByKey, ByTimeRange, Latest, Limit, ReadError, ReadRequest, ReadSelector, WriteRequest,
     WriteResult,
@@ -435,6 +436,103 @@ impl Backend for Faulty {
 }
 
 // ---- builders ----------------------------------------------------------------
+
+/// Writes `n` rounds of every kind of record into `agent`'s domain: events
+/// of both kinds, states, semantic memories of every tier (three versions
+/// per key), procedural rules, entities and relationships.
+pub fn populate(domain: &mut Domain, n: usize) {
+    let agent = domain.agent_id().to_owned();
+    for i in 0..n {
+        accept(
+            domain,
+            &format!("i{i}"),
+            ingested(i as i64, "flight to paris"),
+        );
+        accept(domain, &format!("e{i}"), episode(i as i64, "booking"));
+        accept(domain, &format!("s{i}"), state(i as i64, "mission.current"));
+        let mut memory = semantic(&format!("note {i}"));
+        memory.privacy_tier = [
+            PrivacyTier::Public,
+            PrivacyTier::Sensitive,
+            PrivacyTier::Private,
+        ][(i / 3) % 3];
+        accept(
+            domain,
+            &format!("f{i}"),
+            MemoryRecord::Fact(Fact {
+                key: format!("notes.k{}", i / 3),
+                payload: FactPayload::Semantic(memory),
+            }),
+        );
+        accept(
+            domain,
+            &format!("p{i}"),
+            MemoryRecord::Fact(Fact {
+                key: format!("rules.r{}", i % 7),
+                payload: FactPayload::Procedural(ProceduralRule {
+                    agent_type: "travel".into(),
+                    rule: format!("rule {i}"),
+                    derived_from: vec![],
+                    confidence: 0.5,
+                    last_validated: i as i64,
+                    override_count: 0,
+                }),
+            }),
+        );
+        let put = |domain: &mut Domain, namespace: &str, id: String, value: FactPayload| {
+            let request = PutRequest {
+                namespace: vec![namespace.into(), agent.clone()],
+                id: id.clone(),
+                value,
+                source: source(&agent),
+                request_id: format!("put-{namespace}-{id}-{i}"),
+            };
+            let answer = domain.put(&request).unwrap();
+            assert!(
+                matches!(answer, WriteResult::Accepted(_)),
+                "{}",
+                request.request_id
+            );
+        };
+        put(
+            domain,
+            "entities",
+            format!("p{}", i % 50),
+            FactPayload::Entity(Entity {
+                name: format!("person {i}"),
+                entity_type: EntityType::Person,
+                properties: format!(r#"{{"seen":{i}}}"#),
+                first_seen: 0,
+                last_mentioned: i as i64,
+                mention_count: i as u64,
+                source_memories: vec![],
+            }),
+        );
+        put(
+            domain,
+            "relationships",
+            format!("r{}", i % 40),
+            FactPayload::Relationship(Relationship {
+                from_entity: format!("entities.{agent}.p{}", i % 50),
+                to_entity: format!("entities.{agent}.p{}", (i + 1) % 50),
+                relationship_type: "KNOWS".into(),
+                valid_at: i as i64,
+                invalid_at: None,
+                properties: "{}".into(),
+                source_memories: vec![],
+            }),
+        );
+    }
+}
+
+/// The pairs of one agent's domain, prefix included.
+pub fn domain_pairs(fx: &Fixture, agent: &str) -> Vec<Pair> {
+    let prefix = [&(agent.len() as u32).to_be_bytes()[..], agent.as_bytes()].concat();
+    fx.dump()
+        .into_iter()
+        .filter(|(key, _)| key.starts_with(&prefix))
+        .collect()
+}
 
 pub fn source(agent: &str) -> WriteSource {
     WriteSource {

@@ -28,7 +28,7 @@
  * @property {number} at ms since the Unix epoch, the host's clock
  * @property {string} agent_id
  * @property {string} request_id
- * @property {string} operation WRITE, READ, EXPORT, IMPORT or FORGET
+ * @property {string} operation WRITE, READ, EXPORT, IMPORT, FORGET or EXPIRE
  * @property {string|null} source the JSON text
  *   `{"agent_id":…,"component":…,"actor":…}`, or null
  * @property {string|null} record_type FACT, EVENT or STATE, or null

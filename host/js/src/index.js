@@ -113,6 +113,9 @@ async function storeOf(store, options) {
  * @property {Partial<Limits>} [limits] those left out have every host's
  *   defaults ({@link DEFAULT_LIMITS})
  * @property {() => number} [clock] ms since the epoch; `Date.now`
+ * @property {number} [expireAfterMs] keep what this domain writes for
+ *   that many milliseconds only: from then on no read answers it, and
+ *   `expire` removes it; kept until removed otherwise when absent
  * @property {import('./backends/sqlite.js').SqliteOptions} [sqlite] for a
  *   store given by path
  * @property {string} [input] the name of the input in input errors;
@@ -164,6 +167,7 @@ export async function open(agent, options = {}) {
       mode,
       tier_ceiling: options.tierCeiling ?? 'private',
       pid: Number.isInteger(globalThis.process?.pid) ? globalThis.process.pid : 0,
+      expire_after_ms: options.expireAfterMs ?? null,
       ...snakeCase(options.limits ?? {}),
     });
     const imports = componentImports({
@@ -549,6 +553,15 @@ export class Domain {
   }
 
   /**
+   * Removes every record of a domain opened for maintenance whose expiry
+   * has passed, from every index, each with an EXPIRE entry in the audit
+   * trail. Answers `{agent_id, expired}`.
+   */
+  expire() {
+    return { agent_id: this.agent, expired: Number(this._call((calls) => calls.expire(), undefined, true)) };
+  }
+
+  /**
    * Forgets this agent: removes every key of its domain under its
    * maintenance lock (this domain's own in maintenance mode, else taken
    * for the purpose) and audits it with the count. Answers
@@ -698,6 +711,32 @@ export async function exportStore(store, options = {}) {
       }
     }
     return lines;
+  } finally {
+    if (owned) backend.close();
+  }
+}
+
+/**
+ * Removes the records whose expiry has passed from domains of a store
+ * (every domain when `agents` is absent), each under its maintenance
+ * lock: one `{agent_id, expired}` per domain.
+ * @param {import('./backend.js').Backend|string} store
+ * @param {{agents?: string[]} & OpenOptions} [options]
+ * @returns {Promise<object[]>}
+ */
+export async function expireStore(store, options = {}) {
+  const { backend, owned } = await storeOf(store, options.sqlite);
+  try {
+    const answers = [];
+    for (const agent of options.agents ?? (await domains(backend, options))) {
+      const domain = await open(agent, { ...options, store: backend, mode: 'maintenance' });
+      try {
+        answers.push(domain.expire());
+      } finally {
+        domain.close();
+      }
+    }
+    return answers;
   } finally {
     if (owned) backend.close();
   }

@@ -1,7 +1,7 @@
 // A scenario host (test/scenarios.js) over the library itself, on one
 // store shared by every domain of the scenario.
 
-import { auditTrail, exportStore, forget, importStore, open } from '../src/index.js';
+import { auditTrail, expireStore, exportStore, forget, importStore, open } from '../src/index.js';
 
 /**
  * The host of one scenario run over `backend`: every call opens the
@@ -11,12 +11,17 @@ import { auditTrail, exportStore, forget, importStore, open } from '../src/index
  */
 export function libraryHost(backend) {
   const input = 'standard input';
+  // A line's `now` is the host's clock for its call (the CLI's --now).
+  let now;
+  const clock = () => now ?? Date.now();
   const withDomain = async (line, mode, f) => {
     const domain = await open(line.agent, {
       store: backend,
       mode,
       tierCeiling: line.tier_ceiling ?? 'private',
+      expireAfterMs: line.expire_after,
       input,
+      clock,
     });
     try {
       return await f(domain);
@@ -29,6 +34,7 @@ export function libraryHost(backend) {
     Object.fromEntries(names.filter((n) => line[n] !== undefined).map((n) => [n, line[n]]));
   return {
     async call(line) {
+      now = line.now;
       switch (line.op) {
         case 'write':
           return withDomain(line, 'online', (d) => list(d.write(line.request)));
@@ -66,11 +72,13 @@ export function libraryHost(backend) {
             limit: line.limit,
           });
         case 'export':
-          return exportStore(backend, { agents: line.agents });
+          return exportStore(backend, { agents: line.agents, clock });
         case 'import':
-          return importStore(backend, line.lines);
+          return importStore(backend, line.lines, { clock });
         case 'forget':
-          return [await forget(backend, line.agent)];
+          return [await forget(backend, line.agent, { clock })];
+        case 'expire':
+          return expireStore(backend, { agents: [line.agent], clock });
         case 'bad_input':
           return withDomain(line, 'online', (d) =>
             line.command === 'write'

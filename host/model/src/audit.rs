@@ -19,6 +19,8 @@ pub enum Operation {
     Import,
     /// A maintenance forget of a whole domain.
     Forget,
+    /// A maintenance expire: records whose expiry had passed removed.
+    Expire,
 }
 
 /// How an IO call ended.
@@ -35,8 +37,11 @@ pub enum Outcome {
     Returned,
     /// A read was refused; `reason` says why.
     Failed,
-    /// An import stored, or a forget removed, `count` entries.
+    /// An import stored, or a forget removed, `count` entries (an expire
+    /// that found nothing to remove: 0).
     Applied,
+    /// An expire removed the record `stored_id`, whose expiry had passed.
+    Expired,
 }
 
 /// One entry of the trail.

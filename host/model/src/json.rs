@@ -695,6 +695,9 @@ pub enum ExportItem {
         /// When a newer version closed it (FACT only).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         superseded_at: Option<i64>,
+        /// When it expires; absent when it is kept until removed otherwise.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        expires_at: Option<i64>,
         /// The record as written, keywords included; `properties` are the
         /// exact JSON text stored.
         record: Box<Record<String>>,

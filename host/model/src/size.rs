@@ -13,6 +13,42 @@ pub const IMPORT_BYTES: usize = 4 << 20;
 /// See [`IMPORT_BYTES`].
 pub const IMPORT_OPS: usize = 4_000;
 
+/// Records one expire commit removes at most: a record takes at most 132
+/// deletes (its record, its time or version entry, its expiry entry, and an
+/// ingested memory's 128 keyword entries or a current FACT's lookup
+/// entries and tier), so a commit stays well inside the hosts' default
+/// `max_batch_ops` of 10,000.
+pub const EXPIRE_BATCH: u32 = 64;
+
+/// Calls `expire` (a domain's `maintenance.expire`, given how many records
+/// to remove at most) until no expired record is left: how many went. A
+/// host whose read-limit ceiling is below [`EXPIRE_BATCH`] refuses that
+/// limit naming its ceiling (`ceiling_of` reads it from the error): the
+/// calls then ask for that many.
+pub fn expire_all<E>(
+    mut expire: impl FnMut(u32) -> Result<u32, E>,
+    ceiling_of: impl Fn(&E) -> Option<u32>,
+) -> Result<u64, E> {
+    let mut removed = 0u64;
+    let mut limit = EXPIRE_BATCH;
+    loop {
+        let n = match expire(limit) {
+            Ok(n) => n,
+            Err(e) => match ceiling_of(&e) {
+                Some(ceiling) if (1..limit).contains(&ceiling) => {
+                    limit = ceiling;
+                    continue;
+                }
+                _ => return Err(e),
+            },
+        };
+        removed += u64::from(n);
+        if n < limit {
+            return Ok(removed);
+        }
+    }
+}
+
 /// Cuts `items` into import commits within [`IMPORT_BATCH`],
 /// [`IMPORT_BYTES`] and [`IMPORT_OPS`], by what each costs: its size in the
 /// host's measure and the index entries it writes. An item above a bound

@@ -550,6 +550,7 @@ macro_rules! wit_conversions {
                             seq: r.seq,
                             created_at: r.created_at,
                             superseded_at: r.superseded_at,
+                            expires_at: r.expires_at,
                             record: Box::new(r.record.into()),
                         },
                         wx::ExportedItem::Request(r) => {
@@ -581,6 +582,7 @@ macro_rules! wit_conversions {
                             seq,
                             created_at,
                             superseded_at,
+                            expires_at,
                             record,
                         } => wx::ExportedItem::Record(wx::ExportedRecord {
                             id,
@@ -588,6 +590,7 @@ macro_rules! wit_conversions {
                             record: (*record).into(),
                             created_at,
                             superseded_at,
+                            expires_at,
                         }),
                         ExportItem::Request {
                             request_id,

@@ -3,6 +3,7 @@ the library itself, with each backend: a fresh, empty store per scenario."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -10,6 +11,15 @@ import pytest
 import scenarios
 
 from engram import Backend, Engram
+
+#: What the scenarios' host clock reads: a line's ``now``, else the time.
+_NOW: dict[str, int | None] = {"now": None}
+
+
+def _clock() -> int:
+    now = _NOW["now"]
+    return now if now is not None else time.time_ns() // 1_000_000
+
 
 SCENARIOS = scenarios.load()
 
@@ -28,7 +38,11 @@ def library_host(mem: Engram) -> Callable[[dict], list[Any]]:
 
     def in_domain(line: dict, mode: str, f: Callable[[Any], Any]) -> Any:
         with mem.open(
-            line["agent"], mode=mode, tier_ceiling=line.get("tier_ceiling", "private"), input="standard input"
+            line["agent"],
+            mode=mode,
+            tier_ceiling=line.get("tier_ceiling", "private"),
+            input="standard input",
+            expire_after_ms=line.get("expire_after"),
         ) as domain:
             return f(domain)
 
@@ -36,6 +50,8 @@ def library_host(mem: Engram) -> Callable[[dict], list[Any]]:
         return answer if isinstance(answer, list) else [answer]
 
     def call(line: dict) -> list[Any]:
+        # A line's `now` is the host's clock for its call (the CLI's --now).
+        _NOW["now"] = line.get("now")
         op = line["op"]
         if op == "write":
             return in_domain(line, "online", lambda d: listed(d.write(line["request"])))
@@ -82,6 +98,8 @@ def library_host(mem: Engram) -> Callable[[dict], list[Any]]:
             return mem.import_(line["lines"])
         if op == "forget":
             return [mem.forget(line["agent"])]
+        if op == "expire":
+            return mem.expire([line["agent"]])
         if op == "bad_input":
             batch = line.get("batch", False)
             if line["command"] == "write":
@@ -95,5 +113,5 @@ def library_host(mem: Engram) -> Callable[[dict], list[Any]]:
 # The shared scenarios: each line names the rule it proves in its `note`.
 @pytest.mark.parametrize("name,lines", SCENARIOS, ids=[name for name, _ in SCENARIOS])
 def test_scenario(name: str, lines: list[dict], make_store: Callable[[], Backend]) -> None:
-    with Engram(make_store()) as mem:
+    with Engram(make_store(), clock=_clock) as mem:
         assert scenarios.run(name, lines, library_host(mem)) > 0

@@ -468,6 +468,7 @@ impl Engram {
             summarizer: config.summarizer.clone(),
             ranker: config.ranker.clone(),
             tier_ceiling: types::PrivacyTier::Private,
+            expire_after: None,
             limits: wasmtime::StoreLimitsBuilder::new()
                 .memory_size(self.shared.memory_bytes)
                 .table_elements(config.max_table_elements as usize)
@@ -886,6 +887,25 @@ impl Domain {
         self.state.tier_ceiling
     }
 
+    /// Keeps what this domain writes from now on for `ms` milliseconds only
+    /// (`domain.expire-after`), or, with `None`, until it is removed
+    /// otherwise (the default). A record expires at its time of writing (a
+    /// FACT's transaction time, the engine's time for an EVENT or STATE)
+    /// plus `ms`; from then on no read answers it, and
+    /// [`Domain::expire`] removes it.
+    pub fn set_expire_after(&mut self, ms: Option<u64>) {
+        self.state.expire_after = ms;
+        if let Some(live) = self.live.as_mut() {
+            live.store.data_mut().expire_after = ms;
+        }
+    }
+
+    /// How long this domain keeps what it writes, in milliseconds; `None`
+    /// until removed otherwise.
+    pub fn expire_after(&self) -> Option<u64> {
+        self.state.expire_after
+    }
+
     /// Replaces the summarizer this domain's cycles call.
     pub fn with_summarizer(mut self, summarizer: Arc<dyn Summarizer>) -> Self {
         self.state.summarizer = summarizer.clone();
@@ -999,6 +1019,15 @@ impl Domain {
         })
     }
 
+    /// Removes at most `limit` records whose expiry has passed from every
+    /// index, in one commit with an audit entry each (IO-W7): how many
+    /// went. Fewer than `limit` means none is left.
+    pub fn expire(&mut self, limit: u32) -> Result<Result<u32, export::MaintenanceError>> {
+        self.call_exclusive(None, |engine, store| {
+            engine.engram_memory_maintenance().call_expire(store, limit)
+        })
+    }
+
     /// Imports exported items in one commit (IO-W7): how many were new.
     pub fn import(
         &mut self,
@@ -1046,6 +1075,7 @@ struct DomainState {
     summarizer: Arc<dyn Summarizer>,
     ranker: Arc<dyn Ranker>,
     tier_ceiling: types::PrivacyTier,
+    expire_after: Option<u64>,
     limits: StoreLimits,
 }
 
@@ -1156,6 +1186,10 @@ impl wit_domain::Host for DomainState {
 
     fn tier_ceiling(&mut self) -> types::PrivacyTier {
         self.tier_ceiling
+    }
+
+    fn expire_after(&mut self) -> Option<u64> {
+        self.expire_after
     }
 
     fn id_entropy(&mut self) -> wasmtime::Result<(u64, u64)> {

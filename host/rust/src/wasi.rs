@@ -210,6 +210,11 @@ pub mod binding {
             host_store::set_time(time);
         }
 
+        /// How long what the domain writes from now on is kept, in ms.
+        pub fn set_expire_after(&mut self, ms: Option<u64>) {
+            host_store::set_expire_after(ms);
+        }
+
         /// Starts a cycle of `plan`.
         pub fn begin_cycle(
             &mut self,
@@ -260,6 +265,11 @@ pub mod binding {
             limit: u32,
         ) -> Result<Result<export::ExportPage, export::MaintenanceError>> {
             checked(wit::maintenance::export(start, limit))
+        }
+
+        /// Removes at most `limit` expired records: how many went.
+        pub fn expire(&mut self, limit: u32) -> Result<Result<u32, export::MaintenanceError>> {
+            checked(wit::maintenance::expire(limit))
         }
 
         /// Imports exported items in one commit: how many were new.

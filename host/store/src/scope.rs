@@ -152,6 +152,8 @@ pub enum EngineOutcome {
     Failed(String),
     /// An import stored this many new items.
     Applied(u32),
+    /// Maintenance removed this record, whose expiry had passed.
+    Expired(String),
     /// A RetrieveMemory step returned memories from its candidates.
     Retrieved(Retrieval),
 }
@@ -192,6 +194,7 @@ macro_rules! engine_entry_from_wit {
                     $audit::Operation::Read => Operation::Read,
                     $audit::Operation::Export => Operation::Export,
                     $audit::Operation::Import => Operation::Import,
+                    $audit::Operation::Expire => Operation::Expire,
                 },
                 source: entry.source.map(|s| Source {
                     agent_id: s.agent_id,
@@ -217,6 +220,7 @@ macro_rules! engine_entry_from_wit {
                     $audit::Outcome::Returned(n) => EngineOutcome::Returned(n),
                     $audit::Outcome::Failed(why) => EngineOutcome::Failed(why),
                     $audit::Outcome::Applied(n) => EngineOutcome::Applied(n),
+                    $audit::Outcome::Expired(id) => EngineOutcome::Expired(id),
                     $audit::Outcome::Retrieved(r) => EngineOutcome::Retrieved(Retrieval {
                         returned: r.returned,
                         entries_read: r.entries_read,
@@ -490,6 +494,7 @@ impl Scope {
             EngineOutcome::Returned(n) => (audit::Outcome::Returned, None, Some(n), None),
             EngineOutcome::Failed(why) => (audit::Outcome::Failed, None, None, Some(why)),
             EngineOutcome::Applied(n) => (audit::Outcome::Applied, None, Some(n), None),
+            EngineOutcome::Expired(id) => (audit::Outcome::Expired, Some(id), None, None),
             EngineOutcome::Retrieved(r) => (
                 audit::Outcome::Returned,
                 None,

@@ -275,6 +275,8 @@ struct Settings {
     tier_ceiling: PrivacyTier,
     pid: u32,
     limits: Limits,
+    /// How long what the domain writes is kept, in ms (`expire_after_ms`).
+    expire_after: Option<u64>,
 }
 
 impl Settings {
@@ -345,6 +347,7 @@ impl Settings {
         if let Some(n) = number("max_batch_bytes", small)? {
             limits.max_batch_bytes = n as usize;
         }
+        let expire_after = number("expire_after_ms", u64::MAX)?;
         let pid = match &json["pid"] {
             Json::Null => 0,
             value => value
@@ -358,6 +361,7 @@ impl Settings {
             tier_ceiling,
             pid,
             limits,
+            expire_after,
         })
     }
 }
@@ -523,6 +527,10 @@ impl domain::Guest for Adapter {
 
     fn tier_ceiling() -> PrivacyTier {
         with(|state| state.settings.tier_ceiling)
+    }
+
+    fn expire_after() -> Option<u64> {
+        with(|state| state.settings.expire_after)
     }
 
     fn id_entropy() -> (u64, u64) {

@@ -260,6 +260,15 @@ impl calls::Guest for Api {
         Ok(new)
     }
 
+    /// As `engram maintenance expire` for one domain.
+    fn expire() -> Result<u64, Failure> {
+        engram_model::size::expire_all(wit::maintenance::expire, |e| match e {
+            export::MaintenanceError::LimitOutOfBounds(ceiling) => Some(*ceiling),
+            _ => None,
+        })
+        .map_err(maintenance_refusal)
+    }
+
     /// As `engram cycle` (without `--batch`): the plan and the inputs it
     /// needs checked first, then the lines of [`run_cycle`].
     fn run_cycle(

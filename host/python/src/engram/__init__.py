@@ -189,13 +189,17 @@ class Engram:
         summarizer: Summarizer | None = None,
         ranker: Ranker | None = None,
         input: str = "request",
+        expire_after_ms: int | None = None,
     ) -> Domain:
         """The memory domain of one agent: an engine instance of its own
         whose keys the host scopes to that agent (IO-W6). ``mode``
         ``"maintenance"`` takes the domain's maintenance lock until
         :meth:`Domain.close` (only MAINTENANCE may write then);
         ``tier_ceiling`` is the highest privacy tier reads may return;
-        ``input`` names the input in input errors."""
+        ``input`` names the input in input errors; ``expire_after_ms``
+        keeps what this domain writes for that many milliseconds only
+        (from then on no read answers it, and :meth:`Domain.expire`
+        removes it), None until removed otherwise."""
         if self._closed:
             raise EngramError("the store is closed")
         if not isinstance(agent, str):
@@ -208,7 +212,13 @@ class Engram:
             summarizer = summarizer or default_summarizer
             ranker = ranker or default_ranker
         # Neither given: the engine's own, composed in (no call leaves the engine).
-        settings: dict[str, Any] = {"agent": agent, "mode": mode, "tier_ceiling": tier_ceiling, "pid": os.getpid()}
+        settings: dict[str, Any] = {
+            "agent": agent,
+            "mode": mode,
+            "tier_ceiling": tier_ceiling,
+            "pid": os.getpid(),
+            "expire_after_ms": expire_after_ms,
+        }
         settings.update((name, value) for name, value in vars(self._limits).items() if value is not None)
         binding = Binding(self.store, compact(settings), self._clock, summarizer, ranker)
         return Domain(self._runtime, binding, agent, mode, input)
@@ -259,6 +269,16 @@ class Engram:
         for group in groups:
             with self.open(group[0]["agent_id"], mode="maintenance") as domain:
                 answers.append(domain.import_(group))
+        return answers
+
+    def expire(self, agents: Iterable[str] | None = None) -> list[dict]:
+        """Removes the records whose expiry has passed from domains (every
+        one when ``agents`` is None), each under its maintenance lock: one
+        ``{"agent_id", "expired"}`` per domain."""
+        answers = []
+        for agent in list(agents) if agents is not None else self.domains():
+            with self.open(agent, mode="maintenance") as domain:
+                answers.append(domain.expire())
         return answers
 
     def forget(self, agent: str) -> dict:
@@ -530,6 +550,12 @@ class Domain:
                 items.append(compact(line))
         added = self._call(lambda i: i.import_(items), writes=True)
         return {"agent_id": self.agent, "items": len(items), "new": added}
+
+    def expire(self) -> dict:
+        """Removes every record of a domain opened for maintenance whose
+        expiry has passed, from every index, each with an EXPIRE entry in
+        the audit trail: ``{"agent_id", "expired"}``."""
+        return {"agent_id": self.agent, "expired": self._call(lambda i: i.expire(), writes=True)}
 
     def forget(self) -> dict:
         """Forgets this agent (see :meth:`Engram.forget`), under this

@@ -444,6 +444,9 @@ class Instance:
     def import_(self, items: Sequence[str]) -> int:
         return self._answer("import", list(items))
 
+    def expire(self) -> int:
+        return self._answer("expire")
+
     def run_cycle(
         self, plan: str, session: str, request_id: str, message: str | None, response: str | None
     ) -> list[str]:

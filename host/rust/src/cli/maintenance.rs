@@ -7,6 +7,7 @@ use crate::platform::{self, Progress, Store};
 use engram::Mode;
 use engram::export::{ExportedItem, MaintenanceError};
 use engram::json::ExportLine as Line;
+use engram::types::PrivacyTier;
 use std::io::{BufRead, BufWriter, Write};
 use std::path::PathBuf;
 
@@ -39,6 +40,14 @@ pub enum Maintenance {
         /// The agent whose domain goes.
         #[arg(long, value_parser = super::parse_agent)]
         agent: String,
+    },
+    /// Remove every record whose expiry has passed (`--expire-after`) from
+    /// every index, each with an EXPIRE entry in the audit trail. Answers
+    /// `{"agent_id","expired"}` per domain.
+    Expire {
+        /// Only these agents' domains; every domain in the store when absent.
+        #[arg(long)]
+        agent: Vec<String>,
     },
     /// Break the maintenance lock of an agent's domain, left behind by a
     /// process that died while holding it.
@@ -80,6 +89,40 @@ pub fn run(store: &str, command: Maintenance) -> Result<u8, Exit> {
             );
             Ok(OK)
         }
+        Maintenance::Expire { agent } => {
+            let storage = open_store(store, false)?;
+            let agents = if agent.is_empty() {
+                platform::domains(&storage).map_err(failure)?
+            } else {
+                agent
+            };
+            for agent in agents {
+                let mut domain =
+                    super::open_in(&storage, &agent, Mode::Maintenance, PrivacyTier::Private)
+                        .map_err(failure)?;
+                let expired = engram_model::size::expire_all(
+                    |limit| {
+                        domain
+                            .expire(limit)
+                            .map_err(Err)
+                            .and_then(|a| a.map_err(Ok))
+                    },
+                    |e| match e {
+                        Ok(MaintenanceError::LimitOutOfBounds(ceiling)) => Some(*ceiling),
+                        _ => None,
+                    },
+                )
+                .map_err(|e| match e {
+                    Ok(refusal) => refused_expiry(&agent, refusal),
+                    Err(error) => failure(error),
+                })?;
+                println!(
+                    "{}",
+                    serde_json::json!({"agent_id": agent, "expired": expired})
+                );
+            }
+            Ok(OK)
+        }
         Maintenance::Unlock { agent } => {
             let storage = open_store(store, false)?;
             let broken = platform::break_lock(&storage, &agent).map_err(failure)?;
@@ -107,6 +150,13 @@ fn refused(agent: &str, e: MaintenanceError) -> Exit {
     )
 }
 
+fn refused_expiry(agent: &str, e: MaintenanceError) -> Exit {
+    Exit(
+        REFUSED,
+        format!("{agent}: expired records could not be removed: {e:?}"),
+    )
+}
+
 fn export(storage: &Store, agents: &[String], out: Option<PathBuf>) -> Result<u8, Exit> {
     let sink: Box<dyn Write> = match &out {
         Some(path) => Box::new(
@@ -118,13 +168,8 @@ fn export(storage: &Store, agents: &[String], out: Option<PathBuf>) -> Result<u8
     let mut sink = BufWriter::new(sink);
     let bar = Progress::new(None, "exporting");
     for agent in agents {
-        let mut domain = platform::open_domain(
-            storage,
-            agent,
-            Mode::Maintenance,
-            engram::types::PrivacyTier::Private,
-        )
-        .map_err(failure)?;
+        let mut domain = super::open_in(storage, agent, Mode::Maintenance, PrivacyTier::Private)
+            .map_err(failure)?;
         let mut start: Option<Vec<u8>> = None;
         loop {
             let page = domain
@@ -188,13 +233,8 @@ fn import(storage: &Store, lines: Vec<Line>) -> Result<u8, Exit> {
     }
     let mut answers = Vec::new();
     for (agent, items) in groups {
-        let mut domain = platform::open_domain(
-            storage,
-            &agent,
-            Mode::Maintenance,
-            engram::types::PrivacyTier::Private,
-        )
-        .map_err(failure)?;
+        let mut domain = super::open_in(storage, &agent, Mode::Maintenance, PrivacyTier::Private)
+            .map_err(failure)?;
         let mut new = 0;
         for batch in engram::json::import_batches(&items) {
             new += domain

@@ -49,6 +49,25 @@ struct Cli {
     #[arg(long, global = true, env = "ENGRAM_TIER_CEILING", default_value = "private", value_parser = parse_tier)]
     tier_ceiling: PrivacyTier,
 
+    /// Keep what this command writes for DURATION only (`30d`, `12h`,
+    /// `90min`, `500ms`): from the moment it expires no read answers it,
+    /// and `engram maintenance expire` removes it. Absent: kept until
+    /// removed otherwise.
+    #[arg(long, global = true, env = "ENGRAM_EXPIRE_AFTER", value_name = "DURATION", value_parser = parse_duration)]
+    expire_after: Option<u64>,
+
+    /// Run as if the clock read MS (ms since the Unix epoch): transaction
+    /// times, when what is written expires and what has expired are judged
+    /// at it. The audit trail keeps the clock's time.
+    #[arg(
+        long,
+        global = true,
+        env = "ENGRAM_NOW",
+        value_name = "MS",
+        allow_hyphen_values = true
+    )]
+    now: Option<i64>,
+
     /// Compile the engine afresh and keep no compiled copy. Otherwise the
     /// compiled engine is kept in ENGRAM_CACHE_DIR, else
     /// $XDG_CACHE_HOME/engram, else ~/.cache/engram.
@@ -286,6 +305,48 @@ pub struct Io {
 /// A failure that ends the command: its one-line message and exit code.
 struct Exit(u8, String);
 
+/// What every domain the command opens is told: how long what it writes is
+/// kept (`--expire-after`) and the time it runs at (`--now`).
+#[derive(Clone, Copy, Default)]
+struct Opening {
+    expire_after: Option<u64>,
+    now: Option<i64>,
+}
+
+static OPENING: std::sync::OnceLock<Opening> = std::sync::OnceLock::new();
+
+fn opening() -> Opening {
+    OPENING.get().copied().unwrap_or_default()
+}
+
+/// Opens an agent's domain in `mode`, its reads restricted to `ceiling`,
+/// as the command's options say ([`Opening`]).
+pub(crate) fn open_in(
+    store: &Store,
+    agent: &str,
+    mode: Mode,
+    ceiling: PrivacyTier,
+) -> anyhow::Result<engram::Domain> {
+    let mut domain = platform::open_domain(store, agent, mode, ceiling)?;
+    let Opening { expire_after, now } = opening();
+    domain.set_expire_after(expire_after);
+    if now.is_some() {
+        domain.set_time(now);
+    }
+    Ok(domain)
+}
+
+/// Parses a duration as people write it (`30d`, `12h`, `90min`, `500ms`)
+/// into milliseconds, more than 0.
+fn parse_duration(text: &str) -> Result<u64, String> {
+    let duration = humantime::parse_duration(text).map_err(|e| format!("{text:?}: {e}"))?;
+    match u64::try_from(duration.as_millis()) {
+        Ok(0) => Err(format!("{text:?} is less than a millisecond")),
+        Ok(ms) => Ok(ms),
+        Err(_) => Err(format!("{text:?} is too long")),
+    }
+}
+
 /// Whether failures are printed in full (`--verbose`).
 static VERBOSE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
@@ -301,6 +362,10 @@ pub fn main() -> u8 {
     };
     platform::configure(cli.no_cache);
     VERBOSE.store(cli.verbose, std::sync::atomic::Ordering::Relaxed);
+    let _ = OPENING.set(Opening {
+        expire_after: cli.expire_after,
+        now: cli.now,
+    });
     match run(cli) {
         Ok(code) => code,
         Err(Exit(code, message)) => {
@@ -772,7 +837,7 @@ fn cycle_batch(
     let mut out = BufWriter::new(stdout.lock());
     let mut code = OK;
     for turn in turns {
-        domain.set_time(turn.timestamp);
+        domain.set_time(turn.timestamp.or(opening().now));
         let input = TurnInput {
             user_message: Some(turn.message),
             model_response: turn.response,
@@ -805,7 +870,7 @@ fn cycle_batch(
             break; // the plan itself is refused: every turn would be
         }
     }
-    domain.set_time(None);
+    domain.set_time(opening().now);
     Ok(code)
 }
 
@@ -961,7 +1026,7 @@ fn read_stdin() -> Result<Vec<u8>, Exit> {
 fn write(store: &str, io: &Io, mode: Mode) -> Result<u8, Exit> {
     let requests: Vec<WriteRequest> = parse_input(io, "write request")?;
     let store = open_store(store, true)?;
-    let mut domain = platform::open_domain(&store, &io.agent, mode, PrivacyTier::Private)
+    let mut domain = open_in(&store, &io.agent, mode, PrivacyTier::Private)
         .map_err(|e| Exit(FAILURE, shown(&e)))?;
     answer_each(requests, |request| {
         let answer = WriteAnswer::from(domain.write(&request.into())?);
@@ -991,8 +1056,7 @@ fn open_domain(
     create: bool,
 ) -> Result<engram::Domain, Exit> {
     let store = open_store(spec, create)?;
-    platform::open_domain(&store, agent, Mode::Online, ceiling)
-        .map_err(|e| Exit(FAILURE, shown(&e)))
+    open_in(&store, agent, Mode::Online, ceiling).map_err(|e| Exit(FAILURE, shown(&e)))
 }
 
 /// Checks an agent id before anything is opened: 1 to 256 bytes (IO-W6).

@@ -66,6 +66,8 @@ struct State {
     /// The time the engine is told instead of the clock's, while set; kept
     /// across `enter`.
     time: Option<i64>,
+    /// How long what the engine writes is kept, in ms; kept across `enter`.
+    expire_after: Option<u64>,
     /// Why the last engine call must err, for `store.take-failure`.
     failure: Option<String>,
     /// Who chose the store and the domain.
@@ -369,6 +371,10 @@ impl wit_domain::Guest for Provider {
         })
     }
 
+    fn expire_after() -> Option<u64> {
+        with(|state| state.expire_after)
+    }
+
     fn id_entropy() -> (u64, u64) {
         let random =
             || getrandom::u64().unwrap_or_else(|e| panic!("no entropy for record ids: {e}"));
@@ -402,6 +408,10 @@ impl host_store::Guest for Provider {
                 entered.scope.set_time(time);
             }
         })
+    }
+
+    fn set_expire_after(ms: Option<u64>) {
+        with(|state| state.expire_after = ms)
     }
 
     fn append_audit(entry: String) -> Result<(), String> {
