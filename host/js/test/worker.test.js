@@ -63,13 +63,14 @@ function generatedModules() {
  * @param {string|false} persist the folder of the Durable Objects'
  *   storage, or false for storage in memory
  */
-function workerOptions(persist) {
+function workerOptions(persist, bindings = {}) {
   return {
     modules: workerModules(),
     modulesRoot: root,
     compatibilityDate: '2026-07-01',
     durableObjects: { ENGRAM_AGENT: { className: 'EngramAgent', useSQLite: true } },
     durableObjectsPersist: persist,
+    bindings,
   };
 }
 
@@ -85,8 +86,8 @@ function tempFolder() {
 }
 
 /** Starts the Worker in workerd; `ready` resolves once it listens. */
-async function start(persist) {
-  const mf = new Miniflare(workerOptions(persist));
+async function start(persist, bindings) {
+  const mf = new Miniflare(workerOptions(persist, bindings));
   runtimes.add(mf);
   await mf.ready;
   return mf;
@@ -168,7 +169,10 @@ function httpHost(mf) {
         case 'write':
         case 'maintenance_write':
         case 'read': {
-          const answer = await answered(agentPath(agent, op), { ...pick(line, 'request', 'tier_ceiling'), input });
+          const answer = await answered(agentPath(agent, op), {
+            ...pick(line, 'request', 'tier_ceiling', 'expire_after', 'now'),
+            input,
+          });
           return Array.isArray(line.request) ? answer : [answer];
         }
         case 'history':
@@ -177,7 +181,8 @@ function httpHost(mf) {
         case 'entities':
         case 'relationships':
         case 'traverse':
-        case 'forget': {
+        case 'forget':
+        case 'expire': {
           const { op: _op, agent: _agent, ...args } = line;
           return [await answered(agentPath(agent, op), args)];
         }
@@ -373,6 +378,34 @@ describe('the Worker in workerd', { skip: notBuilt }, () => {
     await stop(mf);
   });
 
+  // proves S-EXPIRY: over HTTP, on the Worker's own clock
+  test('a write kept for 1 ms is answered by no read once it has passed, and expire removes it', async () => {
+    const mf = await start(false);
+    try {
+      const written = await ok(mf, agentPath('eve', 'write'), {
+        request: stateWrite('eve', 'w1', 'brief.note'),
+        expire_after: 1,
+      });
+      const id = written.ACCEPTED?.stored_id;
+      assert.equal(typeof id, 'string', stringify(written));
+      await ok(mf, agentPath('eve', 'write'), { request: stateWrite('eve', 'w2', 'kept.note') });
+      // The first expires 1 ms after it was written: wait past it.
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      const read = await ok(mf, agentPath('eve', 'read'), { request: latestStates('q1') });
+      assert.deepEqual(read.records.map((r) => r.payload.subject), ['kept.note']);
+      assert.deepEqual(await ok(mf, agentPath('eve', 'expire'), {}), { agent_id: 'eve', expired: 1 });
+      const trail = await ok(mf, '/audit', { audit_agent: 'eve', operation: 'EXPIRE' });
+      assert.deepEqual(trail.map((e) => [e.outcome, e.stored_id]), [['EXPIRED', id]]);
+      const refused = await post(mf, agentPath('eve', 'write'), { request: stateWrite('eve', 'w3', 'x'), expire_after: 0 });
+      assert.equal(refused.status, 400, stringify(refused.answer));
+      // A deployed Worker runs by its own clock: no caller moves it back.
+      const moved = await post(mf, agentPath('eve', 'read'), { request: latestStates('q2'), now: 0 });
+      assert.equal(moved.status, 400, stringify(moved.answer));
+    } finally {
+      await stop(mf);
+    }
+  });
+
   // proves IO-W6
   test('an HTTP write, then a read; a cycle runs; two agents cannot see each other; the data survives a restart', async () => {
     const folder = tempFolder();
@@ -471,12 +504,9 @@ describe('the Worker in workerd', { skip: notBuilt }, () => {
   });
 
   for (const scenario of notBuilt ? [] : loadScenarios(scenarioFolder)) {
-    // A caller over HTTP cannot move the Worker's clock, which lines with
-    // `now` need: such a scenario is counted as skipped, by name.
-    const clocked = scenario.lines.some((line) => line.now !== undefined);
-    const skip = clocked && "its lines move the host's clock (now), which a caller over HTTP cannot";
-    test(`scenario ${scenario.name} over HTTP`, { skip }, async () => {
-      const mf = await start(false);
+    test(`scenario ${scenario.name} over HTTP`, async () => {
+      // Lines with `now` move the Worker's clock, which only this binding allows.
+      const mf = await start(false, { ENGRAM_CLOCK_FROM_REQUEST: 'on' });
       try {
         const { ran } = await runScenario(scenario, httpHost(mf));
         assert.ok(ran > 0);

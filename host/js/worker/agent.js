@@ -4,10 +4,10 @@
 // and calls `call(agent, op, body)` over RPC; the answer is the HTTP
 // status and JSON text the Worker hands back.
 //
-// The online domains (one per privacy-tier ceiling asked for) are opened on
-// the first call and kept for the Durable Object's lifetime; a call that
-// needs maintenance mode (`maintenance_write`, `export`, `import`,
-// `forget`) opens a maintenance domain, which takes the domain's
+// The online domains (one per privacy-tier ceiling and expiry asked for)
+// are opened on the first call and kept for the Durable Object's lifetime;
+// a call that needs maintenance mode (`maintenance_write`, `export`,
+// `import`, `forget`, `expire`) opens a maintenance domain, which takes the domain's
 // maintenance lock, and closes it before it answers, so online writes go on
 // afterwards. Calls run one at a time, in the order they came.
 
@@ -90,10 +90,22 @@ export class EngramAgent extends DurableObject {
     this.store = new DurableObjectBackend(ctx.storage);
     /** The agent this object serves, known from its first call. */
     this.agent = undefined;
-    /** @type {Map<string, Promise<import('../src/index.js').Domain>>} online domains by tier ceiling */
+    /** @type {Map<string, Promise<import('../src/index.js').Domain>>} online domains by tier ceiling and expiry */
     this.domains = new Map();
     /** The tail of the queue of calls. */
     this.queue = Promise.resolve();
+    /**
+     * Whether a call's body may say the time it runs at (`now`, ms since
+     * the epoch), as the command line's `--now` does: only with the binding
+     * `ENGRAM_CLOCK_FROM_REQUEST` set to `on`, which tests set and a
+     * deployment does not (a caller who moved the clock back would be
+     * answered records that have expired).
+     */
+    this.clockFromRequest = env?.ENGRAM_CLOCK_FROM_REQUEST === 'on';
+    /** The time the call running now was given, if any. */
+    this.now = undefined;
+    /** The domains' clock. */
+    this.clock = () => this.now ?? Date.now();
   }
 
   /**
@@ -102,7 +114,7 @@ export class EngramAgent extends DurableObject {
    * @param {string} agent the agent's id (the name the object was found by)
    * @param {string} op write, maintenance_write, read, history, as_of,
    *   list, entities, relationships, traverse, cycle, audit, export,
-   *   import or forget
+   *   import, forget or expire
    * @param {string} body the call's arguments, JSON text of an object
    * @returns {Promise<Answer>}
    */
@@ -124,27 +136,43 @@ export class EngramAgent extends DurableObject {
         throw new BadRequest(`the body is not JSON: ${error.message}`);
       }
       if (body === null || typeof body !== 'object' || Array.isArray(body)) throw new BadRequest('the body must be a JSON object');
+      if (body.now !== undefined) {
+        if (!this.clockFromRequest) throw new BadRequest('now: this Worker runs by its own clock');
+        if (!Number.isSafeInteger(body.now)) throw new BadRequest('now must be a whole number of milliseconds');
+      }
+      this.now = body.now;
       const answer = await this.#answer(op, body);
       return { status: 200, body: stringify(answer) };
     } catch (error) {
       return errorAnswer(error);
+    } finally {
+      this.now = undefined;
     }
   }
 
-  /** The online domain of a tier ceiling, opened once. */
-  #online(tierCeiling = 'private') {
-    let domain = this.domains.get(tierCeiling);
+  /**
+   * The online domain of a tier ceiling that keeps what it writes for
+   * `expireAfter` ms (none: until removed otherwise), opened once.
+   */
+  #online(tierCeiling = 'private', expireAfter = undefined) {
+    if (expireAfter !== undefined && !(Number.isSafeInteger(expireAfter) && expireAfter > 0)) {
+      throw new BadRequest('expire_after must be a whole number of milliseconds, more than 0');
+    }
+    const name = `${tierCeiling} ${expireAfter ?? ''}`;
+    let domain = this.domains.get(name);
     if (domain === undefined) {
-      domain = opened(open(this.agent, { ...COMPONENTS, store: this.store, tierCeiling }));
-      domain.catch(() => this.domains.delete(tierCeiling));
-      this.domains.set(tierCeiling, domain);
+      domain = opened(
+        open(this.agent, { ...COMPONENTS, store: this.store, tierCeiling, expireAfterMs: expireAfter, clock: this.clock }),
+      );
+      domain.catch(() => this.domains.delete(name));
+      this.domains.set(name, domain);
     }
     return domain;
   }
 
   /** Runs `f` with a maintenance domain, closed when it is done. */
   async #maintenance(f) {
-    const domain = await opened(open(this.agent, { ...COMPONENTS, store: this.store, mode: 'maintenance' }));
+    const domain = await opened(open(this.agent, { ...COMPONENTS, store: this.store, mode: 'maintenance', clock: this.clock }));
     try {
       return f(domain);
     } finally {
@@ -166,7 +194,7 @@ export class EngramAgent extends DurableObject {
   async #answer(op, body) {
     switch (op) {
       case 'write':
-        return (await this.#online(body.tier_ceiling)).write(...EngramAgent.#requests(body));
+        return (await this.#online(body.tier_ceiling, body.expire_after)).write(...EngramAgent.#requests(body));
       case 'read':
         return (await this.#online(body.tier_ceiling)).read(...EngramAgent.#requests(body));
       case 'maintenance_write':
@@ -189,7 +217,7 @@ export class EngramAgent extends DurableObject {
         );
       case 'cycle':
         if (body.plan === undefined) throw new BadRequest('a cycle needs a plan');
-        return (await this.#online(body.tier_ceiling)).runCycle(pick(body, 'plan', 'message', 'response', 'session', 'request_id'));
+        return (await this.#online(body.tier_ceiling, body.expire_after)).runCycle(pick(body, 'plan', 'message', 'response', 'session', 'request_id'));
       case 'audit':
         return auditTrail(this.store, { ...pick(body, 'operation', 'outcome', 'since', 'until', 'limit'), agent: this.agent });
       case 'export':
@@ -204,6 +232,8 @@ export class EngramAgent extends DurableObject {
         return this.#maintenance((domain) => domain.import(body.lines));
       case 'forget':
         return this.#maintenance((domain) => domain.forget());
+      case 'expire':
+        return this.#maintenance((domain) => domain.expire());
       default:
         throw new BadRequest(`no such call: ${op}`);
     }

@@ -14,9 +14,13 @@
 //                                               since?, until?, limit?}
 //       export                                  {} -> export lines
 //       import                                  {lines} (this agent's)
-//       forget                                  {}
-//     and every call but audit, export, import and forget takes
-//     `tier_ceiling` (public, sensitive, private: the default).
+//       forget, expire                          {}
+//     and every call but audit, export, import, forget and expire takes
+//     `tier_ceiling` (public, sensitive, private: the default); write and
+//     cycle take `expire_after` (ms: what the call stores is kept that
+//     long, and `expire` removes it once it has passed). With the binding
+//     `ENGRAM_CLOCK_FROM_REQUEST` = "on" (tests; never a deployment) every
+//     call takes `now` too: the time it runs at, as `engram --now`.
 //   POST /export   {agents: [...]}   the export lines of each agent in turn
 //   POST /import   {lines: [...]}    each run of lines of one agent into
 //                                    its domain: one {agent_id, items, new}
@@ -41,7 +45,7 @@ export { EngramAgent };
 /** The calls a path /agents/{agent}/{op} may make. */
 export const AGENT_OPS = Object.freeze([
   'write', 'maintenance_write', 'read', 'history', 'as_of', 'list', 'entities',
-  'relationships', 'traverse', 'cycle', 'audit', 'export', 'import', 'forget',
+  'relationships', 'traverse', 'cycle', 'audit', 'export', 'import', 'forget', 'expire',
 ]);
 
 /**
