@@ -117,6 +117,7 @@ fn the_component_imports_only_engram_interfaces_and_nothing_from_wasi() {
             "agent",
             "answer-byte-limit",
             "candidate-limit",
+            "expire-after",
             "id-entropy",
             "mode",
             "now",
@@ -148,7 +149,7 @@ fn io_r3_the_io_interface_is_the_only_way_in_or_out() {
     let maintenance: Vec<String> = functions(&exports()[&interface("maintenance")])
         .into_keys()
         .collect();
-    assert_eq!(maintenance, ["export", "import"]);
+    assert_eq!(maintenance, ["expire", "export", "import"]);
     let graph: Vec<String> = functions(&exports()[&interface("graph")])
         .into_keys()
         .collect();
