@@ -16,7 +16,7 @@ use crate::exports::engram::memory::cycle::{
     SummarizeInput, Summarized, TurnInput,
 };
 use crate::writer::{self, Write, Written};
-use crate::{Engine, Stored, expired, get, keys, load_with, validate};
+use crate::{Engine, Now, Stored, get, keys, load_with, validate};
 use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
 
@@ -442,11 +442,12 @@ fn gather_and_rank(
     let storage = |why: String| (CycleError::StorageUnavailable, why);
     let (ids, gathered) = gather(keywords)?;
     let mut candidates = Vec::with_capacity(ids.len());
+    let mut now = Now::default();
     for id in &ids {
         match load_with(id, get).map_err(storage)? {
             // An expired memory is no candidate: its index entries wait
             // for maintenance to remove them.
-            Some((_, expires_at)) if expired(expires_at) => {}
+            Some((_, expires_at)) if now.passed(expires_at) => {}
             Some((
                 Stored::Event {
                     id,

@@ -382,6 +382,7 @@ fn load_range(
 ) -> Result<Vec<Stored>, Refused> {
     let (mut start, mut end) = (start.to_vec(), end.to_vec());
     let mut records = Vec::new();
+    let mut now = Now::default();
     loop {
         let wanted = limit - records.len() as u32;
         let entries = persistence::scan(&start, &end, wanted, order).map_err(storage)?;
@@ -408,7 +409,7 @@ fn load_range(
                     return Err(format!("index entry for {id} points nowhere").into());
                 };
                 let (record, expires_at) = decode_record(&bytes)?;
-                if shown(&record, expires_at)? {
+                if shown(&record, expires_at, &mut now)? {
                     answer.take(bytes.len())?;
                     records.push(record);
                 }
@@ -458,8 +459,8 @@ fn key_tier(
 /// (`domain.expire-after`); and a FACT whose key's tier is above the
 /// ceiling is withheld, and so is a relationship that joins an entity whose
 /// key is (MT-1).
-fn shown(record: &Stored, expires_at: Option<i64>) -> Result<bool, String> {
-    if expired(expires_at) {
+fn shown(record: &Stored, expires_at: Option<i64>, now: &mut Now) -> Result<bool, String> {
+    if now.passed(expires_at) {
         return Ok(false);
     }
     let Stored::Fact(fact) = record else {
@@ -505,16 +506,25 @@ fn id_text(bytes: Vec<u8>) -> Result<String, String> {
     String::from_utf8(bytes).map_err(|_| "an index entry is damaged".to_string())
 }
 
-/// Whether a record that expires at `expires_at` has expired: the host's
-/// time is at or after it. Asks the time only of a record that expires.
-fn expired(expires_at: Option<i64>) -> bool {
-    expires_at.is_some_and(|at| domain::now() >= at)
+/// The host's time, asked at most once for the records one answer looks
+/// at, and only when one of them expires.
+#[derive(Default)]
+struct Now(Option<i64>);
+
+impl Now {
+    /// Whether a record that expires at `expires_at` has expired: the
+    /// host's time is at or after it.
+    fn passed(&mut self, expires_at: Option<i64>) -> bool {
+        expires_at.is_some_and(|at| *self.0.get_or_insert_with(domain::now) >= at)
+    }
 }
 
 /// Loads a record the reader may see (MT-1) and that has not expired.
 fn load(id: &str) -> Result<Option<Stored>, String> {
     match load_with(id, get)? {
-        Some((record, expires_at)) if shown(&record, expires_at)? => Ok(Some(record)),
+        Some((record, expires_at)) if shown(&record, expires_at, &mut Now::default())? => {
+            Ok(Some(record))
+        }
         _ => Ok(None),
     }
 }

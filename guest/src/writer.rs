@@ -405,7 +405,7 @@ fn replay(write: &Write<'_>, entry: Idempotency, batch: &Batch) -> Result<Writte
     // Records go only by expiring (a forget takes the entry with them).
     let gone = || Err("the record request_id stored has expired (IO-W2)".to_string());
     let stored = match load_with(&entry.stored_id, |k| batch.get(k))? {
-        Some((_, expires_at)) if crate::expired(expires_at) => return gone(),
+        Some((_, expires_at)) if crate::Now::default().passed(expires_at) => return gone(),
         Some((Stored::Fact(stored), _)) => MemoryRecord::Fact(stored.fact),
         Some((Stored::Event { event, .. }, _)) => MemoryRecord::Event(event),
         Some((Stored::State(stored), _)) => MemoryRecord::State(stored.state),
