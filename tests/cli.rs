@@ -534,6 +534,49 @@ fn a_cycle_prints_each_stage_and_commits_its_summary_only() {
 }
 
 #[test]
+fn b5_p4_cycle_token_budget_sets_the_plans_budget() {
+    // proves B5-P4 through the CLI: --token-budget is the plan's budget
+    let cli = Cli::new();
+    let plan = cli.file("plan.json", PLAN);
+    let plan = plan.to_str().unwrap();
+    let turn = |budget: &str, request_id: &str| {
+        cli.run(
+            &[
+                "cycle",
+                plan,
+                "--agent",
+                "alice",
+                "--message",
+                "Any vegetarian restaurant near the office?",
+                "--response",
+                "Green Leaf on Main Street serves vegetarian food.",
+                "--request-id",
+                request_id,
+                "--token-budget",
+                budget,
+            ],
+            "",
+        )
+    };
+    let out = turn("1000", "t1");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let out = turn("1", "t2");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let lines = json_lines(&out);
+    let prompt = &lines[1]["steps"][0]["output"]["prompt"];
+    assert_eq!(prompt["context"], serde_json::json!([]));
+    assert_eq!(prompt["left_out"], 1, "{prompt}");
+    let out = turn("0", "t3");
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        json_lines(&out),
+        [
+            serde_json::json!({"plan_error":{"step":"prompt","rule":"B5-P4","kind":"ZeroTokenBudget"}})
+        ]
+    );
+}
+
+#[test]
 fn the_demo_ingests_the_sample_conversation_once_and_answers_a_question() {
     let cli = Cli::new();
     let out = cli.run(&["demo"], "");

@@ -97,6 +97,7 @@ fn the_component_imports_only_engram_interfaces_and_nothing_from_wasi() {
         "persistence",
         "ranker",
         "summarizer",
+        "tokenizer",
         "types",
     ]
     .iter()

@@ -53,13 +53,15 @@ fn the_host_composition_imports_the_store_instead_of_persistence() {
             "engram:adapter/store@0.1.0",
             "engram:memory/ranker@0.1.0",
             "engram:memory/summarizer@0.1.0",
+            "engram:memory/tokenizer@0.1.0",
             "engram:memory/types@0.1.0",
         ],
         &["engram:adapter/domain@0.1.0", "engram:js/calls@0.1.0"],
     );
 }
 
-/// With the algorithms inside, no summarizer or ranker is imported.
+/// With the algorithms inside, no summarizer, ranker or tokenizer is
+/// imported.
 #[test]
 fn the_builtin_composition_imports_the_store_and_the_types_only() {
     assert_world(
@@ -71,13 +73,14 @@ fn the_builtin_composition_imports_the_store_and_the_types_only() {
 
 /// The algorithms import only the types their exports refer to.
 #[test]
-fn the_algorithms_export_the_summarizer_and_the_ranker() {
+fn the_algorithms_export_the_summarizer_the_ranker_and_the_tokenizer() {
     assert_world(
         ALGORITHMS,
         &["engram:memory/types@0.1.0"],
         &[
             "engram:memory/ranker@0.1.0",
             "engram:memory/summarizer@0.1.0",
+            "engram:memory/tokenizer@0.1.0",
         ],
     );
 }

@@ -21,7 +21,10 @@ use engram::plans::{ingest_steps, recall_steps};
 
 fn plan(top_k: Option<u32>, steps: Vec<PlanStep>) -> ExecutionPlan {
     ExecutionPlan {
-        metadata: PlanMetadata { top_k },
+        metadata: PlanMetadata {
+            top_k,
+            token_budget: None,
+        },
         steps,
     }
 }

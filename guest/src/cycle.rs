@@ -6,6 +6,7 @@ use crate::engram::memory::audit::{self, Operation, Outcome};
 use crate::engram::memory::domain::{self, AccessMode};
 use crate::engram::memory::ranker::{self, Candidate};
 use crate::engram::memory::summarizer;
+use crate::engram::memory::tokenizer;
 use crate::engram::memory::types::{
     Event, EventPayload, IngestedMemory, MemoryRecord, RecordType, SourceActor, SourceComponent,
     WriteSource,
@@ -186,7 +187,7 @@ impl CycleResource {
                     .user_message
                     .as_deref()
                     .ok_or_else(|| CycleError::MissingInput("user-message".into()))?;
-                Ok(StepOutput::Prompt(assemble(context, message)))
+                assemble(context, message, self.plan.metadata.token_budget).map(StepOutput::Prompt)
             }
             StepKind::PersistMemory => {
                 let Some(StepOutput::Summarized(summary)) = input(0) else {
@@ -510,17 +511,57 @@ fn gather_and_rank(
     Ok((memories, gathered))
 }
 
-fn assemble(context: Vec<RetrievedMemory>, message: &str) -> AssembledPrompt {
+/// The prompt: the memory lines of `context` that fit `budget` (all of them
+/// without one), then the user's message.
+fn assemble(
+    context: Vec<RetrievedMemory>,
+    message: &str,
+    budget: Option<u32>,
+) -> Result<AssembledPrompt, CycleError> {
+    let lines: Vec<String> = context
+        .iter()
+        .map(|memory| format!("- [{}] {}", memory.timestamp, memory.summary))
+        .collect();
+    let kept = match budget {
+        Some(budget) => fitting(&lines, budget)?,
+        None => lines.len(),
+    };
     let mut text = String::from("Relevant memories:");
-    if context.is_empty() {
+    if kept == 0 {
         text.push_str(" none");
     }
-    for memory in &context {
-        text.push_str(&format!("\n- [{}] {}", memory.timestamp, memory.summary));
+    for line in &lines[..kept] {
+        text.push('\n');
+        text.push_str(line);
     }
     text.push_str("\n\nUser: ");
     text.push_str(message);
-    AssembledPrompt { context, text }
+    let mut context = context;
+    let left_out = context.split_off(kept).len() as u32;
+    Ok(AssembledPrompt {
+        context,
+        text,
+        left_out,
+    })
+}
+
+/// How many of `lines`, from the first, fit `budget` tokens joined by line
+/// breaks, as the host's tokenizer counts them (B5-F3). The whole joined
+/// text is counted each time, since a tokenizer's counts do not add up
+/// across a join; the first line that would pass the budget ends it.
+fn fitting(lines: &[String], budget: u32) -> Result<usize, CycleError> {
+    let mut joined = String::new();
+    for (i, line) in lines.iter().enumerate() {
+        if i > 0 {
+            joined.push('\n');
+        }
+        joined.push_str(line);
+        let count = tokenizer::count_tokens(&joined).map_err(CycleError::TokenizerFailed)?;
+        if count > budget {
+            return Ok(i);
+        }
+    }
+    Ok(lines.len())
 }
 
 /// Checks a plan before anything runs; the error names the step and rule.
@@ -580,6 +621,24 @@ fn validate_plan(plan: &ExecutionPlan) -> Result<(), PlanError> {
                     "IO-G6",
                     PlanErrorKind::TopKOutOfBounds(ceiling),
                 ));
+            }
+            Some(_) => {}
+        }
+    }
+    if let Some(budget) = plan.metadata.token_budget {
+        let whole = |kind| PlanError {
+            step: None,
+            rule: "B5-P4".into(),
+            kind,
+        };
+        match plan
+            .steps
+            .iter()
+            .find(|s| s.kind == StepKind::PromptAssemble)
+        {
+            None => return Err(whole(PlanErrorKind::UnusedTokenBudget)),
+            Some(prompt) if budget == 0 => {
+                return Err(fail(prompt, "B5-P4", PlanErrorKind::ZeroTokenBudget));
             }
             Some(_) => {}
         }

@@ -14,7 +14,7 @@
 //!    whose `persistence`, `audit` and `domain` imports, and the JSON
 //!    layer's `engram:js/host`, are supplied by the host layer, which
 //!    imports a raw store (`engram:adapter/store`, `host/components/adapter/wit`) and the
-//!    engine's types, summarizer and ranker; it exports `engram:js/calls`
+//!    engine's types, summarizer, ranker and tokenizer; it exports `engram:js/calls`
 //!    and `engram:adapter/domain`. `engram-host-builtin.wasm` is that with the
 //!    algorithms inside too; the algorithms are `engram-algorithms.wasm` as
 //!    they are;
@@ -46,8 +46,8 @@ const ALGORITHMS: (&str, &str) = (
 const ADAPTER: (&str, &str) = ("engram-host-adapter", "engram_host_adapter.wasm");
 /// The engine with the JSON layer and the host layer.
 const HOST_FILE: &str = "engram-host.wasm";
-/// The same, with the default algorithms inside (no summarizer or ranker
-/// to import).
+/// The same, with the default algorithms inside (no summarizer, ranker or
+/// tokenizer to import).
 const HOST_BUILTIN_FILE: &str = "engram-host-builtin.wasm";
 /// The algorithms' component.
 const ALGORITHMS_FILE: &str = "engram-algorithms.wasm";
@@ -58,7 +58,7 @@ const DOMAIN: &str = "engram:adapter/domain@0.1.0";
 /// An engine import the host layer supplies (with `audit` and `domain`).
 const PERSISTENCE: &str = "engram:memory/persistence@0.1.0";
 /// What the composition leaves for its host to supply: the raw store, and
-/// the engine's types, summarizer and ranker.
+/// the engine's types, summarizer, ranker and tokenizer.
 const HOST: &[&str] = &["engram:memory/", "engram:adapter/"];
 
 /// The SQLite schema every host runs, put beside the components: the
@@ -166,11 +166,11 @@ fn build_modules(workspace: &Path, target_dir: &Path) -> Result<PathBuf> {
 /// `engram-host.wasm`: the engine's `persistence`, `audit` and `domain`
 /// and the JSON layer's `engram:js/host` wired to the host layer, the JSON
 /// layer's imports of the engine's interfaces to the engine; what none
-/// supplies (`engram:adapter/store`, `engram:memory/types`, the summarizer and
-/// ranker) is imported by the composition, once per name; exports
-/// `engram:js/calls` and `engram:adapter/domain`. With the `algorithms`,
-/// `engram-host-builtin.wasm`: the engine's summarizer and ranker are
-/// theirs.
+/// supplies (`engram:adapter/store`, `engram:memory/types`, the summarizer,
+/// ranker and tokenizer) is imported by the composition, once per name;
+/// exports `engram:js/calls` and `engram:adapter/domain`. With the
+/// `algorithms`, `engram-host-builtin.wasm`: the engine's summarizer, ranker
+/// and tokenizer are theirs.
 fn compose(
     engine: &[u8],
     api: &[u8],

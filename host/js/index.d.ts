@@ -104,6 +104,9 @@ export interface Candidate {
 /** Orders candidates and keeps at most `k` ids, best first; throwing fails the cycle. */
 export type Ranker = (queryKeywords: string[], candidates: Candidate[], k: number) => string[];
 
+/** Counts the tokens of a text (a prompt's memory lines, for a plan's token budget); throwing fails the cycle. OpenAI's o200k_base by default. */
+export type Tokenizer = (text: string) => number;
+
 export type CoreModuleLoader = (component: string, file: string) => WebAssembly.Module | Promise<WebAssembly.Module>;
 
 export interface OpenOptions {
@@ -113,6 +116,7 @@ export interface OpenOptions {
   tierCeiling?: 'public' | 'sensitive' | 'private';
   summarizer?: Summarizer;
   ranker?: Ranker;
+  tokenizer?: Tokenizer;
   limits?: Partial<Limits>;
   clock?: () => number;
   /** Keep what this domain writes for this many ms only; kept until removed otherwise when absent. */

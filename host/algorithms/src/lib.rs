@@ -1,7 +1,8 @@
 //! The algorithms a cycle calls through the engine's imports (B5-F3): a
-//! summarizer with keyword extraction and a ranker. A plugin host supplies
-//! its own (an LLM, say) by implementing [`Summarizer`] and [`Ranker`]; the
-//! defaults here are deterministic.
+//! summarizer with keyword extraction, a ranker and a token counter. A
+//! plugin host supplies its own (an LLM, say) by implementing
+//! [`Summarizer`], [`Ranker`] and [`Tokenizer`]; the defaults here are
+//! deterministic.
 //!
 //! **Normalization.** Both defaults see words the same way ([`terms`]):
 //! split on anything that is not a letter, a digit or an apostrophe,
@@ -20,10 +21,14 @@
 //! - [`Bm25Ranker`] scores each candidate with BM25 over its keywords and
 //!   the normalized words of its summary, ties broken newest first, then by
 //!   id.
+//! - [`O200kTokenizer`] counts tokens with OpenAI's `o200k_base` encoding
+//!   (the GPT-4o, GPT-4.1 and o-series models'), from the `tiktoken-rs`
+//!   crate, which carries the encoding: nothing is downloaded. It bounds a
+//!   prompt to a plan's token budget.
 
 use rust_stemmers::{Algorithm, Stemmer};
 use std::collections::{HashMap, HashSet};
-use std::sync::LazyLock;
+use std::sync::{LazyLock, OnceLock};
 
 /// What a summarizer answers.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -71,6 +76,42 @@ pub trait Ranker: Send + Sync {
         candidates: &[Candidate],
         k: u32,
     ) -> Result<Vec<String>, String>;
+}
+
+/// Counts the tokens of a text, as the model a prompt is for does. An `Err`
+/// fails the cycle.
+pub trait Tokenizer: Send + Sync {
+    /// The number of tokens of `text`.
+    fn count_tokens(&self, text: &str) -> Result<u32, String>;
+}
+
+/// The default tokenizer: OpenAI's `o200k_base` encoding, the one of the
+/// GPT-4o, GPT-4.1 and o-series models, with `tiktoken-rs`. Text is counted
+/// as ordinary text: the spelling of a special token (`<|endoftext|>`)
+/// counts as the characters it is. The encoding (200,000 tokens) is built
+/// at the first count and kept for the process, so a host that never
+/// counts pays nothing for it.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct O200kTokenizer;
+
+impl O200kTokenizer {
+    /// The encoding, built once.
+    fn encoding() -> Result<&'static tiktoken_rs::CoreBPE, String> {
+        static ENCODING: OnceLock<Result<tiktoken_rs::CoreBPE, String>> = OnceLock::new();
+        ENCODING
+            .get_or_init(|| {
+                tiktoken_rs::o200k_base().map_err(|e| format!("the o200k_base encoding: {e}"))
+            })
+            .as_ref()
+            .map_err(Clone::clone)
+    }
+}
+
+impl Tokenizer for O200kTokenizer {
+    fn count_tokens(&self, text: &str) -> Result<u32, String> {
+        let count = Self::encoding()?.encode_ordinary(text).len();
+        u32::try_from(count).map_err(|_| "more than 2^32 tokens".to_owned())
+    }
 }
 
 /// English stop words: words that say nothing of what a turn is about.
@@ -171,17 +212,19 @@ macro_rules! wit_conversions {
 
 /// Writes, for `$guest`, a component's exports of the default algorithms:
 /// `summarizer.summarize` ([`ExtractiveSummarizer`], its answer refused with
-/// the reason `$refusal` gives, a `fn(&Summary) -> Option<String>`) and
-/// `ranker.rank` ([`Bm25Ranker`]), over the binding's `ranker` and
-/// `summarizer` export modules; with [`wit_conversions!`].
+/// the reason `$refusal` gives, a `fn(&Summary) -> Option<String>`),
+/// `ranker.rank` ([`Bm25Ranker`]) and `tokenizer.count-tokens`
+/// ([`O200kTokenizer`]), over the binding's `ranker`, `summarizer` and
+/// `tokenizer` export modules; with [`wit_conversions!`].
 #[macro_export]
 macro_rules! wit_guests {
-    ($guest:ty, $ranker:path, $summarizer:path, $refusal:expr) => {
+    ($guest:ty, $ranker:path, $summarizer:path, $tokenizer:path, $refusal:expr) => {
         $crate::wit_conversions!($ranker, $summarizer);
         const _: () = {
-            use $crate::{Ranker as _, Summarizer as _};
+            use $crate::{Ranker as _, Summarizer as _, Tokenizer as _};
             use $ranker as ranker;
             use $summarizer as summarizer;
+            use $tokenizer as tokenizer;
             /// The summarizer cycles call, with its default settings.
             static SUMMARIZER: std::sync::LazyLock<$crate::ExtractiveSummarizer> =
                 std::sync::LazyLock::new($crate::ExtractiveSummarizer::default);
@@ -209,6 +252,11 @@ macro_rules! wit_guests {
                         .map($crate::Candidate::from)
                         .collect();
                     $crate::Bm25Ranker.rank(&query_keywords, &candidates, k)
+                }
+            }
+            impl tokenizer::Guest for $guest {
+                fn count_tokens(text: String) -> Result<u32, String> {
+                    $crate::O200kTokenizer.count_tokens(&text)
                 }
             }
         };
@@ -497,5 +545,25 @@ mod tests {
             .unwrap();
         assert_eq!(ranked.len(), 2);
         assert!(ranked.iter().all(|id| id != "a"));
+    }
+}
+
+#[cfg(test)]
+mod tokenizer_tests {
+    use super::*;
+
+    /// The counts OpenAI's own tiktoken gives with `o200k_base`: the default
+    /// tokenizer is that encoding, not an estimate from the length.
+    #[test]
+    fn the_default_tokenizer_counts_with_o200k_base() {
+        let tokenizer = O200kTokenizer;
+        assert_eq!(tokenizer.count_tokens(""), Ok(0));
+        assert_eq!(tokenizer.count_tokens("hello world"), Ok(2));
+        assert_eq!(
+            tokenizer.count_tokens("- [1767225600000] Sarah is vegetarian"),
+            Ok(11)
+        );
+        // A special token's spelling is ordinary text.
+        assert!(tokenizer.count_tokens("<|endoftext|>").unwrap() > 1);
     }
 }

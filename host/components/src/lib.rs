@@ -12,15 +12,15 @@
 //!   domains. The host layer is `engram-store`'s `Scope` and maintenance,
 //!   the Rust every host runs: it imports only a raw store
 //!   (`engram:adapter/store`), and the composition the engine's summarizer,
-//!   ranker and types, which the language host supplies;
+//!   ranker, tokenizer and types, which the language host supplies;
 //! - [`HOST_BUILTIN`], `engram-host-builtin.wasm`: the same with the
-//!   default algorithms composed in, so it imports no summarizer and no
-//!   ranker;
-//! - [`ALGORITHMS`], `engram-algorithms.wasm`: the default summarizer and
-//!   ranker of every host (`engram-algorithms`), exporting
-//!   `engram:memory/summarizer` and `engram:memory/ranker`, for a host to
-//!   call when its caller gives one algorithm of their own but not the
-//!   other.
+//!   default algorithms composed in, so it imports no summarizer, ranker
+//!   or tokenizer;
+//! - [`ALGORITHMS`], `engram-algorithms.wasm`: the default summarizer,
+//!   ranker and tokenizer of every host (`engram-algorithms`), exporting
+//!   `engram:memory/summarizer`, `engram:memory/ranker` and
+//!   `engram:memory/tokenizer`, for a host to call when its caller gives
+//!   some algorithms of their own but not the others.
 //!
 //! The build script writes them, with the SQLite schema and the limits'
 //! defaults (`limits.json`), into its output folder only; `cargo run -q -p

@@ -1,6 +1,6 @@
-// The summarizer and ranker a domain's engine calls: plain JavaScript
-// functions a user may give, or the defaults of every host, compiled to
-// WebAssembly (engram-algorithms.wasm, transpiled into gen/).
+// The summarizer, ranker and tokenizer a domain's engine calls: plain
+// JavaScript functions a user may give, or the defaults of every host,
+// compiled to WebAssembly (engram-algorithms.wasm, transpiled into gen/).
 
 import { ComponentLoader } from './component.js';
 import { componentExport, componentImports } from './imports.js';
@@ -36,13 +36,21 @@ export class ResultError extends Error {
  * @returns {string[]}
  */
 
+/**
+ * Counts the tokens of a text: a prompt's memory lines, for a plan's
+ * token budget. Throwing fails the cycle.
+ * @callback Tokenizer
+ * @param {string} text
+ * @returns {number}
+ */
+
 let defaults;
 
 /**
- * The default summarizer and ranker, from one instance of
- * engram-algorithms shared by the process.
+ * The default summarizer, ranker and tokenizer (OpenAI's o200k_base
+ * encoding), from one instance of engram-algorithms shared by the process.
  * @param {import('./component.js').CoreModuleLoader} [coreModule]
- * @returns {Promise<{summarizer: Summarizer, ranker: Ranker}>}
+ * @returns {Promise<{summarizer: Summarizer, ranker: Ranker, tokenizer: Tokenizer}>}
  */
 export async function defaultAlgorithms(coreModule, instantiate) {
   defaults ??= (async () => {
@@ -50,9 +58,11 @@ export async function defaultAlgorithms(coreModule, instantiate) {
     const exports = await loader.first(componentImports({ 'engram:memory/types': {} }));
     const summarize = componentExport(exports, 'engram:memory/summarizer');
     const rank = componentExport(exports, 'engram:memory/ranker');
+    const count = componentExport(exports, 'engram:memory/tokenizer');
     return {
       summarizer: (userMessage, modelResponse) => summarize.summarize(userMessage, modelResponse),
       ranker: (queryKeywords, candidates, k) => rank.rank(queryKeywords, candidates, k),
+      tokenizer: (text) => count.countTokens(text),
     };
   })().catch((error) => {
     defaults = undefined;
@@ -70,12 +80,14 @@ function asResultError(error) {
 }
 
 /**
- * The `summarizer` and `ranker` interfaces the engine imports, over the
- * given functions: an error thrown becomes the `err` of the result.
+ * The `summarizer`, `ranker` and `tokenizer` interfaces the engine
+ * imports, over the given functions: an error thrown becomes the `err` of
+ * the result.
  * @param {Summarizer} summarizer
  * @param {Ranker} ranker
+ * @param {Tokenizer} tokenizer
  */
-export function algorithmInterfaces(summarizer, ranker) {
+export function algorithmInterfaces(summarizer, ranker, tokenizer) {
   return {
     'engram:memory/summarizer': {
       summarize(userMessage, modelResponse) {
@@ -101,6 +113,20 @@ export function algorithmInterfaces(summarizer, ranker) {
         }
         if (!Array.isArray(ids)) throw new ResultError('the ranker answered no list of ids');
         return ids.map(String);
+      },
+    },
+    'engram:memory/tokenizer': {
+      countTokens(text) {
+        let count;
+        try {
+          count = tokenizer(text);
+        } catch (error) {
+          throw asResultError(error);
+        }
+        if (!Number.isInteger(count) || count < 0 || count > 0xffffffff) {
+          throw new ResultError('the tokenizer answered no count of tokens');
+        }
+        return count;
       },
     },
   };

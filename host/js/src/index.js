@@ -6,8 +6,8 @@
 // host shares (host/components/adapter, over engram-store's Scope and
 // maintenance): the domain's key prefix, the limits, the maintenance lock
 // and the audit entries are all done there. This package hands it a raw
-// store (src/store.js), the clock and random bits, and the summarizer and
-// ranker when the caller gives them.
+// store (src/store.js), the clock and random bits, and the summarizer,
+// ranker and tokenizer when the caller gives them.
 
 import { defaultAlgorithms, algorithmInterfaces } from './algorithms.js';
 import { auditLine, auditRowOfLine } from './backend.js';
@@ -60,7 +60,8 @@ function failure(error) {
 
 /**
  * The components a domain's instance is made from, compiled once: the
- * engine with the default summarizer and ranker inside, or importing them.
+ * engine with the default summarizer, ranker and tokenizer inside, or
+ * importing them.
  * @type {Record<string, ComponentLoader>}
  */
 const loaders = {};
@@ -110,6 +111,8 @@ async function storeOf(store, options) {
  *   privacy tier reads may return; `private` by default
  * @property {import('./algorithms.js').Summarizer} [summarizer]
  * @property {import('./algorithms.js').Ranker} [ranker]
+ * @property {import('./algorithms.js').Tokenizer} [tokenizer] counts a
+ *   prompt's tokens for a plan's token budget; OpenAI's o200k_base by default
  * @property {Partial<Limits>} [limits] those left out have every host's
  *   defaults ({@link DEFAULT_LIMITS})
  * @property {() => number} [clock] ms since the epoch; `Date.now`
@@ -149,14 +152,16 @@ async function storeOf(store, options) {
  * @returns {Promise<Domain>}
  */
 export async function open(agent, options = {}) {
-  let { summarizer, ranker } = options;
-  // Neither given: the engine's own, composed in (no call leaves the
-  // component). One given: the other is the engine's own, called from here.
-  const builtin = summarizer === undefined && ranker === undefined;
-  if (!builtin && (summarizer === undefined || ranker === undefined)) {
+  let { summarizer, ranker, tokenizer } = options;
+  // None given: the engine's own, composed in (no call leaves the
+  // component). Some given: the others are the engine's own, called from here.
+  const given = [summarizer, ranker, tokenizer].filter((a) => a !== undefined).length;
+  const builtin = given === 0;
+  if (!builtin && given < 3) {
     const defaults = await defaultAlgorithms(options.coreModule, options.instantiate?.['engram-algorithms']);
     summarizer ??= defaults.summarizer;
     ranker ??= defaults.ranker;
+    tokenizer ??= defaults.tokenizer;
   }
   const { backend, owned } = await storeOf(options.store, options.sqlite);
   try {
@@ -173,7 +178,7 @@ export async function open(agent, options = {}) {
     const imports = componentImports({
       'engram:memory/types': {},
       'engram:adapter/store': storeInterface(backend, settings, clock),
-      ...(builtin ? {} : algorithmInterfaces(summarizer, ranker)),
+      ...(builtin ? {} : algorithmInterfaces(summarizer, ranker, tokenizer)),
     });
     const components = loader(builtin ? 'engram-host-builtin' : 'engram-host', options);
     const exports = await components.first(imports);

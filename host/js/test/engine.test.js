@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { EngramInputError, EngramRefusedError, MemoryBackend, open, exportStore } from '../src/index.js';
 import { notBuilt } from './built.js';
+import { defaultAlgorithms } from '../src/algorithms.js';
 
 const skip = notBuilt;
 const dir = mkdtempSync(join(tmpdir(), 'engram-engine-'));
@@ -115,6 +116,51 @@ test('the summarizer and ranker a user gives are the ones the cycle calls', { sk
   const refused = failing.runCycle({ plan: PLAN, message: 'm', response: 'r', session: 's', request_id: 't2' });
   assert.ok(refused.at(-1).cycle_error, JSON.stringify(refused));
   failing.close();
+});
+
+const RECALL = (budget) => ({
+  metadata: { top_k: 3, ...(budget === undefined ? {} : { token_budget: budget }) },
+  steps: [
+    { name: 'query', stage: 'ContextSelect', kind: { SummarizeMemory: { of: 'user_message' } } },
+    { name: 'retrieve', stage: 'ContextSelect', kind: 'RetrieveMemory', inputs: ['query'] },
+    { name: 'select', stage: 'ContextSelect', kind: 'ContextSelect', inputs: ['retrieve'] },
+    { name: 'prompt', stage: 'PromptAssemble', kind: 'PromptAssemble', inputs: ['select'] },
+  ],
+});
+const memory = (i, summary) => ({
+  request_id: `m${i}`, source, record: { record_type: 'EVENT', timestamp: 1767225600000 + 60000 * i,
+    payload: { ingested: { session_ref: 's', summary, keywords: ['flight', 'pari'] } } },
+});
+const promptOf = (lines) => lines[1].steps[0].output.prompt;
+
+// proves B5-F3 B5-P4: a caller's tokenizer counts the memory lines, whole prefix by prefix, and the budget bounds them
+test('the tokenizer a user gives bounds the prompt to the token budget of the plan', { skip }, async () => {
+  const asked = [];
+  using alice = await open('alice', { tokenizer: (text) => { asked.push(text); return new TextEncoder().encode(text).length; } });
+  ['Flight to Paris booked for 14 May.', 'Sarah wants a window seat on every flight to Paris.', 'Return flight from Paris on the 17th.']
+    .forEach((summary, i) => assert.ok(alice.write(memory(i, summary)).ACCEPTED));
+  const ask = (budget, request_id) => promptOf(alice.runCycle({ plan: RECALL(budget), message: 'My flight to Paris?', session: 's', request_id }));
+  const all = ask(undefined, 'all');
+  assert.equal(all.left_out, 0);
+  assert.deepEqual(asked, [], 'no budget: the tokenizer is never called');
+  const lines = all.context.map((m) => `- [${m.timestamp}] ${m.summary}`);
+  const two = lines.slice(0, 2).join('\n');
+  const cut = ask(new TextEncoder().encode(two).length, 'cut');
+  assert.deepEqual(cut.context, all.context.slice(0, 2));
+  assert.equal(cut.left_out, 1);
+  assert.equal(cut.text, `Relevant memories:\n${two}\n\nUser: My flight to Paris?`);
+  assert.deepEqual(asked, [lines[0], two, lines.join('\n')]);
+  using failing = await open('bob', { tokenizer: () => { throw new Error('no tokens today'); } });
+  failing.write({ ...memory(0, 'Flight to Paris booked.'), source: { ...source, agent_id: 'bob' } });
+  const refused = failing.runCycle({ plan: RECALL(100), message: 'My flight to Paris?', session: 's', request_id: 'f' });
+  assert.equal(refused.at(-1).cycle_error, 'TokenizerFailed("no tokens today")');
+});
+
+test('the default tokenizer is o200k_base, as in every host', { skip }, async () => {
+  const { tokenizer } = await defaultAlgorithms();
+  // The counts the Rust host's O200kTokenizer gives (host/algorithms).
+  assert.equal(tokenizer('hello world'), 2);
+  assert.equal(tokenizer('- [1767225600000] Sarah is vegetarian'), 11);
 });
 
 // proves B5-P4: the refusal names the rule

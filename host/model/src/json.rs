@@ -548,13 +548,18 @@ pub struct Plan {
     pub steps: Vec<PlanStep>,
 }
 
-/// `{"top_k":3}`; `top_k` is required when the plan retrieves (B5-P4).
+/// `{"top_k":3,"token_budget":500}`; `top_k` is required when the plan
+/// retrieves (B5-P4).
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PlanMetadata {
     /// How many memories RetrieveMemory keeps.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub top_k: Option<u32>,
+    /// The most tokens the memory lines of the prompt may take, counted by
+    /// the host's tokenizer; none: every selected memory is listed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token_budget: Option<u32>,
 }
 
 /// `{"name":"retrieve","stage":"ContextSelect","kind":"RetrieveMemory","inputs":["query"]}`
@@ -657,6 +662,8 @@ pub enum StepOutput {
     Prompt {
         context: Vec<RetrievedMemory>,
         text: String,
+        /// How many selected memories the token budget left out.
+        left_out: u32,
     },
     Staged {
         summary: String,

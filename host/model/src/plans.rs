@@ -72,7 +72,10 @@ pub fn ingest_steps() -> Vec<PlanStep> {
 /// Select context for a message and assemble the prompt, keeping `top_k`.
 pub fn recall(top_k: u32) -> Plan {
     Plan {
-        metadata: PlanMetadata { top_k: Some(top_k) },
+        metadata: PlanMetadata {
+            top_k: Some(top_k),
+            token_budget: None,
+        },
         steps: recall_steps(),
     }
 }
@@ -80,7 +83,7 @@ pub fn recall(top_k: u32) -> Plan {
 /// Summarize a finished turn and persist it.
 pub fn ingest() -> Plan {
     Plan {
-        metadata: PlanMetadata { top_k: None },
+        metadata: PlanMetadata::default(),
         steps: ingest_steps(),
     }
 }
@@ -88,7 +91,10 @@ pub fn ingest() -> Plan {
 /// A whole turn: recall before the answer, ingest after it.
 pub fn turn(top_k: u32) -> Plan {
     Plan {
-        metadata: PlanMetadata { top_k: Some(top_k) },
+        metadata: PlanMetadata {
+            top_k: Some(top_k),
+            token_budget: None,
+        },
         steps: [recall_steps(), ingest_steps()].concat(),
     }
 }

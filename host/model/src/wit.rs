@@ -451,6 +451,7 @@ macro_rules! wit_conversions {
                     wc::ExecutionPlan {
                         metadata: wc::PlanMetadata {
                             top_k: plan.metadata.top_k,
+                            token_budget: plan.metadata.token_budget,
                         },
                         steps: plan
                             .steps
@@ -502,6 +503,7 @@ macro_rules! wit_conversions {
                         wc::StepOutput::Prompt(p) => StepOutput::Prompt {
                             context: retrieved(p.context),
                             text: p.text,
+                            left_out: p.left_out,
                         },
                         wc::StepOutput::Staged(s) => StepOutput::Staged {
                             summary: s.summary,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from conftest import ASK, PLAN
 
-from engram import AlgorithmError, Candidate, Domain, Engram
+from engram import AlgorithmError, Candidate, Domain, Engram, default_tokenizer
 
 TURNS = [
     ("I booked the Hotel Avenida in Lisbon for May.", "Lovely, the Avenida is central."),
@@ -98,3 +98,59 @@ def test_b5_f1_a_failing_summarizer_fails_the_cycle_and_persists_nothing() -> No
         crashing = mem.open("carol")
         remember(crashing)
         assert "division by zero" in ask(crashing, "Lisbon hotel")[-1]["cycle_error"]
+
+
+#: ASK with a PromptAssemble step, keeping every memory, bounded by `budget`.
+def bounded(budget: int | None) -> dict:
+    prompt = {"name": "prompt", "stage": "PromptAssemble", "kind": "PromptAssemble", "inputs": ["select"]}
+    metadata = {"top_k": len(TURNS)} | ({} if budget is None else {"token_budget": budget})
+    return {"metadata": metadata, "steps": [*ASK["steps"], prompt]}
+
+
+def prompt_of(lines: list) -> dict:
+    return lines[1]["steps"][0]["output"]["prompt"]
+
+
+# proves B5-F3 B5-P4: the tokenizer a user gives counts the prompt's memory lines, whole
+# prefix by prefix, and the plan's token budget bounds them
+def test_b5_f3_the_tokenizer_a_user_gives_bounds_the_prompt() -> None:
+    asked: list[str] = []
+
+    def tokenizer(text: str) -> int:
+        asked.append(text)
+        return len(text.encode())
+
+    with Engram(tokenizer=tokenizer) as mem:
+        alice = mem.open("alice")
+        remember(alice)
+        question = "Lisbon hotel flight Porto vegetarian Sarah May"
+        everything = prompt_of(alice.run_cycle(bounded(None), message=question, session="s", request_id="all"))
+        assert everything["left_out"] == 0 and not asked, "no budget: the tokenizer is never called"
+        lines = [f"- [{m['timestamp']}] {m['summary']}" for m in everything["context"]]
+        assert len(lines) == len(TURNS)
+        two = "\n".join(lines[:2])
+        cut = prompt_of(alice.run_cycle(bounded(len(two.encode())), message=question, session="s", request_id="cut"))
+        assert cut["context"] == everything["context"][:2]
+        assert cut["left_out"] == len(TURNS) - 2
+        assert cut["text"] == f"Relevant memories:\n{two}\n\nUser: {question}"
+        assert asked == [lines[0], two, "\n".join(lines[:3])]
+
+
+# proves B5-F1: a tokenizer that fails fails the cycle
+def test_b5_f1_a_failing_tokenizer_fails_the_cycle() -> None:
+    def tokenizer(text: str) -> int:
+        raise AlgorithmError("no tokens today")
+
+    with Engram(tokenizer=tokenizer) as mem:
+        alice = mem.open("alice")
+        remember(alice)
+        lines = alice.run_cycle(bounded(100), message="Lisbon hotel", session="s", request_id="ask")
+        assert lines[-1] == {"cycle_error": 'TokenizerFailed("no tokens today")'}
+
+
+def test_the_default_tokenizer_is_o200k_base_as_in_every_host() -> None:
+    count = default_tokenizer()
+    # The counts the Rust host's O200kTokenizer gives (host/algorithms).
+    assert count("hello world") == 2
+    assert count("- [1767225600000] Sarah is vegetarian") == 11
+    assert count("") == 0

@@ -56,7 +56,7 @@ TURNS = [
 ]
 
 
-# proves B5-D1 B5-D2 B5-S3 IO-W2: remember two turns, recall them (id, summary, timestamp only)
+# proves B5-D1 B5-D2 B5-S3 B5-P4 IO-W2: remember two turns, recall them (id, summary, timestamp only), in a budget
 def test_b5_d2_a_client_lists_the_tools_remembers_two_turns_and_recalls_them(tmp_path: Path, engram_bin: str) -> None:
     async def body(server: Server) -> None:
         tools = await server.session.list_tools()
@@ -81,6 +81,12 @@ def test_b5_d2_a_client_lists_the_tools_remembers_two_turns_and_recalls_them(tmp
         assert "Avenida" in recalled["memories"][0]["summary"]
         error, recalled = await server.call("recall", {"question": "What does Sarah eat?", "top_k": 2})
         assert not error and recalled["memories"][0]["id"] == ids[1]
+        # B5-P4: a token budget keeps the best memories that fit it, and says how many it left out.
+        question = {"question": "Which hotel did I book in Lisbon?", "top_k": 2}
+        error, roomy = await server.call("recall", {**question, "token_budget": 10000})
+        assert not error and roomy["left_out"] == 0 and roomy["memories"][0]["id"] == ids[0]
+        error, tight = await server.call("recall", {**question, "token_budget": 1})
+        assert not error and tight == {"memories": [], "left_out": len(roomy["memories"])}
 
     serve(engram_bin, tmp_path / "m.db", "alice", body)
 

@@ -68,7 +68,10 @@ pub mod json {
     engram_model::wit_conversions!();
 }
 
-pub use algorithms::{Bm25Ranker, Candidate, ExtractiveSummarizer, Ranker, Summarizer, Summary};
+pub use algorithms::{
+    Bm25Ranker, Candidate, ExtractiveSummarizer, O200kTokenizer, Ranker, Summarizer, Summary,
+    Tokenizer,
+};
 pub use audit::{AuditEntry, AuditQuery, AuditSink, MemoryAudit};
 pub use backend::{
     Backend, MemoryBackend, PostgresBackend, PostgresOptions, SqliteBackend, SqliteOptions,
@@ -100,7 +103,7 @@ mod bindings {
 
 use bindings::engram::memory::{
     audit as wit_audit, domain as wit_domain, persistence, ranker as wit_ranker,
-    summarizer as wit_summarizer,
+    summarizer as wit_summarizer, tokenizer as wit_tokenizer,
 };
 
 engram_algorithms::wit_conversions!(wit_ranker, wit_summarizer);
@@ -195,6 +198,9 @@ pub struct Config {
     pub summarizer: Arc<dyn Summarizer>,
     /// The ranker cycles call; [`Bm25Ranker`] by default.
     pub ranker: Arc<dyn Ranker>,
+    /// What counts the tokens of a prompt's memory lines for a plan with a
+    /// token budget; [`O200kTokenizer`] (OpenAI's `o200k_base`) by default.
+    pub tokenizer: Arc<dyn Tokenizer>,
     /// The largest record a write may carry, measured by
     /// [`limits::record_size`] (the bytes of its strings, plus 8 per list
     /// item). A larger write is answered REJECTED, and the reason audited,
@@ -246,6 +252,7 @@ impl Default for Config {
             candidate_limit: 256,
             summarizer: Arc::new(ExtractiveSummarizer::default()),
             ranker: Arc::new(Bm25Ranker),
+            tokenizer: Arc::new(O200kTokenizer),
             max_record_bytes: 1 << 20,
             max_batch_ops: 10_000,
             max_batch_bytes: 16 << 20,
@@ -467,6 +474,7 @@ impl Engram {
             mode,
             summarizer: config.summarizer.clone(),
             ranker: config.ranker.clone(),
+            tokenizer: config.tokenizer.clone(),
             tier_ceiling: types::PrivacyTier::Private,
             expire_after: None,
             limits: wasmtime::StoreLimitsBuilder::new()
@@ -924,6 +932,16 @@ impl Domain {
         self
     }
 
+    /// Replaces the tokenizer this domain's cycles count a prompt's tokens
+    /// with.
+    pub fn with_tokenizer(mut self, tokenizer: Arc<dyn Tokenizer>) -> Self {
+        self.state.tokenizer = tokenizer.clone();
+        if let Some(live) = &mut self.live {
+            live.store.data_mut().tokenizer = tokenizer;
+        }
+        self
+    }
+
     /// Validates `plan` and begins a cycle (B-005). `Ok(Err(_))` is a
     /// refused plan: nothing ran.
     pub fn begin_cycle(
@@ -1074,6 +1092,7 @@ struct DomainState {
     mode: Mode,
     summarizer: Arc<dyn Summarizer>,
     ranker: Arc<dyn Ranker>,
+    tokenizer: Arc<dyn Tokenizer>,
     tier_ceiling: types::PrivacyTier,
     expire_after: Option<u64>,
     limits: StoreLimits,
@@ -1217,12 +1236,10 @@ impl wit_summarizer::Host for DomainState {
         user_message: String,
         model_response: Option<String>,
     ) -> Result<wit_summarizer::Summary, String> {
-        // A plugin that panics fails the cycle, never the host.
         let summarizer = &self.summarizer;
-        let summary = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let summary = plugin("summarizer", || {
             summarizer.summarize(&user_message, model_response.as_deref())
-        }))
-        .map_err(|_| "the summarizer panicked".to_string())??;
+        })?;
         if let Some(why) = self
             .scope
             .limits()
@@ -1243,11 +1260,22 @@ impl wit_ranker::Host for DomainState {
     ) -> Result<Vec<String>, String> {
         let candidates: Vec<Candidate> = candidates.into_iter().map(Candidate::from).collect();
         let ranker = &self.ranker;
-        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            ranker.rank(&query_keywords, &candidates, k)
-        }))
-        .map_err(|_| "the ranker panicked".to_string())?
+        plugin("ranker", || ranker.rank(&query_keywords, &candidates, k))
     }
+}
+
+impl wit_tokenizer::Host for DomainState {
+    fn count_tokens(&mut self, text: String) -> Result<u32, String> {
+        let tokenizer = &self.tokenizer;
+        plugin("tokenizer", || tokenizer.count_tokens(&text))
+    }
+}
+
+/// Calls an algorithm of the host's: one that panics fails the cycle (its
+/// error says which), never the host.
+fn plugin<T>(name: &str, call: impl FnOnce() -> Result<T, String>) -> Result<T, String> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(call))
+        .map_err(|_| format!("the {name} panicked"))?
 }
 
 impl bindings::engram::memory::types::Host for DomainState {}

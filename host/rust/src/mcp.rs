@@ -87,6 +87,9 @@ pub struct RecallArgs {
     pub question: String,
     /// How many memories to bring back, 1 to 50.
     pub top_k: u32,
+    /// The most tokens the memories may take in a prompt (OpenAI's o200k_base count of their lines `- [timestamp] summary`, one per line): the best ones that fit are brought back, and the answer says how many were left out.
+    #[serde(default)]
+    pub token_budget: Option<u32>,
     /// An id for this call in the audit trail (made up when absent).
     #[serde(default)]
     pub request_id: Option<String>,
@@ -237,8 +240,9 @@ impl Memory {
     }
 
     /// Runs the stages of `plan` that have steps, then commits: the
-    /// output of the step `wanted` (ContextSelect's `select`) or the
-    /// committed ids.
+    /// memories of the step `wanted` (PromptAssemble's `prompt`: those it
+    /// lists, and how many a token budget left out) or the committed
+    /// ids.
     fn cycle(
         &self,
         plan: &ExecutionPlan,
@@ -259,7 +263,7 @@ impl Memory {
                 Ok(Ok(cycle)) => cycle,
             };
             let mut result = None;
-            for stage in [Stage::ContextSelect, Stage::SummarizeMemory, Stage::PersistMemory] {
+            for stage in [Stage::ContextSelect, Stage::PromptAssemble, Stage::SummarizeMemory, Stage::PersistMemory] {
                 if result.is_some() || !plan.steps.iter().any(|s| s.stage == stage) {
                     continue;
                 }
@@ -273,12 +277,17 @@ impl Memory {
             }
             let result = result.unwrap_or_else(|| match wanted {
                 Some(step) => match domain.step_output(&cycle, step) {
-                    Ok(Some(StepOutput::Selected(memories))) => {
-                        let memories: Vec<Value> = memories
+                    Ok(Some(StepOutput::Prompt(prompt))) => {
+                        let memories: Vec<Value> = prompt
+                            .context
                             .into_iter()
                             .map(|m| json!({"id": m.id, "summary": m.summary, "timestamp": m.timestamp}))
                             .collect();
-                        answer(json!({"memories": memories}), false)
+                        let mut found = json!({"memories": memories});
+                        if plan.metadata.token_budget.is_some() {
+                            found["left_out"] = json!(prompt.left_out);
+                        }
+                        answer(found, false)
                     }
                     Ok(_) => failed("the cycle selected nothing"),
                     Err(error) => failed(error),
@@ -300,7 +309,7 @@ impl Memory {
 #[tool_router]
 impl Memory {
     #[tool(
-        description = "Recall: the memories most relevant to a question, from this agent's memory (ContextSelect). Answers {\"memories\":[{\"id\",\"summary\",\"timestamp\"}]}, best first; summaries only, never raw transcripts."
+        description = "Recall: the memories most relevant to a question, from this agent's memory (ContextSelect). Answers {\"memories\":[{\"id\",\"summary\",\"timestamp\"}]}, best first; summaries only, never raw transcripts. With token_budget, only the best that fit it, and {\"left_out\": n}."
     )]
     async fn recall(&self, Parameters(args): Parameters<RecallArgs>) -> CallToolResult {
         if !(1..=MAX_TOP_K).contains(&args.top_k) {
@@ -311,13 +320,9 @@ impl Memory {
             model_response: None,
         };
         let request_id = request_id(args.request_id, "recall");
-        self.cycle(
-            &plans::recall(args.top_k),
-            "mcp",
-            &request_id,
-            &input,
-            Some("select"),
-        )
+        let mut plan = plans::recall(args.top_k);
+        plan.metadata.token_budget = args.token_budget;
+        self.cycle(&plan, "mcp", &request_id, &input, Some("prompt"))
     }
 
     #[tool(

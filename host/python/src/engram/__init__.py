@@ -39,6 +39,7 @@ from ._component import (
     Ranker,
     Runtime,
     Summarizer,
+    Tokenizer,
     Turn,
 )
 from ._store import Backend, StoreError, audit_line, compact, row_of_line
@@ -64,6 +65,7 @@ __all__ = [
     "AlgorithmError",
     "Summarizer",
     "Ranker",
+    "Tokenizer",
     "WriteRequest",
     "WriteAnswer",
     "ReadRequest",
@@ -71,6 +73,7 @@ __all__ = [
     "Plan",
     "Answer",
     "default_algorithms",
+    "default_tokenizer",
 ]
 
 
@@ -78,7 +81,15 @@ def default_algorithms() -> tuple[Summarizer, Ranker]:
     """The summarizer and ranker every host uses when given none (the
     engine's own, ``engram-algorithms.wasm``), as callables: to wrap, or to
     combine with a ranker of one's own."""
-    return Runtime.shared().default_algorithms()
+    summarizer, ranker, _ = Runtime.shared().default_algorithms()
+    return summarizer, ranker
+
+
+def default_tokenizer() -> Tokenizer:
+    """The tokenizer every host counts a prompt's tokens with when given
+    none: OpenAI's ``o200k_base`` encoding (GPT-4o, GPT-4.1, the o-series),
+    the engine's own in ``engram-algorithms.wasm``, as a callable."""
+    return Runtime.shared().default_algorithms()[2]
 
 
 class EngramError(Exception):
@@ -145,9 +156,10 @@ class Engram:
     installed), a :class:`Backend` object, or None / ``":memory:"`` for a
     fresh in-memory store; a URL of another scheme is refused.
     ``synchronous`` and ``busy_timeout`` are for a store given by path.
-    ``summarizer`` and ``ranker`` are the defaults of every domain opened
-    here (every host's own when None); ``clock`` answers ms since the
-    epoch.
+    ``summarizer``, ``ranker`` and ``tokenizer`` (text → its number of
+    tokens, for a plan's token budget) are the defaults of every domain
+    opened here (every host's own when None: the tokenizer counts with
+    ``o200k_base``); ``clock`` answers ms since the epoch.
     """
 
     def __init__(
@@ -158,6 +170,7 @@ class Engram:
         busy_timeout: float = 5.0,
         summarizer: Summarizer | None = None,
         ranker: Ranker | None = None,
+        tokenizer: Tokenizer | None = None,
         limits: Limits | None = None,
         clock: Callable[[], int] | None = None,
     ) -> None:
@@ -176,6 +189,7 @@ class Engram:
         self._runtime = Runtime.shared()
         self._summarizer = summarizer
         self._ranker = ranker
+        self._tokenizer = tokenizer
         self._limits = limits or Limits()
         self._clock = clock or _now_ms
         self._closed = False
@@ -188,6 +202,7 @@ class Engram:
         tier_ceiling: str = "private",
         summarizer: Summarizer | None = None,
         ranker: Ranker | None = None,
+        tokenizer: Tokenizer | None = None,
         input: str = "request",
         expire_after_ms: int | None = None,
     ) -> Domain:
@@ -206,12 +221,15 @@ class Engram:
             raise ValueError("an agent id must be a string")
         summarizer = summarizer or self._summarizer
         ranker = ranker or self._ranker
-        if (summarizer is None) != (ranker is None):
-            # One given: the other is the engine's own, called from here.
-            default_summarizer, default_ranker = self._runtime.default_algorithms()
-            summarizer = summarizer or default_summarizer
-            ranker = ranker or default_ranker
-        # Neither given: the engine's own, composed in (no call leaves the engine).
+        tokenizer = tokenizer or self._tokenizer
+        given = [summarizer, ranker, tokenizer]
+        if any(a is not None for a in given) and any(a is None for a in given):
+            # Some given: the others are the engine's own, called from here.
+            defaults = self._runtime.default_algorithms()
+            summarizer = summarizer or defaults[0]
+            ranker = ranker or defaults[1]
+            tokenizer = tokenizer or defaults[2]
+        # None given: the engine's own, composed in (no call leaves the engine).
         settings: dict[str, Any] = {
             "agent": agent,
             "mode": mode,
@@ -220,7 +238,7 @@ class Engram:
             "expire_after_ms": expire_after_ms,
         }
         settings.update((name, value) for name, value in vars(self._limits).items() if value is not None)
-        binding = Binding(self.store, compact(settings), self._clock, summarizer, ranker)
+        binding = Binding(self.store, compact(settings), self._clock, summarizer, ranker, tokenizer)
         return Domain(self._runtime, binding, agent, mode, input)
 
     def audit(

@@ -19,8 +19,8 @@ this package only for a raw store, ``engram:adapter/store``
 (``host/components/adapter/wit/adapter.wit``): whole keys, every byte string as a string of
 one character per byte and every list of them packed into one, so that a
 value crosses in one copy; and it exports ``engram:adapter/domain``, what the
-host does with a domain besides the engine's calls. The default summarizer
-and ranker are ``engram-algorithms.wasm``, in a store of their own.
+host does with a domain besides the engine's calls. The default summarizer,
+ranker and tokenizer are ``engram-algorithms.wasm``, in a store of their own.
 """
 
 from __future__ import annotations
@@ -44,8 +44,8 @@ DOMAIN = "engram:adapter/domain" + VERSION
 
 
 class AlgorithmError(Exception):
-    """A summarizer or ranker that failed: the engine is told the message as
-    the ``err`` of its result (the cycle fails, B5-F1)."""
+    """A summarizer, ranker or tokenizer that failed: the engine is told the
+    message as the ``err`` of its result (the cycle fails, B5-F1)."""
 
 
 @dataclass(frozen=True)
@@ -60,6 +60,11 @@ class Candidate:
 
 Summarizer = Callable[[str, "str | None"], Any]
 Ranker = Callable[[list[str], list[Candidate], int], Sequence[str]]
+#: Counts the tokens of a text (a prompt's memory lines, for a plan's
+#: token budget).
+Tokenizer = Callable[[str], int]
+#: The summarizer, ranker and tokenizer of every host.
+Algorithms = tuple[Summarizer, Ranker, Tokenizer]
 
 
 @dataclass(frozen=True)
@@ -88,7 +93,7 @@ class Limits:
 class Binding:
     """What one domain's engine instance is bound to: the raw store, the
     domain's settings (``store.settings``, JSON, checked by the adapter),
-    the clock and the algorithms (both None: the engine's own, composed in
+    the clock and the algorithms (all None: the engine's own, composed in
     as ``engram-host-builtin.wasm``)."""
 
     backend: Backend
@@ -96,11 +101,13 @@ class Binding:
     clock: Callable[[], int]
     summarizer: Summarizer | None
     ranker: Ranker | None
+    tokenizer: Tokenizer | None
 
     @property
     def algorithms(self) -> bool:
-        """Whether the engine imports its summarizer and ranker from here."""
-        return self.summarizer is not None or self.ranker is not None
+        """Whether the engine imports its summarizer, ranker and tokenizer
+        from here."""
+        return self.summarizer is not None or self.ranker is not None or self.tokenizer is not None
 
 
 def _record(**fields: Any) -> wc.Record:
@@ -126,7 +133,7 @@ class Runtime:
         self.engine = wasmtime.Engine(config)
         self._components: dict[str, wc.Component] = {}
         self._compiling = threading.Lock()
-        self._defaults: tuple[Callable[..., Any], Callable[..., Any]] | None = None
+        self._defaults: Algorithms | None = None
 
     def component(self, name: str) -> wc.Component:
         """A component of the package, compiled at its first use."""
@@ -138,8 +145,9 @@ class Runtime:
 
     def api(self, builtin: bool) -> wc.Component:
         """The engine with the JSON layer and the adapter: with the default
-        summarizer and ranker inside (``engram-host-builtin.wasm``), or
-        importing them (``engram-host.wasm``)."""
+        summarizer, ranker and tokenizer inside
+        (``engram-host-builtin.wasm``), or importing them
+        (``engram-host.wasm``)."""
         return self.component("engram-host-builtin.wasm" if builtin else "engram-host.wasm")
 
     @classmethod
@@ -149,9 +157,9 @@ class Runtime:
                 cls._shared = Runtime()
             return cls._shared
 
-    def default_algorithms(self) -> tuple[Callable[..., Any], Callable[..., Any]]:
-        """The summarizer and ranker of every host, from one instance of
-        ``engram-algorithms.wasm``."""
+    def default_algorithms(self) -> Algorithms:
+        """The summarizer, ranker and tokenizer of every host, from one
+        instance of ``engram-algorithms.wasm``."""
         if self._defaults is None:
             store = wasmtime.Store(self.engine)
             linker = wc.Linker(self.engine)
@@ -161,6 +169,7 @@ class Runtime:
             instance = linker.instantiate(store, self.component("engram-algorithms.wasm"))
             summarize = _export(store, instance, "engram:memory/summarizer" + VERSION, "summarize")
             rank = _export(store, instance, "engram:memory/ranker" + VERSION, "rank")
+            count = _export(store, instance, "engram:memory/tokenizer" + VERSION, "count-tokens")
             lock = threading.Lock()
 
             def summarizer(user_message: str, model_response: str | None) -> Any:
@@ -183,7 +192,15 @@ class Runtime:
                     raise AlgorithmError(answer)
                 return list(answer)
 
-            self._defaults = (summarizer, ranker)
+            def tokenizer(text: str) -> int:
+                with lock:
+                    answer = count(store, text)
+                    count.post_return(store)
+                if isinstance(answer, str):
+                    raise AlgorithmError(answer)
+                return int(answer)
+
+            self._defaults = (summarizer, ranker, tokenizer)
         return self._defaults
 
 
@@ -303,8 +320,8 @@ def _link(linker: wc.Linker, binding: Binding) -> None:
             p.add_func("now", lambda _store: int(binding.clock()))
             # Bits for 16 record ids at a time.
             p.add_func("entropy", lambda _store: secrets.token_bytes(16 * 16).decode("latin-1"))
-        summarizer, ranker = binding.summarizer, binding.ranker
-        if summarizer is None or ranker is None:
+        summarizer, ranker, tokenizer = binding.summarizer, binding.ranker, binding.tokenizer
+        if summarizer is None or ranker is None or tokenizer is None:
             return
         with root.add_instance("engram:memory/summarizer" + VERSION) as s:
 
@@ -338,6 +355,18 @@ def _link(linker: wc.Linker, binding: Binding) -> None:
                 return [str(i) for i in ids]
 
             r.add_func("rank", rank)
+        with root.add_instance("engram:memory/tokenizer" + VERSION) as t:
+
+            def count_tokens(_store: Any, text: str) -> Any:
+                try:
+                    count = tokenizer(text)
+                except Exception as error:
+                    return str(error) or type(error).__name__
+                if isinstance(count, bool) or not isinstance(count, int) or not 0 <= count < 2**32:
+                    return "the tokenizer answered no count of tokens"
+                return count
+
+            t.add_func("count-tokens", count_tokens)
 
 
 class Failure(Exception):

@@ -73,10 +73,19 @@ class Step(TypedDict, total=False):
     inputs: list[str]
 
 
+class PlanMetadata(TypedDict, total=False):
+    """A plan's metadata: ``top_k``, how many memories RetrieveMemory keeps
+    (required when the plan retrieves), and ``token_budget``, the most
+    tokens the prompt's memory lines may take (``docs/cycles.md``)."""
+
+    top_k: int
+    token_budget: int
+
+
 class Plan(TypedDict, total=False):
     """An execution plan (B-005): ``metadata`` and its ``steps``, in order."""
 
-    metadata: dict[str, Any]
+    metadata: PlanMetadata
     steps: list[Step]
 
 

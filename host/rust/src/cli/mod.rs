@@ -125,6 +125,10 @@ enum Command {
         /// A file holding the model's response.
         #[arg(long)]
         response_file: Option<PathBuf>,
+        /// The plan's token budget: the most tokens the prompt's memory
+        /// lines may take (o200k_base by default); replaces the plan's own.
+        #[arg(long, value_name = "N")]
+        token_budget: Option<u32>,
     },
     /// Ingest a sample conversation through cycles, then answer a question's
     /// ContextSelect and PromptAssemble from it.
@@ -135,6 +139,9 @@ enum Command {
             default_value = "Where should I take Sarah for dinner in Lisbon?"
         )]
         question: String,
+        /// The most tokens the prompt's memory lines may take.
+        #[arg(long, value_name = "N")]
+        token_budget: Option<u32>,
     },
     /// Print the versions of a FACT key, newest first (MT-2).
     History {
@@ -419,8 +426,12 @@ fn run(cli: Cli) -> Result<u8, Exit> {
             response,
             response_file,
             batch,
+            token_budget,
         } => {
-            let plan = parse_plan(&plan)?;
+            let mut plan = parse_plan(&plan)?;
+            if token_budget.is_some() {
+                plan.metadata.token_budget = token_budget;
+            }
             if let Some(batch) = batch {
                 return cycle_batch(
                     &cli.store,
@@ -472,7 +483,10 @@ fn run(cli: Cli) -> Result<u8, Exit> {
                 },
             )
         }
-        Command::Demo { question } => demo(&cli.store, &question),
+        Command::Demo {
+            question,
+            token_budget,
+        } => demo(&cli.store, &question, token_budget),
         Command::Traverse {
             start,
             agent,
@@ -886,7 +900,7 @@ struct Turn {
 
 /// Ingests the sample conversation (once per store), then selects context
 /// for the question and assembles the prompt.
-fn demo(store: &str, question: &str) -> Result<u8, Exit> {
+fn demo(store: &str, question: &str, token_budget: Option<u32>) -> Result<u8, Exit> {
     let mut domain = open_domain(store, PrivacyTier::Private, DEMO_AGENT, true)?;
     let latest = engram::io::ReadRequest {
         record_type: engram::types::RecordType::Event,
@@ -930,7 +944,8 @@ fn demo(store: &str, question: &str) -> Result<u8, Exit> {
             }
         }
     }
-    let recall = engram::plans::recall(3);
+    let mut recall = engram::plans::recall(3);
+    recall.metadata.token_budget = token_budget;
     println!("# question: {question}");
     let cycle = match domain
         .begin_cycle(&recall, "demo", "demo-question")
@@ -967,6 +982,9 @@ fn demo(store: &str, question: &str) -> Result<u8, Exit> {
     }
     if let Some(StepOutput::Prompt(prompt)) = output(&mut domain, "prompt")? {
         println!("# PromptAssemble\n{}", prompt.text);
+        if prompt.left_out > 0 {
+            println!("# the token budget left out {}", prompt.left_out);
+        }
     }
     domain.drop_cycle(cycle).map_err(failure)?;
     Ok(OK)

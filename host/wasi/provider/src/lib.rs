@@ -1,6 +1,6 @@
 //! The provider: a WASI 0.2 component that supplies everything the Engram
 //! engine imports (`persistence`, `audit`, `domain`, `summarizer`,
-//! `ranker` and `types` of `engram:memory@0.1.0`) over a SQLite file, and
+//! `ranker`, `tokenizer` and `types` of `engram:memory@0.1.0`) over a SQLite file, and
 //! the `engram:host/store` interface a command uses to choose the store and
 //! the domain. Composed with the unchanged engine it makes a store of the
 //! same format as the native host's, scoped, bounded and audited by the
@@ -10,7 +10,8 @@
 //! read-limit ceiling of 1,000, a candidate limit of 256, answers of at
 //! most 16 MiB, records and summaries of at most 1 MiB, commits of at most
 //! 10,000 puts and deletes and 16 MiB. The algorithms are the defaults of
-//! `engram-algorithms` (`ExtractiveSummarizer`, `Bm25Ranker`).
+//! `engram-algorithms` (`ExtractiveSummarizer`, `Bm25Ranker`,
+//! `O200kTokenizer`).
 //!
 //! **Standalone.** Composed with the engine alone (no command calls
 //! `store.open` or `store.enter`), the provider opens, on the engine's
@@ -42,7 +43,7 @@ use engram_store::{Limits, Op, Order, Precondition, Scope, Storage, StoreError};
 use exports::engram::host::store as host_store;
 use exports::engram::memory::{
     audit as wit_audit, domain as wit_domain, persistence, ranker as wit_ranker,
-    summarizer as wit_summarizer, types,
+    summarizer as wit_summarizer, tokenizer as wit_tokenizer, types,
 };
 
 use std::cell::RefCell;
@@ -382,7 +383,7 @@ impl wit_domain::Guest for Provider {
     }
 }
 
-engram_algorithms::wit_guests!(Provider, wit_ranker, wit_summarizer, |s| {
+engram_algorithms::wit_guests!(Provider, wit_ranker, wit_summarizer, wit_tokenizer, |s| {
     limits().summary_refusal(&s.summary, &s.keywords)
 });
 
