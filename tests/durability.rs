@@ -394,3 +394,81 @@ fn reads_and_writes_of_processes_sharing_a_file_leave_every_entry_once() {
     trail_file.push("-trail");
     assert_eq!(std::fs::metadata(trail_file).unwrap().len(), 0);
 }
+
+#[test]
+fn a_write_of_a_long_lived_process_survives_other_processes_opening_and_closing_the_file() {
+    // proves S-FILE IO-W8: a process that holds the store open keeps what
+    // it writes while other processes open the file, write and close it.
+    // SQLite in WAL mode keeps a lock on the database file for as long as a
+    // connection is open, and a closing connection that finds no other
+    // lock deletes the WAL; a host that opened and closed the file itself
+    // (to read its header) would let go of that lock, and another process
+    // closing the store would then take the WAL from under its writes.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("engram.db");
+    // The store exists, in WAL mode, before the long-lived process opens it.
+    drop(SqliteBackend::open(&path).unwrap());
+    let store = Arc::new(SqliteBackend::open(&path).unwrap());
+    let mut alice = engram()
+        .open("alice", engram::Mode::Online, store.clone(), store)
+        .unwrap();
+    let mut mine = Vec::new();
+    for round in 0..3 {
+        let other = std::process::Command::new(env!("CARGO_BIN_EXE_engram"))
+            .arg("--store")
+            .arg(&path)
+            .args(["write", "--agent", "alice", "-"])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .and_then(|mut child| {
+                use std::io::Write;
+                let line = serde_json::json!({
+                    "request_id": format!("cli-{round}"),
+                    "source": {"agent_id": "alice", "component": "COGNITION", "actor": "USER"},
+                    "record": {"record_type": "STATE", "timestamp": round,
+                        "payload": {"subject": "cli", "properties": {}}}
+                });
+                child
+                    .stdin
+                    .take()
+                    .unwrap()
+                    .write_all(line.to_string().as_bytes())?;
+                child.wait_with_output()
+            })
+            .unwrap();
+        assert!(other.status.success(), "{other:?}");
+        // The long-lived connection's lock kept the WAL from being deleted.
+        assert!(
+            dir.path().join("engram.db-wal").exists(),
+            "round {round}: another process's close deleted the WAL under an open store"
+        );
+        mine.push(accept(
+            &mut alice,
+            &format!("mine-{round}"),
+            state(round, "mine"),
+        ));
+    }
+    // A fresh process sees every write the long-lived one acknowledged,
+    // while it still holds the store open.
+    let read = std::process::Command::new(env!("CARGO_BIN_EXE_engram"))
+        .arg("--store")
+        .arg(&path)
+        .args(["read", "--agent", "alice", "-"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .and_then(|mut child| {
+            use std::io::Write;
+            let request =
+                r#"{"record_type":"STATE","selector":{"Limit":{"limit":50}},"request_id":"q"}"#;
+            child.stdin.take().unwrap().write_all(request.as_bytes())?;
+            child.wait_with_output()
+        })
+        .unwrap();
+    let answer = String::from_utf8_lossy(&read.stdout);
+    for id in &mine {
+        assert!(answer.contains(id.as_str()), "{id} is lost: {answer}");
+    }
+    drop(alice);
+}

@@ -317,3 +317,47 @@ def check_every_write_kept(store: Path, acknowledged: dict[str, str], reads: int
     assert switches > 1, f"the writers did not overlap: {switches} switches"
     audited = [e["request_id"] for e in trail if e["operation"] == "READ" and e["request_id"] != "check"]
     assert len(audited) == len(set(audited)) == reads, "each read audited once"
+
+
+# proves S-FILE IO-W8: a store one process holds open keeps every write it acknowledged while other
+# processes open the file, write and close it (a host that opened and closed the file itself would let
+# go of SQLite's lock on it, and another process's close would delete the WAL under the writes)
+def test_a_store_held_open_keeps_its_writes_while_other_processes_open_write_and_close_it(tmp_path: Path) -> None:
+    store = tmp_path / "held.db"
+    SqliteStore(store).close()  # the file exists, in WAL mode, before it is held
+
+    def note(request_id: str) -> dict:
+        return {
+            "request_id": request_id,
+            "source": {"agent_id": "alice", "component": "COGNITION", "actor": "USER"},
+            "record": {"record_type": "STATE", "timestamp": 1, "payload": {"subject": request_id, "properties": {}}},
+        }
+
+    def other(code: str) -> str:
+        done = subprocess.run(
+            [sys.executable, "-c", f"import json, sys\nfrom engram import Engram\n{code}"],
+            capture_output=True,
+            text=True,
+            check=False,
+            env=os.environ.copy(),
+        )
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    with Engram(store) as mem:
+        alice = mem.open("alice")
+        mine = []
+        for i in range(3):
+            other(
+                f"Engram({str(store)!r}).open('alice').write(json.loads({json.dumps(json.dumps(note(f'other-{i}')))}))"
+            )
+            assert Path(f"{store}-wal").exists(), (
+                f"round {i}: another process's close deleted the WAL under an open store"
+            )
+            mine.append(alice.write(note(f"mine-{i}"))["ACCEPTED"]["stored_id"])
+        seen = other(
+            f"print(json.dumps(Engram({str(store)!r}).open('alice').read("
+            "{'record_type': 'STATE', 'selector': {'Limit': {'limit': 50}}, 'request_id': 'q'})))"
+        )
+        ids = {r["id"] for r in json.loads(seen)["records"]}
+        assert set(mine) <= ids, f"acknowledged writes lost: {set(mine) - ids}"

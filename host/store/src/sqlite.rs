@@ -298,21 +298,26 @@ impl SqliteBackend {
             _ => bail!("{shown}: not an Engram store (it is another SQLite database)"),
         }
         // The pragma answers its row before the switch is committed, so an
-        // error of the switch (a failed fsync) can come too late to be seen,
-        // and the connection can believe in a WAL the file does not record:
-        // read what the file itself says (its header's read and write
-        // versions are 2 in WAL mode).
-        conn.query_row("PRAGMA journal_mode = WAL", [], |row| {
-            row.get::<_, String>(0)
-        })
+        // error of the switch (a failed fsync) comes only with the step that
+        // ends the statement: it is run to its end. The file is never read
+        // here through a descriptor of the host's own: closing one would let
+        // go of the lock SQLite keeps on the file while a connection is open
+        // in WAL mode, and another process closing the store would then
+        // delete the WAL under this one's writes.
+        let mode = (|| {
+            let mut statement = conn.prepare("PRAGMA journal_mode = WAL")?;
+            let mut rows = statement.query([])?;
+            let mode = match rows.next()? {
+                Some(row) => row.get::<_, String>(0)?,
+                None => String::new(),
+            };
+            while rows.next()?.is_some() {}
+            Ok::<_, rusqlite::Error>(mode)
+        })()
         .map_err(failed("cannot switch the store to the WAL journal"))?;
-        let mut header = [0u8; 20];
-        std::fs::File::open(&path)
-            .and_then(|mut file| std::io::Read::read_exact(&mut file, &mut header))
-            .with_context(|| format!("{shown}: cannot read the file's header"))?;
-        if header[18..20] != [2, 2] {
+        if !mode.eq_ignore_ascii_case("wal") {
             return Err(anyhow::Error::new(Unreadable(format!(
-                "{shown}: the switch to the WAL journal did not reach the disk (a read or write of the file failed); check the disk"
+                "{shown}: the switch to the WAL journal did not take (the journal is {mode:?}); check the disk"
             ))));
         }
         durability(&conn, options).map_err(failed("cannot set the durability"))?;

@@ -258,18 +258,20 @@ class SqliteStore:
                 raise StoreError(
                     f"{self.path}: Engram store of schema version {found[1]}; this host reads version {SCHEMA_VERSION}"
                 )
+            # Run to its end: an error of the switch's commit (a failed
+            # fsync) comes with the last step. The file is never read here
+            # through a descriptor of our own: closing one lets go of the lock
+            # SQLite keeps on the file while a connection is open in WAL
+            # mode, and another process closing the store would then delete
+            # the WAL under this one's writes.
             try:
-                conn.execute("PRAGMA journal_mode = WAL").fetchone()
+                rows = conn.execute("PRAGMA journal_mode = WAL").fetchall()
             except sqlite3.Error as error:
                 raise self._failed("cannot switch the store to the WAL journal", error) from None
-            # What the file itself says: bytes 18 and 19 of the header are 2
-            # in WAL mode.
-            with open(self.path, "rb") as file:
-                header = file.read(20)
-            if header[18:20] != b"\x02\x02":
+            mode = str(rows[0][0]) if rows else ""
+            if mode.lower() != "wal":
                 raise _Unreadable(
-                    f"{self.path}: the switch to the WAL journal did not reach the disk "
-                    "(a read or write of the file failed); check the disk"
+                    f"{self.path}: the switch to the WAL journal did not take (the journal is {mode!r}); check the disk"
                 )
             self._durability(conn)
             return conn
