@@ -553,25 +553,22 @@ impl std::fmt::Display for Unreadable {
 impl std::error::Error for Unreadable {}
 
 /// What SQLite's "damaged" or "not a database" means for the file at
-/// `path`, checked by reading the file's header here: SQLite answers so
-/// when a read fails under it too, and a store must not be called damaged
-/// for an I/O error (its user might delete it).
+/// `path`: SQLite answers so when a read fails under it too, and a store
+/// must not be called damaged for an I/O error (its user might delete it).
+/// Only the file's size is looked at, from its metadata: a descriptor of
+/// our own on the file, once closed, would let go of the locks SQLite holds
+/// on it for every connection of this process (see [`SqliteBackend::open`]).
 fn unreadable(path: &Path, error: &rusqlite::Error) -> String {
-    let mut header = Vec::with_capacity(100);
-    let read = std::fs::File::open(path).and_then(|file| {
-        std::io::Read::read_to_end(&mut std::io::Read::take(file, 100), &mut header)
-    });
-    match read {
-        Err(io) => format!("reading the file failed: {io}"),
-        Ok(0) => format!(
+    match std::fs::metadata(path) {
+        Err(io) => format!("reading the file's metadata failed: {io}"),
+        Ok(meta) if meta.len() == 0 => format!(
             "a read of the file failed ({}, on an empty file, which holds nothing to damage)",
             describe(error)
         ),
-        Ok(_) if header.starts_with(b"SQLite format 3\0") => format!(
-            "{}; its header reads as a SQLite database's, so a disk I/O error is as likely as damage: check the disk before anything else",
+        Ok(_) => format!(
+            "{}, or a read of the file failed: a disk I/O error is as likely as damage: check the disk before anything else",
             describe(error)
         ),
-        Ok(_) => describe(error),
     }
 }
 

@@ -397,23 +397,16 @@ function opening(path, doing, error) {
   const code = (error?.errcode ?? 0) & 0xff;
   let why = error.message;
   if (code === 11 || code === 26) {
-    const header = Buffer.alloc(100);
-    let read = 0;
+    // Only the file's size, from its metadata: a descriptor of our own on
+    // the file, once closed, would let go of the locks SQLite holds on it
+    // for every connection of this process.
     try {
-      const fd = fs.openSync(path, 'r');
-      try {
-        read = fs.readSync(fd, header, 0, 100, 0);
-      } finally {
-        fs.closeSync(fd);
-      }
       why =
-        read === 0
+        fs.statSync(path).size === 0
           ? `a read of the file failed (SQLite: ${error.message}, on an empty file, which holds nothing to damage)`
-          : header.subarray(0, 16).toString('latin1') === 'SQLite format 3\0'
-            ? `SQLite found the file inconsistent, or a read of it failed (SQLite: ${error.message}); its header reads as a SQLite database's: check the disk before anything else`
-            : error.message;
+          : `SQLite found the file inconsistent, or a read of it failed (SQLite: ${error.message}): a disk I/O error is as likely as damage: check the disk before anything else`;
     } catch (failed) {
-      why = `reading the file failed: ${failed.message}`;
+      why = `reading the file's metadata failed: ${failed.message}`;
     }
   }
   return Object.assign(new Error(`${path}: ${doing}: ${why}`), { unreadable: code === 10 || code === 11 || code === 26 });

@@ -169,23 +169,22 @@ class SqliteStore:
         return StoreError(message)
 
     def _unreadable(self, error: sqlite3.Error) -> str:
-        """What SQLite's "malformed" or "not a database" means for the file,
-        checked by reading its header here: SQLite answers so when a read
-        fails under it too, and a store must not be called damaged for an
-        I/O error (its user might delete it)."""
+        """What SQLite's "malformed" or "not a database" means for the file:
+        SQLite answers so when a read fails under it too, and a store must
+        not be called damaged for an I/O error (its user might delete it).
+        Only the file's size is looked at, from its metadata: a descriptor of
+        our own on the file, once closed, would let go of the locks SQLite
+        holds on it for every connection of this process."""
         try:
-            with open(self.path, "rb") as file:
-                header = file.read(100)
+            size = os.stat(self.path).st_size
         except OSError as failed:
-            return f"reading the file failed: {failed.strerror}"
-        if not header:
+            return f"reading the file's metadata failed: {failed.strerror}"
+        if size == 0:
             return f"a read of the file failed (SQLite: {error}, on an empty file, which holds nothing to damage)"
-        if header.startswith(b"SQLite format 3\x00"):
-            return (
-                f"SQLite found the file inconsistent, or a read of it failed (SQLite: {error}); its header reads "
-                "as a SQLite database's: check the disk before anything else"
-            )
-        return str(error)
+        return (
+            f"SQLite found the file inconsistent, or a read of it failed (SQLite: {error}): "
+            "a disk I/O error is as likely as damage: check the disk before anything else"
+        )
 
     def _identify(self, conn: sqlite3.Connection) -> tuple[int, int, int]:
         try:
