@@ -6,7 +6,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -108,4 +108,33 @@ test('an I/O error while a new store is read is named as one, never as damage', 
     }
   }
   assert.ok(failed > 0, 'some injected read error must have been seen');
+});
+
+// proves S-FILE IO-W8: a store one process holds open keeps every write it acknowledged while
+// other processes open the file, write and close it (a host that opened and closed the file itself
+// would let go of SQLite's lock on it, and another process's close would delete the WAL under it)
+test('a store held open keeps its writes while other processes open, write and close it', { skip }, async () => {
+  const { open } = await import(join(src, 'index.js'));
+  const store = join(dir, 'held.db');
+  engram(store, ['write', '--agent', 'alice', '--batch', samples]); // the file exists, in WAL mode
+  const alice = await open('alice', { store });
+  try {
+    const mine = [];
+    for (let round = 0; round < 3; round++) {
+      const other = spawnSync(process.execPath, ['--input-type=module', '-e', WRITER, '--', store], { encoding: 'utf8' });
+      assert.equal(other.status, 0, other.stderr);
+      assert.ok(existsSync(`${store}-wal`), `round ${round}: another process's close deleted the WAL under an open store`);
+      const answer = alice.write({
+        request_id: `mine-${round}`,
+        source: { agent_id: 'alice', component: 'COGNITION', actor: 'USER' },
+        record: { record_type: 'STATE', timestamp: round, payload: { subject: 'mine', properties: {} } },
+      });
+      mine.push(answer.ACCEPTED.stored_id);
+    }
+    const seen = engram(store, ['read', '--agent', 'alice'], '{"record_type":"STATE","selector":{"Limit":{"limit":50}},"request_id":"q"}');
+    const ids = new Set(seen[0].records.map((record) => record.id));
+    for (const id of mine) assert.ok(ids.has(id), `${id} is lost`);
+  } finally {
+    alice.close();
+  }
 });
