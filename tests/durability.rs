@@ -414,29 +414,13 @@ fn a_write_of_a_long_lived_process_survives_other_processes_opening_and_closing_
         .unwrap();
     let mut mine = Vec::new();
     for round in 0..3 {
-        let other = std::process::Command::new(env!("CARGO_BIN_EXE_engram"))
-            .arg("--store")
-            .arg(&path)
-            .args(["write", "--agent", "alice", "-"])
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .spawn()
-            .and_then(|mut child| {
-                use std::io::Write;
-                let line = serde_json::json!({
-                    "request_id": format!("cli-{round}"),
-                    "source": {"agent_id": "alice", "component": "COGNITION", "actor": "USER"},
-                    "record": {"record_type": "STATE", "timestamp": round,
-                        "payload": {"subject": "cli", "properties": {}}}
-                });
-                child
-                    .stdin
-                    .take()
-                    .unwrap()
-                    .write_all(line.to_string().as_bytes())?;
-                child.wait_with_output()
-            })
-            .unwrap();
+        let line = serde_json::json!({
+            "request_id": format!("cli-{round}"),
+            "source": {"agent_id": "alice", "component": "COGNITION", "actor": "USER"},
+            "record": {"record_type": "STATE", "timestamp": round,
+                "payload": {"subject": "cli", "properties": {}}}
+        });
+        let other = engram_cli(&path, &["write", "--agent", "alice"], &line.to_string());
         assert!(other.status.success(), "{other:?}");
         // The long-lived connection's lock kept the WAL from being deleted.
         assert!(
@@ -451,21 +435,11 @@ fn a_write_of_a_long_lived_process_survives_other_processes_opening_and_closing_
     }
     // A fresh process sees every write the long-lived one acknowledged,
     // while it still holds the store open.
-    let read = std::process::Command::new(env!("CARGO_BIN_EXE_engram"))
-        .arg("--store")
-        .arg(&path)
-        .args(["read", "--agent", "alice", "-"])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .and_then(|mut child| {
-            use std::io::Write;
-            let request =
-                r#"{"record_type":"STATE","selector":{"Limit":{"limit":50}},"request_id":"q"}"#;
-            child.stdin.take().unwrap().write_all(request.as_bytes())?;
-            child.wait_with_output()
-        })
-        .unwrap();
+    let read = engram_cli(
+        &path,
+        &["read", "--agent", "alice"],
+        r#"{"record_type":"STATE","selector":{"Limit":{"limit":50}},"request_id":"q"}"#,
+    );
     let answer = String::from_utf8_lossy(&read.stdout);
     for id in &mine {
         assert!(answer.contains(id.as_str()), "{id} is lost: {answer}");

@@ -43,6 +43,24 @@ fn record_ids(items: &[ExportedItem]) -> BTreeSet<String> {
         .collect()
 }
 
+/// `agent`'s domain at `T0`, keeping what it writes for `KEPT_FOR`.
+fn writing_at_t0(fx: &Fixture, agent: &str) -> engram::Domain {
+    let mut domain = fx.open(agent);
+    domain.set_time(Some(T0));
+    domain.set_expire_after(Some(KEPT_FOR));
+    domain
+}
+
+/// How many versions of `key` the domain answers.
+fn versions(domain: &mut engram::Domain, key: &str) -> usize {
+    let request = VersionsRequest {
+        request_id: "versions".into(),
+        key: key.into(),
+        limit: CEILING,
+    };
+    domain.versions(&request).unwrap().unwrap().len()
+}
+
 /// Removes every expired record of `agent` at `at`: how many went.
 fn expire_at(fx: &Fixture, agent: &str, at: i64) -> u32 {
     let mut maintainer = fx.open_in(agent, Mode::Maintenance);
@@ -61,9 +79,7 @@ backend_test! {
     // proves S-EXPIRY, on IO-R4's selectors, MT-2's history and MT-8's lookups
     fn s_expiry_no_read_path_answers_an_expired_record_and_maintenance_leaves_nothing_of_it(fx) {
         let agent = "ivy";
-        let mut domain = fx.open(agent);
-        domain.set_time(Some(T0));
-        domain.set_expire_after(Some(KEPT_FOR));
+        let mut domain = writing_at_t0(&fx, agent);
         // Every kind of record, FACT versions superseded, entities joined
         // by relationships, ingested memories with keywords.
         populate(&mut domain, 6);
@@ -106,15 +122,6 @@ backend_test! {
                 walk.edges.len(),
             )
         };
-        let versions = |domain: &mut engram::Domain| {
-            let request = VersionsRequest {
-                request_id: "versions".into(),
-                key: "notes.k0".into(),
-                limit: CEILING,
-            };
-            domain.versions(&request).unwrap().unwrap().len()
-        };
-
         // One millisecond before the first expiry, every path answers.
         domain.set_time(Some(T0 + KEPT_FOR as i64 - 1));
         assert!(records(&mut domain, RecordType::Fact, limit(CEILING)).len() > 1);
@@ -123,7 +130,7 @@ backend_test! {
         assert_eq!(entities(&mut domain), 6);
         assert_eq!(edges(&mut domain), 1);
         assert_ne!(walk(&mut domain), (0, 0));
-        assert_eq!(versions(&mut domain), 3);
+        assert_eq!(versions(&mut domain, "notes.k0"), 3);
 
         // Once it has passed, none does, and the kept record still does.
         domain.set_time(Some(AFTER));
@@ -134,7 +141,7 @@ backend_test! {
         assert_eq!(entities(&mut domain), 0);
         assert_eq!(edges(&mut domain), 0);
         assert_eq!(walk(&mut domain), (0, 0));
-        assert_eq!(versions(&mut domain), 0);
+        assert_eq!(versions(&mut domain, "notes.k0"), 0);
         drop(domain);
 
         // An export still holds them, each with its expiry.
@@ -214,9 +221,7 @@ backend_test! {
     // proves S-EXPIRY within IO-W2: a retry of an expired record's request
     fn s_expiry_a_retry_of_an_expired_records_request_is_rejected_before_and_after_removal(fx) {
         let agent = "jay";
-        let mut domain = fx.open(agent);
-        domain.set_time(Some(T0));
-        domain.set_expire_after(Some(KEPT_FOR));
+        let mut domain = writing_at_t0(&fx, agent);
         let retry = request(agent, "once", fact("user.once", "said once"));
         let WriteResult::Accepted(id) = domain.write(&retry).unwrap() else {
             panic!("the write is accepted");
@@ -248,9 +253,7 @@ backend_test! {
     // version expired is current again; the one it superseded keeps its expiry
     fn s_expiry_a_key_written_after_its_version_expired_is_answered_again(fx) {
         let agent = "kim";
-        let mut domain = fx.open(agent);
-        domain.set_time(Some(T0));
-        domain.set_expire_after(Some(KEPT_FOR));
+        let mut domain = writing_at_t0(&fx, agent);
         accept(&mut domain, "v1", fact("user.city", "Porto"));
         domain.set_time(Some(AFTER));
         domain.set_expire_after(None);
@@ -263,14 +266,10 @@ backend_test! {
         assert_eq!(expire_at(&fx, agent, AFTER), 1);
         let mut domain = fx.open(agent);
         assert_eq!(ids(&records(&mut domain, RecordType::Fact, by_key)), vec![v2]);
-        let versions = domain
-            .versions(&VersionsRequest {
-                request_id: "versions".into(),
-                key: "user.city".into(),
-                limit: CEILING,
-            })
-            .unwrap()
-            .unwrap();
-        assert_eq!(versions.len(), 1, "the expired version is gone from the history");
+        assert_eq!(
+            versions(&mut domain, "user.city"),
+            1,
+            "the expired version is gone from the history"
+        );
     }
 }

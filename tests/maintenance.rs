@@ -9,7 +9,6 @@ use engram::audit::{Operation, Outcome as Audited};
 use engram::export::{ExportedItem, MaintenanceError};
 use engram::io::WriteResult;
 use engram::types::*;
-use std::process::{Command, Output, Stdio};
 use support::*;
 
 fn forget(fx: &Fixture, agent: &str) -> u64 {
@@ -185,25 +184,6 @@ backend_test! {
 }
 
 // ---- the CLI, other processes ---------------------------------------------------
-
-fn engram_cli(store: impl AsRef<std::ffi::OsStr>, args: &[&str], stdin: &str) -> Output {
-    use std::io::Write;
-    let mut child = Command::new(env!("CARGO_BIN_EXE_engram"))
-        .env_remove("ENGRAM_STORE")
-        .env_remove("ENGRAM_AGENT")
-        .arg("--store")
-        .arg(store)
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut input = child.stdin.take().unwrap();
-    let _ = input.write_all(stdin.as_bytes());
-    drop(input);
-    child.wait_with_output().unwrap()
-}
 
 const WRITE: &str = r#"{"request_id":"cli-1","source":{"agent_id":"alice","component":"COGNITION","actor":"USER"},"record":{"record_type":"EVENT","timestamp":5,"payload":{"ingested":{"session_ref":"s","summary":"from another process","keywords":["x"]}}}}"#;
 

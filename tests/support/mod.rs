@@ -16,6 +16,7 @@ use engram::{
     AuditEntry, AuditQuery, AuditSink, Backend, Config, Domain, Engram, MemoryAudit, MemoryBackend,
     Mode, PostgresBackend, PostgresOptions, SqliteBackend,
 };
+use std::process::{Command, Output, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, LazyLock};
 
@@ -433,6 +434,26 @@ impl Backend for Faulty {
         }
         self.inner.commit_audited(preconditions, ops, trail, sink)
     }
+}
+
+/// Runs the `engram` command on `store` with `args`, `stdin` as its input.
+pub fn engram_cli(store: impl AsRef<std::ffi::OsStr>, args: &[&str], stdin: &str) -> Output {
+    use std::io::Write;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_engram"))
+        .env_remove("ENGRAM_STORE")
+        .env_remove("ENGRAM_AGENT")
+        .arg("--store")
+        .arg(store)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut input = child.stdin.take().unwrap();
+    let _ = input.write_all(stdin.as_bytes());
+    drop(input);
+    child.wait_with_output().unwrap()
 }
 
 // ---- builders ----------------------------------------------------------------

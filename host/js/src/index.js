@@ -704,21 +704,7 @@ export function auditTrail(store, query = {}) {
  * @returns {Promise<object[]>}
  */
 export async function exportStore(store, options = {}) {
-  const { backend, owned } = await storeOf(store, options.sqlite);
-  try {
-    const lines = [];
-    for (const agent of options.agents ?? (await domains(backend, options))) {
-      const domain = await open(agent, { ...options, store: backend, mode: 'maintenance' });
-      try {
-        lines.push(...domain.export());
-      } finally {
-        domain.close();
-      }
-    }
-    return lines;
-  } finally {
-    if (owned) backend.close();
-  }
+  return (await eachMaintenanceDomain(store, options, (domain) => domain.export())).flat();
 }
 
 /**
@@ -730,13 +716,27 @@ export async function exportStore(store, options = {}) {
  * @returns {Promise<object[]>}
  */
 export async function expireStore(store, options = {}) {
+  return eachMaintenanceDomain(store, options, (domain) => domain.expire());
+}
+
+/**
+ * Runs `f` with each domain of a store (every domain when `agents` is
+ * absent) opened for maintenance, under its maintenance lock, closed
+ * after: the answers, in order.
+ * @template T
+ * @param {import('./backend.js').Backend|string} store
+ * @param {{agents?: string[]} & OpenOptions} options
+ * @param {(domain: Domain) => T} f
+ * @returns {Promise<T[]>}
+ */
+async function eachMaintenanceDomain(store, options, f) {
   const { backend, owned } = await storeOf(store, options.sqlite);
   try {
     const answers = [];
     for (const agent of options.agents ?? (await domains(backend, options))) {
       const domain = await open(agent, { ...options, store: backend, mode: 'maintenance' });
       try {
-        answers.push(domain.expire());
+        answers.push(f(domain));
       } finally {
         domain.close();
       }
