@@ -74,16 +74,41 @@ pub fn write_all(
 #[derive(Default)]
 pub struct Batch {
     overlay: HashMap<Vec<u8>, Option<Vec<u8>>>,
+    /// Values read ahead of need, in one call ([`Batch::read_ahead`]).
+    read: HashMap<Vec<u8>, Option<Vec<u8>>>,
     pub preconditions: Vec<Precondition>,
     pub ops: Vec<Op>,
 }
 
 impl Batch {
     pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, String> {
-        match self.overlay.get(key) {
+        match self.overlay.get(key).or_else(|| self.read.get(key)) {
             Some(value) => Ok(value.clone()),
             None => get(key),
         }
+    }
+
+    /// Reads `wanted` in as few calls as the host allows (one, unless it
+    /// answers a prefix), so that the batch's later reads of them cross to
+    /// the host no more.
+    pub fn read_ahead(&mut self, mut wanted: Vec<Vec<u8>>) -> Result<(), String> {
+        wanted.sort();
+        wanted.dedup();
+        wanted.retain(|key| !self.read.contains_key(key));
+        let mut done = 0;
+        while done < wanted.len() {
+            let values = persistence::get_many(&wanted[done..]).map_err(crate::storage)?;
+            if values.is_empty() || values.len() > wanted.len() - done {
+                return Err(
+                    "the host answered a read of many keys with no or too many values".into(),
+                );
+            }
+            for value in values {
+                self.read.insert(wanted[done].clone(), value);
+                done += 1;
+            }
+        }
+        Ok(())
     }
 
     pub fn put(&mut self, key: Vec<u8>, value: Vec<u8>) {
@@ -103,29 +128,38 @@ fn try_write_all(
     trail: &impl Fn(&[Written]) -> Vec<audit::Entry>,
 ) -> Result<Option<Committed>, String> {
     let mut batch = Batch::default();
-    // A batch with a FACT reads the sequence counter and the transaction
-    // clock in one call; others never need the clock.
-    let (seq_value, mut clock) = if writes
+    // Everything the batch is sure to read, in one call: the sequence
+    // counter, each request id's idempotency entry, each new record id (to
+    // see it is free) and, for a FACT, the transaction clock, its key's
+    // current version and its key's tier. (Replacing a current version
+    // reads that version next.)
+    let ids: Vec<String> = writes
+        .iter()
+        .map(|_| keys::record_id(domain::id_entropy()))
+        .collect();
+    let mut wanted = vec![keys::SEQ.to_vec()];
+    for (write, id) in writes.iter().zip(&ids) {
+        wanted.push(keys::idempotency(write.request_id));
+        wanted.push(keys::record(id));
+        if let MemoryRecord::Fact(fact) = write.record {
+            wanted.extend([
+                keys::CLOCK.to_vec(),
+                keys::fact_key(&fact.key),
+                keys::tier(&fact.key),
+            ]);
+        }
+    }
+    batch.read_ahead(wanted)?;
+    let seq_value = batch.get(keys::SEQ)?;
+    let mut clock = if writes
         .iter()
         .any(|w| matches!(w.record, MemoryRecord::Fact(_)))
     {
-        let wanted = [keys::SEQ.to_vec(), keys::CLOCK.to_vec()];
-        // The host may answer a prefix of a read of many keys.
-        let mut values = persistence::get_many(&wanted)
-            .map_err(crate::storage)?
-            .into_iter();
-        let seq = match values.next() {
-            Some(value) => value,
-            None => get(keys::SEQ)?,
-        };
-        let clock = match values.next() {
-            Some(value) => value,
-            None => get(keys::CLOCK)?,
-        };
-        (seq, Clock::of(clock)?)
+        Clock::of(batch.get(keys::CLOCK)?)?
     } else {
-        (get(keys::SEQ)?, Clock::unread())
+        Clock::unread()
     };
+    let mut ids = ids.into_iter();
     let first_seq = match &seq_value {
         Some(bytes) => decode_seq(bytes)?,
         None => 0,
@@ -141,7 +175,7 @@ fn try_write_all(
             continue;
         }
         seq += 1;
-        let id = fresh_id(&mut batch)?;
+        let id = fresh_id(&mut batch, ids.next())?;
         // An import may commit without raising the counter (it keeps the
         // sequence numbers it is given), so the request id is checked
         // itself.
@@ -189,13 +223,17 @@ fn try_write_all(
 }
 
 /// A new record id no record of the store or the batch holds (MT-1: ids
-/// are random, so they reveal nothing of other records). The commit's
+/// are random, so they reveal nothing of other records): `drawn`, the one
+/// drawn for the write (and read ahead), unless it is taken. The commit's
 /// condition on the sequence counter keeps it free until the commit (an
 /// import, which may leave the counter as it is, brings ids drawn the same
 /// way: 128 random bits, so a clash is not a practical event).
-fn fresh_id(batch: &mut Batch) -> Result<String, String> {
+fn fresh_id(batch: &mut Batch, drawn: Option<String>) -> Result<String, String> {
+    let mut drawn = drawn;
     for _ in 0..4 {
-        let id = keys::record_id(domain::id_entropy());
+        let id = drawn
+            .take()
+            .unwrap_or_else(|| keys::record_id(domain::id_entropy()));
         if batch.get(&keys::record(&id))?.is_none() {
             return Ok(id);
         }

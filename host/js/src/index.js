@@ -16,7 +16,10 @@ import { ComponentLoader } from './component.js';
 import { componentExport, componentImports } from './imports.js';
 import { parse, stringify, toText } from './json.js';
 import { bytesOf } from './latin1.js';
-import { storeInterface } from './store.js';
+import { rowsOf, storeInterface } from './store.js';
+
+/** Host-layer calls that leave no audit rows behind. */
+const UNAUDITED = new Set(['prefix', 'stoppedRow', 'takeTrail']);
 
 export { MemoryBackend } from './backends/memory.js';
 export { DEFAULT_LIMITS } from '../gen/limits.js';
@@ -307,11 +310,24 @@ export class Domain {
    */
   _control(name, ...args) {
     try {
-      return this.#live().domain[name](...args);
+      const answer = this.#live().domain[name](...args);
+      if (!UNAUDITED.has(name)) this.#appendTrail();
+      return answer;
     } catch (error) {
       const why = domainError(error);
+      if (why !== undefined && !UNAUDITED.has(name)) this.#appendTrail();
       throw why === undefined ? error : new Error(why);
     }
+  }
+
+  /**
+   * Appends the audit rows of the call just made that no commit carried
+   * (the host layer's `take-trail`), before the caller gets the answer: a
+   * store that cannot append them fails the call with its own words.
+   */
+  #appendTrail() {
+    const rows = this.#instance.domain.takeTrail();
+    if (rows !== '') this.#backend.appendAudit(rowsOf(rows, this.#clock));
   }
 
   /**
@@ -330,7 +346,15 @@ export class Domain {
       this.#backend.lockDomain(this.#prefix);
     }
     try {
-      return f(calls);
+      let answer;
+      try {
+        answer = f(calls);
+      } catch (error) {
+        if (failure(error) !== undefined) this.#appendTrail();
+        throw error;
+      }
+      this.#appendTrail();
+      return answer;
     } catch (error) {
       const known = failure(error);
       if (known !== undefined) throw known;

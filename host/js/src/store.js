@@ -87,7 +87,7 @@ function unavailable(error) {
  * @param {() => number} clock
  * @returns {import('./backend.js').AuditRow[]}
  */
-function rowsOf(text, clock) {
+export function rowsOf(text, clock) {
   if (text === '') return [];
   const at = clock();
   return text.split('\n').map((line) => auditRowOfLine(JSON.parse(line), { at }));
@@ -145,11 +145,6 @@ export function storeInterface(backend, settings, clock) {
       } catch (error) {
         return unavailable(error);
       }
-    },
-
-    append(rows) {
-      // A throw stops the instance: the call the rows record fails with it.
-      backend.appendAudit(rowsOf(rows, clock));
     },
 
     settings: () => settings,

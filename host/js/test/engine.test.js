@@ -54,8 +54,9 @@ test('malformed input raises the input error and runs nothing', { skip }, async 
     e instanceof EngramInputError && /standard input: .*missing field `record_type`/.test(e.message));
 });
 
-// proves S-TRAP
-test('a trap during a call fails that call; the next call has a fresh instance', { skip }, async () => {
+// proves S-TRAP: the host layer hands a read's audit row to the host after
+// the call; a store that cannot append it fails the call as a trap does
+test('a trail the store cannot append to fails the call; the next call has a fresh instance', { skip }, async () => {
   const backend = new MemoryBackend();
   let failing = false;
   const appendAudit = backend.appendAudit.bind(backend);

@@ -1,7 +1,8 @@
 """Engram from Python against the store a Python agent would pick instead:
 LangGraph's ``SqliteStore``, on the same put / get / list-of-100 workload as
 the Rust bench ``cargo bench --bench peers``, in one process, one run,
-interleaved, medians of 3 rounds, at both durability settings:
+interleaved, medians of 3 rounds, at the same journal and synchronous
+settings on both sides (WAL + FULL, WAL + NORMAL):
 
 - put: one value per call, one commit each (Engram: a FACT write under the
   key ``bench.facts.k…``, what a namespace put is; LangGraph:
@@ -12,9 +13,8 @@ interleaved, medians of 3 rounds, at both durability settings:
   ``list`` with the key that ended the previous page as ``after``;
   LangGraph: ``store.search(namespace, limit=100, offset=…)``), per page.
 
-Settings: LangGraph with its defaults (rollback journal, synchronous FULL)
-against Engram at FULL (WAL); LangGraph with WAL + NORMAL against Engram at
-NORMAL (WAL).
+Settings: LangGraph's connection set to WAL and the synchronous setting,
+Engram opened with that setting (its store is always WAL).
 
     pip install -r host/python/bench/requirements.txt ./host/python
     python host/python/bench/peers.py [N]          # N = 10000
@@ -51,9 +51,8 @@ def timed(n: int, f: Callable[[int], None]) -> float:
 
 def langgraph(path: str, setting: str, n: int) -> dict[str, float]:
     conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
-    if setting == "NORMAL":
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute("PRAGMA synchronous=NORMAL")
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute(f"PRAGMA synchronous={setting}")
     store = SqliteStore(conn)
     store.setup()
     put = timed(n, lambda i: store.put(NAMESPACE, f"k{i:08d}", {"content": content(i), "confidence": 0.9}))
@@ -124,18 +123,18 @@ def main() -> None:
             for setting in ("FULL", "NORMAL"):
                 for name, run in (("LangGraph SqliteStore", langgraph), ("Engram (Python)", engram)):
                     path = os.path.join(dir, f"{name[:4]}-{setting}-{round}.db")
-                    results.setdefault(f"{name} at {setting}", []).append(run(path, setting, n))
+                    results.setdefault(f"{name} at WAL + {setting}", []).append(run(path, setting, n))
     median = {
         k: {p: statistics.median(r[p] for r in runs) for p in ("put", "get", "list")} for k, runs in results.items()
     }
     print(f"N = {n}, medians of 3 interleaved rounds, µs per call (list: per page of 100):")
-    print(f"{'':34} {'put':>10} {'get':>10} {'list(100)':>12}")
+    print(f"{'':40} {'put':>10} {'get':>10} {'list(100)':>12}")
     for name, m in median.items():
-        print(f"{name:34} {m['put']:10.1f} {m['get']:10.1f} {m['list']:12.1f}")
+        print(f"{name:40} {m['put']:10.1f} {m['get']:10.1f} {m['list']:12.1f}")
     for setting in ("FULL", "NORMAL"):
-        e, lg = median[f"Engram (Python) at {setting}"], median[f"LangGraph SqliteStore at {setting}"]
+        e, lg = median[f"Engram (Python) at WAL + {setting}"], median[f"LangGraph SqliteStore at WAL + {setting}"]
         print(
-            f"Engram speed / LangGraph's at {setting:<6}: put {lg['put'] / e['put']:.2f}×, "
+            f"Engram speed / LangGraph's at WAL + {setting:<6}: put {lg['put'] / e['put']:.2f}×, "
             f"get {lg['get'] / e['get']:.2f}×, list(100) {lg['list'] / e['list']:.2f}×"
         )
 

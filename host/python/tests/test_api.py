@@ -96,12 +96,14 @@ def test_open_refuses_what_no_domain_can_be() -> None:
             mem.open("alice", mode="offline")
 
 
-def test_a_trap_during_a_call_fails_that_call_and_the_next_call_has_a_fresh_instance() -> None:
+# proves S-TRAP: the host layer hands a read's audit row to the host after
+# the call; a store that cannot append it fails the call as a trap does
+def test_a_trail_the_store_cannot_append_to_fails_the_call_and_the_next_call_has_a_fresh_instance() -> None:
     store = MemoryStore()
     failing = {"on": False}
     append = store.append_audit
 
-    def flaky(rows):  # the trail is an import without an error of its own
+    def flaky(rows):
         if failing["on"]:
             raise OSError("the trail is gone")
         append(rows)

@@ -1,7 +1,9 @@
 //! Engram against the store users would pick instead: LangGraph's
 //! `SqliteStore` (the store the OwnYou design names), on the same put / get /
-//! list-of-100 workload, in one run, interleaved, at both durability
-//! settings, medians of 3 rounds.
+//! list-of-100 workload, in one run, interleaved, at the same journal and
+//! synchronous settings on both sides (WAL + FULL, WAL + NORMAL), medians
+//! of 3 rounds; and the pages a put appends to the write-ahead log on each
+//! side.
 //!
 //! `cargo bench --bench peers` (N = 2000), or `cargo bench --bench peers --
 //! 10000`. The bench makes its own Python virtual environment in the target
@@ -17,9 +19,12 @@
 //!   with the key that ended the previous page as `after`, a continuation,
 //!   not an offset). Reported per page.
 //!
-//! Settings: LangGraph with its defaults (rollback journal, synchronous FULL)
-//! against Engram at FULL (WAL); LangGraph with WAL + NORMAL against Engram at
-//! NORMAL (WAL).
+//! Settings: both sides in WAL mode, at synchronous FULL (a put is durable
+//! when it returns: Engram's default) and at NORMAL (LangGraph's connection
+//! set to WAL + NORMAL, Engram's `Synchronous::Normal`). Pages per put: the
+//! frames a put appends to the WAL, counted over `FRAMES_N` puts into a
+//! fresh file with no checkpoint in between (the WAL's growth over the
+//! puts, divided by the size of a frame).
 
 use engram::graph::PutRequest;
 use engram::io::WriteResult;
@@ -33,20 +38,30 @@ use std::time::Instant;
 const LANGGRAPH: &str = "langgraph-checkpoint-sqlite==3.1.2";
 const LANGGRAPH_CORE: &str = "langgraph-checkpoint==4.3.2";
 const ROUNDS: usize = 3;
+/// Puts over which the WAL frames of a put are counted.
+const FRAMES_N: usize = 300;
 
 const PYTHON: &str = r#"
-import json, sqlite3, sys, time
+import json, os, sqlite3, sys, time
 from langgraph.store.sqlite import SqliteStore
 
-path, mode, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+path, synchronous, n, phase = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
 conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
-if mode == "wal-normal":
-    conn.execute("PRAGMA journal_mode=WAL")
-    conn.execute("PRAGMA synchronous=NORMAL")
+conn.execute("PRAGMA journal_mode=WAL")
+conn.execute(f"PRAGMA synchronous={synchronous}")
 store = SqliteStore(conn)
 store.setup()
 ns = ("bench", "facts")
 value = lambda i: {"content": f"The user prefers option {i} for dinner", "confidence": 0.9}
+if phase == "frames":
+    conn.execute("PRAGMA wal_autocheckpoint=0")
+    wal = path + "-wal"
+    before = os.path.getsize(wal)
+    for i in range(n):
+        store.put(ns, f"k{i:08d}", value(i))
+    page = conn.execute("PRAGMA page_size").fetchone()[0]
+    print(json.dumps({"frames": (os.path.getsize(wal) - before) / (page + 24) / n}))
+    sys.exit(0)
 t = time.perf_counter()
 for i in range(n):
     store.put(ns, f"k{i:08d}", value(i))
@@ -92,13 +107,16 @@ struct Phases {
     list: f64,
 }
 
-fn langgraph(
+/// LangGraph's answer to `phase` (`run` or `frames`) at `synchronous`.
+fn langgraph_json(
     python: &Path,
     script: &Path,
     dir: &Path,
-    mode: &str,
+    synchronous: Synchronous,
     n: usize,
-) -> anyhow::Result<Phases> {
+    phase: &str,
+) -> anyhow::Result<serde_json::Value> {
+    let mode = sqlite_name(synchronous);
     let path = dir.join(format!("langgraph-{mode}.db"));
     for suffix in ["", "-wal", "-shm", "-journal"] {
         let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
@@ -108,13 +126,32 @@ fn langgraph(
         .arg(&path)
         .arg(mode)
         .arg(n.to_string())
+        .arg(phase)
         .output()?;
     anyhow::ensure!(
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout)?;
+    Ok(serde_json::from_slice(&out.stdout)?)
+}
+
+/// The name SQLite gives a synchronous setting.
+fn sqlite_name(synchronous: Synchronous) -> &'static str {
+    match synchronous {
+        Synchronous::Full => "FULL",
+        _ => "NORMAL",
+    }
+}
+
+fn langgraph(
+    python: &Path,
+    script: &Path,
+    dir: &Path,
+    synchronous: Synchronous,
+    n: usize,
+) -> anyhow::Result<Phases> {
+    let v = langgraph_json(python, script, dir, synchronous, n, "run")?;
     let f = |k: &str| v[k].as_f64().unwrap_or(f64::NAN);
     Ok(Phases {
         put: f("put"),
@@ -123,27 +160,39 @@ fn langgraph(
     })
 }
 
-fn engram_run(engram: &Engram, dir: &Path, sync: Synchronous, n: usize) -> anyhow::Result<Phases> {
-    let path = dir.join(format!("engram-{sync:?}.db"));
+/// A fresh Engram store at `synchronous` and its bench domain.
+fn engram_domain(
+    engram: &Engram,
+    dir: &Path,
+    synchronous: Synchronous,
+) -> anyhow::Result<(PathBuf, engram::Domain)> {
+    let path = dir.join(format!("engram-{synchronous:?}.db"));
     for suffix in ["", "-wal", "-shm", "-trail"] {
         let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
     }
     let options = SqliteOptions {
-        synchronous: sync,
+        synchronous,
         ..SqliteOptions::default()
     };
     let store = Arc::new(SqliteBackend::open_with(&path, &options)?);
-    let mut domain = engram.open("bench", Mode::Online, store.clone(), store)?;
+    let domain = engram.open("bench", Mode::Online, store.clone(), store)?;
+    Ok((path, domain))
+}
+
+fn namespace() -> Vec<String> {
+    vec!["bench".to_string(), "facts".to_string()]
+}
+
+/// Puts values `0..n`, one commit each.
+fn put_all(domain: &mut engram::Domain, n: usize) -> anyhow::Result<()> {
     let source = WriteSource {
         agent_id: "bench".into(),
         component: SourceComponent::Cognition,
         actor: SourceActor::User,
     };
-    let namespace = vec!["bench".to_string(), "facts".to_string()];
-    let started = Instant::now();
     for i in 0..n {
         let request = PutRequest {
-            namespace: namespace.clone(),
+            namespace: namespace(),
             id: format!("k{i:08}"),
             value: FactPayload::Semantic(SemanticMemory {
                 content: format!("The user prefers option {i} for dinner"),
@@ -163,6 +212,35 @@ fn engram_run(engram: &Engram, dir: &Path, sync: Synchronous, n: usize) -> anyho
         };
         anyhow::ensure!(matches!(domain.put(&request)?, WriteResult::Accepted(_)));
     }
+    Ok(())
+}
+
+/// The WAL frames one put appends, over `n` puts into a fresh store (fewer
+/// than the store's checkpoint interval).
+fn engram_frames(
+    engram: &Engram,
+    dir: &Path,
+    synchronous: Synchronous,
+    n: usize,
+) -> anyhow::Result<f64> {
+    let (path, mut domain) = engram_domain(engram, dir, synchronous)?;
+    let wal = PathBuf::from(format!("{}-wal", path.display()));
+    let before = std::fs::metadata(&wal)?.len();
+    put_all(&mut domain, n)?;
+    let grown = std::fs::metadata(&wal)?.len() - before;
+    Ok(grown as f64 / (4096.0 + 24.0) / n as f64)
+}
+
+fn engram_run(
+    engram: &Engram,
+    dir: &Path,
+    synchronous: Synchronous,
+    n: usize,
+) -> anyhow::Result<Phases> {
+    let (_, mut domain) = engram_domain(engram, dir, synchronous)?;
+    let namespace = namespace();
+    let started = Instant::now();
+    put_all(&mut domain, n)?;
     let put = started.elapsed().as_secs_f64() / n as f64;
     let started = Instant::now();
     for i in 0..n {
@@ -208,18 +286,19 @@ fn main() -> anyhow::Result<()> {
     let script = dir.path().join("langgraph_bench.py");
     std::fs::write(&script, PYTHON)?;
     let engram = Engram::new()?;
-    let names = [
-        "LangGraph, defaults (rollback journal, FULL)",
-        "Engram library, FULL",
-        "LangGraph, WAL + NORMAL",
-        "Engram library, NORMAL",
-    ];
+    let settings = [Synchronous::Full, Synchronous::Normal];
+    let mut names = Vec::new();
+    for synchronous in settings {
+        let mode = sqlite_name(synchronous);
+        names.push(format!("LangGraph SqliteStore, WAL + {mode}"));
+        names.push(format!("Engram library, WAL + {mode}"));
+    }
     let mut runs: Vec<Vec<Phases>> = vec![Vec::new(); names.len()];
     for _ in 0..ROUNDS {
-        runs[0].push(langgraph(&python, &script, dir.path(), "defaults", n)?);
-        runs[1].push(engram_run(&engram, dir.path(), Synchronous::Full, n)?);
-        runs[2].push(langgraph(&python, &script, dir.path(), "wal-normal", n)?);
-        runs[3].push(engram_run(&engram, dir.path(), Synchronous::Normal, n)?);
+        for (i, &synchronous) in settings.iter().enumerate() {
+            runs[2 * i].push(langgraph(&python, &script, dir.path(), synchronous, n)?);
+            runs[2 * i + 1].push(engram_run(&engram, dir.path(), synchronous, n)?);
+        }
     }
     let medians: Vec<Phases> = runs
         .iter()
@@ -229,6 +308,17 @@ fn main() -> anyhow::Result<()> {
             list: median(&mut r.iter().map(|p| p.list).collect::<Vec<_>>()),
         })
         .collect();
+    let peer_frames = langgraph_json(
+        &python,
+        &script,
+        dir.path(),
+        Synchronous::Full,
+        FRAMES_N,
+        "frames",
+    )?["frames"]
+        .as_f64()
+        .unwrap_or(f64::NAN);
+    let frames = engram_frames(&engram, dir.path(), Synchronous::Full, FRAMES_N)?;
     println!("peers: N = {n}, medians of {ROUNDS} interleaved rounds, µs per operation");
     println!("{:<46} {:>10} {:>10} {:>12}", "", "put", "get", "list(100)");
     for (name, m) in names.iter().zip(&medians) {
@@ -237,14 +327,18 @@ fn main() -> anyhow::Result<()> {
             m.put, m.get, m.list
         );
     }
-    for (engram, peer, what) in [(1, 0, "FULL"), (3, 2, "NORMAL")] {
-        let (e, p) = (medians[engram], medians[peer]);
+    for (i, synchronous) in settings.iter().enumerate() {
+        let (p, e) = (medians[2 * i], medians[2 * i + 1]);
         println!(
-            "Engram speed / LangGraph's at {what:<6}: put {:.2}×, get {:.2}×, list(100) {:.2}×",
+            "Engram speed / LangGraph's at WAL + {:<6}: put {:.2}×, get {:.2}×, list(100) {:.2}×",
+            sqlite_name(*synchronous),
             p.put / e.put,
             p.get / e.get,
             p.list / e.list
         );
     }
+    println!(
+        "WAL pages a put appends (over {FRAMES_N} puts): LangGraph {peer_frames:.2}, Engram {frames:.2}"
+    );
     Ok(())
 }

@@ -174,10 +174,14 @@ impl Raw {
         lines.join("\n")
     }
 
+    /// Commits with the audit rows of `trail`, after the rows of calls
+    /// that committed nothing before it in this host call (kept for the
+    /// host to take otherwise: [`control::Guest::take_trail`]); those stay
+    /// kept when the commit fails.
     fn commit_rows(
         preconditions: &[Precondition],
         ops: &[Op],
-        rows: &str,
+        trail: &[AuditEntry],
     ) -> Result<(), StoreError> {
         let conditions = Packer::tagged(preconditions.iter().map(|p| match p {
             Precondition::Absent(key) => (key, None),
@@ -187,7 +191,15 @@ impl Raw {
             Op::Delete(key) => (key, None),
             Op::Put(key, value) => (key, Some(value)),
         }));
-        match answer(store::commit(&conditions, &changes, rows))? {
+        let mut entries = PENDING.take();
+        let pending = entries.len();
+        entries.extend_from_slice(trail);
+        let answered = answer(store::commit(&conditions, &changes, &Self::rows(&entries)));
+        if answered.is_err() {
+            entries.truncate(pending);
+            PENDING.set(entries);
+        }
+        match answered? {
             rest if rest.is_empty() => Ok(()),
             _ => Err(broken("a commit answered a value")),
         }
@@ -242,7 +254,7 @@ impl Backend for Raw {
     }
 
     fn commit(&self, preconditions: &[Precondition], ops: &[Op]) -> Result<(), StoreError> {
-        Self::commit_rows(preconditions, ops, "")
+        Self::commit_rows(preconditions, ops, &[])
     }
 
     fn commit_audited(
@@ -252,14 +264,17 @@ impl Backend for Raw {
         trail: &[AuditEntry],
         _sink: &dyn AuditSink,
     ) -> Result<bool, StoreError> {
-        Self::commit_rows(preconditions, ops, &Self::rows(trail)).map(|()| true)
+        Self::commit_rows(preconditions, ops, trail).map(|()| true)
     }
 }
 
 impl AuditSink for Raw {
+    /// Keeps the entry of a call that commits nothing: it goes with the
+    /// next commit of the host call, or to the host when the call is over
+    /// ([`control::Guest::take_trail`]), which appends it before it answers
+    /// the caller (a crossing into the host saved per read).
     fn append(&self, entry: &AuditEntry) -> anyhow::Result<()> {
-        // A store that cannot append stops the instance with its own words.
-        store::append(&Self::rows(std::slice::from_ref(entry)));
+        PENDING.with_borrow_mut(|pending| pending.push(entry.clone()));
         Ok(())
     }
 
@@ -397,6 +412,8 @@ impl State {
 thread_local! {
     static STATE: RefCell<Option<State>> = const { RefCell::new(None) };
     static BITS: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+    /// Audit entries of this host call that no commit has carried yet.
+    static PENDING: RefCell<Vec<AuditEntry>> = const { RefCell::new(Vec::new()) };
 }
 
 /// Runs `f` on the domain, opened online at the first need if the host has
@@ -493,7 +510,7 @@ impl Guest for Adapter {
 
 impl audit::Guest for Adapter {
     fn append(entry: audit::Entry) {
-        // An entry that cannot be written fails the call it records.
+        // Kept for the host (`Raw`'s `append`), which cannot fail.
         if let Err(error) = with(|state| state.scope.append(engine_entry(entry))) {
             panic!("the audit trail could not be written: {error:#}");
         }
@@ -557,6 +574,10 @@ impl host::Guest for Adapter {
         if let Err(error) = appended {
             panic!("the audit trail could not be written: {error:#}");
         }
+    }
+
+    fn take_trail() -> String {
+        Raw::rows(&PENDING.take())
     }
 }
 
@@ -664,6 +685,10 @@ impl control::Guest for Adapter {
 
     fn prefix() -> String {
         with(|state| text(state.scope.prefix()))
+    }
+
+    fn take_trail() -> String {
+        <Adapter as host::Guest>::take_trail()
     }
 }
 

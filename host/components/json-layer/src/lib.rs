@@ -101,6 +101,40 @@ impl calls::Guest for Api {
             .collect())
     }
 
+    /// The calls above and below by name, flat (`calls.call`).
+    fn call(request: String) -> String {
+        let (name, rest) = request.split_once('\0').unwrap_or((&request, ""));
+        let input_and_text = || {
+            let (input, text) = rest.split_once('\0').unwrap_or(("input", rest));
+            (input.to_owned(), text.to_owned())
+        };
+        let lines = |answer: Result<Vec<String>, Failure>| answer.map(|lines| lines.join("\n"));
+        let args = rest.to_owned();
+        let answer = match name {
+            "write" | "write-batch" => {
+                let (input, text) = input_and_text();
+                lines(Self::write(input, text, name == "write-batch"))
+            }
+            "read" | "read-batch" => {
+                let (input, text) = input_and_text();
+                lines(Self::read(input, text, name == "read-batch"))
+            }
+            "history" => Self::history(args),
+            "as-of" => Self::as_of(args),
+            "list" => Self::list(args),
+            "entities" => Self::entities(args),
+            "relationships" => Self::relationships(args),
+            "traverse" => Self::traverse(args),
+            other => Err(Failure::Input(format!("no call named {other:?}"))),
+        };
+        let (kind, text) = match answer {
+            Ok(text) => ('V', text),
+            Err(Failure::Input(text)) => ('I', text),
+            Err(Failure::Refused(text)) => ('R', text),
+        };
+        format!("{kind}{text}\0{}", host::take_trail())
+    }
+
     /// As `engram history`.
     fn history(args: String) -> Result<String, Failure> {
         let args: HistoryArgs = parse_args("history", &args)?;

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import itertools
 import json
 import os
 import re
@@ -373,11 +374,17 @@ class SqliteStore:
 
     def get_many(self, keys: Sequence[bytes]) -> list[bytes | None]:
         with self._connection() as conn:
-            conn.execute("BEGIN")
-            try:
-                return [_get(conn, key) for key in keys]
-            finally:
-                conn.execute("COMMIT")
+            if len(keys) <= _KEYS_PER_STATEMENT:
+                found = _held(conn, keys)
+            else:
+                conn.execute("BEGIN")
+                try:
+                    found = {}
+                    for at in range(0, len(keys), _KEYS_PER_STATEMENT):
+                        found.update(_held(conn, keys[at : at + _KEYS_PER_STATEMENT]))
+                finally:
+                    conn.execute("COMMIT")
+        return [found.get(bytes(key)) for key in keys]
 
     def scan(self, start: bytes, end: bytes, limit: int, descending: bool) -> list[tuple[bytes, bytes]]:
         order = "DESC" if descending else "ASC"
@@ -407,18 +414,20 @@ class SqliteStore:
                     conn.executemany(_INSERT_AUDIT, [_audit_values(r) for r in pending])
                     alone = self._alone()
                     conn.execute("UPDATE engram_trail SET moved = ? WHERE id = 1", (0 if alone else end,))
-                for condition in conditions:
-                    held = conn.execute("SELECT value FROM engram_kv WHERE key = ?", (condition["key"],)).fetchone()
-                    if (None if held is None else bytes(held[0])) != condition["value"]:
-                        conn.execute("ROLLBACK")
-                        return False
-                for change in changes:
-                    if change["value"] is None:
-                        conn.execute("DELETE FROM engram_kv WHERE key = ?", (change["key"],))
+                held: dict[bytes, bytes] = {}
+                for at in range(0, len(conditions), _KEYS_PER_STATEMENT):
+                    held.update(_held(conn, [c["key"] for c in conditions[at : at + _KEYS_PER_STATEMENT]]))
+                if any(held.get(bytes(c["key"])) != c["value"] for c in conditions):
+                    conn.execute("ROLLBACK")
+                    return False
+                # Runs of puts and of deletes, each one statement, in order.
+                for deleting, run in itertools.groupby(changes, key=lambda c: c["value"] is None):
+                    if deleting:
+                        conn.executemany("DELETE FROM engram_kv WHERE key = ?", [(c["key"],) for c in run])
                     else:
-                        conn.execute(
+                        conn.executemany(
                             "INSERT OR REPLACE INTO engram_kv (key, value) VALUES (?, ?)",
-                            (change["key"], change["value"]),
+                            [(c["key"], c["value"]) for c in run],
                         )
                 conn.executemany(_INSERT_AUDIT, [_audit_values(r) for r in rows])
                 conn.execute("COMMIT")
@@ -544,6 +553,19 @@ class SqliteStore:
 
     def __exit__(self, *_: Any) -> None:
         self.close()
+
+
+#: Keys one statement looks up (SQLite allows 32,766 parameters).
+_KEYS_PER_STATEMENT = 500
+
+
+def _held(conn: sqlite3.Connection, keys: Sequence[bytes]) -> dict[bytes, bytes]:
+    """The value of each of ``keys`` that has one, in one statement."""
+    if not keys:
+        return {}
+    marks = ",".join("?" * len(keys))
+    rows = conn.execute(f"SELECT key, value FROM engram_kv WHERE key IN ({marks})", list(keys))
+    return {bytes(k): bytes(v) for k, v in rows}
 
 
 def _get(conn: sqlite3.Connection, key: bytes) -> bytes | None:
