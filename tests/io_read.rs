@@ -479,12 +479,13 @@ backend_test! {
 }
 
 backend_test! {
-    fn values_stored_in_the_first_format_are_still_read(fx) {
-        // Stores written before the binary encoding hold JSON values (format
-        // 1); they read back exactly as written.
+    fn a_value_stored_in_the_first_format_is_refused_by_name_never_misread(fx) {
+        // proves IO-G4, S-FORMAT: stores written before the binary encoding hold JSON
+        // values (format 1), which this build does not read (S-FORMAT):
+        // a read of one fails as the store's fault, with the reason named in
+        // the trail, and leaves the value as it was.
         let mut alice = fx.open("alice");
         let id = accept(&mut alice, "old", state(7, "mission.current"));
-        let before = records(&mut alice, RecordType::State, by_id(&id));
         let mut key = (b"alice".len() as u32).to_be_bytes().to_vec();
         key.extend_from_slice(b"alice");
         key.push(b'R');
@@ -497,19 +498,26 @@ backend_test! {
             .as_bytes(),
         );
         fx.backend
-            .commit(&[], &[engram::backend::Op::Put(key, json)])
+            .commit(&[], &[engram::backend::Op::Put(key.clone(), json.clone())])
             .unwrap();
-        assert_eq!(
-            records(&mut alice, RecordType::State, by_id(&id)),
-            before,
-            "{}",
-            fx.name
-        );
-        assert_eq!(
-            records(&mut alice, RecordType::State, latest(5)),
-            before,
-            "{}",
-            fx.name
-        );
+        for selector in [by_id(&id), latest(5)] {
+            assert_eq!(
+                refused(&mut alice, RecordType::State, selector),
+                ReadError::StorageUnavailable,
+                "{}",
+                fx.name
+            );
+        }
+        let named = fx
+            .trail()
+            .iter()
+            .filter(|e| {
+                e.reason
+                    .as_deref()
+                    .is_some_and(|r| r.contains("the first store format (format byte 1"))
+            })
+            .count();
+        assert_eq!(named, 2, "{}", fx.name);
+        assert_eq!(fx.backend.get(&key).unwrap(), Some(json), "{}", fx.name);
     }
 }

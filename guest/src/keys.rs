@@ -34,7 +34,7 @@
 //! | byte | encoding |
 //! |------|----------|
 //! | `2`  | postcard 1.0's wire format, written by this build: fields in declaration order, no names; a variant as its index, a length or an integer wider than a byte as a varint (signed ones zigzagged), a string as its length and UTF-8 bytes, an option as 0 or 1 and the value, a float as 8 little-endian bytes |
-//! | `1`  | JSON text, fields by name (the first stores): read, never written |
+//! | `1`  | JSON text, fields by name (the first builds'): neither read nor written; a read that meets one fails, naming it (S-FORMAT) |
 //!
 //! A record is `Stored` (lib.rs): variant 0 a FACT (`stored-fact`), 1 an
 //! EVENT (its id, then the `event` as written), 2 a STATE (`stored-state`);

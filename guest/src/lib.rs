@@ -34,10 +34,10 @@ use types::{
 use writer::{Write, Written};
 
 /// The first byte of every stored value: its encoding. Values are written
-/// in [`FORMAT`]; values of [`FORMAT_JSON`], written by earlier builds, are
-/// still read. See `keys.rs` for the layout.
+/// in [`FORMAT`]. See `keys.rs` for the layout.
 const FORMAT: u8 = 2;
-/// The first encoding: JSON text. Read, never written.
+/// The first encoding, JSON text, written by the builds before
+/// [`FORMAT`]: no longer read (S-FORMAT), refused by name.
 const FORMAT_JSON: u8 = 1;
 /// A record that expires: its expiry time, then the record as [`FORMAT`]
 /// holds it.
@@ -590,7 +590,12 @@ fn decode<T: for<'de> Deserialize<'de>>(bytes: &[u8]) -> Result<T, String> {
             Ok(_) => Err(damaged(&"bytes after its end")),
             Err(e) => Err(damaged(&e)),
         },
-        Some((&FORMAT_JSON, json)) => serde_json::from_slice(json).map_err(|e| damaged(&e)),
+        Some((&FORMAT_JSON, _)) => Err(
+            "a stored value is in the first store format (format byte 1, JSON text), which \
+             this build does not read: export the domain with a build that reads it and \
+             import the export (docs/store-format.md)"
+                .into(),
+        ),
         _ => Err("a stored value has an unknown format".into()),
     }
 }

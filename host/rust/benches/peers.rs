@@ -225,9 +225,11 @@ fn engram_frames(
 ) -> anyhow::Result<f64> {
     let (path, mut domain) = engram_domain(engram, dir, synchronous)?;
     let wal = PathBuf::from(format!("{}-wal", path.display()));
-    let before = std::fs::metadata(&wal)?.len();
+    // The log is made at the first write.
+    let size = || std::fs::metadata(&wal).map_or(0, |m| m.len());
+    let before = size();
     put_all(&mut domain, n)?;
-    let grown = std::fs::metadata(&wal)?.len() - before;
+    let grown = size() - before;
     Ok(grown as f64 / (4096.0 + 24.0) / n as f64)
 }
 
