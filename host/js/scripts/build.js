@@ -1,6 +1,7 @@
 // `npm run build`: transpiles the components with jco into gen/ (one
 // folder each), for instantiation with imports of each domain's own
-// (`--instantiation async`), and writes gen/sqlite-schema.js from the
+// (`--instantiation async`; `--multi-memory`: the copies between the
+// composed components' memories are wasm, not a JS call a byte), and writes gen/sqlite-schema.js from the
 // SQLite schema every host runs (host/store/src/sqlite-schema.sql) and
 // gen/limits.js from the limits' defaults of every host (limits.json, of
 // engram-store), both put beside the components by the Rust build. The
@@ -47,7 +48,7 @@ for (const name of COMPONENTS) {
   rmSync(out, { recursive: true, force: true });
   execFileSync(
     process.execPath,
-    [jco, 'transpile', join(from, `${name}.wasm`), '--instantiation', 'async', '--name', name, '--quiet', '-o', out],
+    [jco, 'transpile', join(from, `${name}.wasm`), '--instantiation', 'async', '--multi-memory', '--name', name, '--quiet', '-o', out],
     { stdio: 'inherit' },
   );
   const code = join(out, `${name}.js`);

@@ -101,13 +101,22 @@ export function rowsOf(text, clock) {
  */
 export function storeInterface(backend, settings, clock) {
   return {
-    getMany(keys) {
+    getMany(keys, budget) {
       const unpacker = new Unpacker(keys);
       const wanted = [];
       while (unpacker.more()) wanted.push(unpacker.item());
-      let values;
+      // Sixteen keys a read, up to the value that reaches the budget.
+      const limit = budget === undefined ? Infinity : Number(budget);
+      const values = [];
+      let held = 0;
       try {
-        values = backend.getMany(wanted);
+        for (let at = 0; at < wanted.length && held < limit; at += 16) {
+          for (const value of backend.getMany(wanted.slice(at, at + 16))) {
+            values.push(value);
+            held += value == null ? 0 : value.length;
+            if (held >= limit) break;
+          }
+        }
       } catch (error) {
         return unavailable(error);
       }

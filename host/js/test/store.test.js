@@ -30,6 +30,9 @@ test('reads, scans and commits are packed; a failed condition is C, a failing st
   const put = (key, value) => `\x01${item(key)}${item(value)}`;
   assert.equal(store.commit(`\x00${item([1])}`, put([1], [0xff, 0]) + put([2], []), '{"request_id":"w","operation":"WRITE","outcome":"ACCEPTED","agent_id":"a"}'), 'V');
   assert.equal(store.getMany(item([2]) + item([3]) + item([1])), `V${item([])}${NONE}${item([0xff, 0])}`);
+  // A budget of bytes ends the answer at the value that reaches it.
+  assert.equal(store.getMany(item([1]) + item([2]), 1n), `V${item([0xff, 0])}`);
+  assert.equal(store.getMany(item([2]) + item([1]) + item([2]), 2n), `V${item([])}${item([0xff, 0])}`);
   assert.equal(store.scan('', '\x03', 10, true), `V${item([2])}${item([])}${item([1])}${item([0xff, 0])}`);
   assert.equal(store.commit(`\x00${item([1])}`, `\x00${item([2])}`, ''), 'C');
   assert.equal(store.commit(`\x01${item([1])}${item([0xff, 0])}`, `\x00${item([2])}`, ''), 'V');

@@ -162,6 +162,31 @@ pub trait Backend: Send + Sync {
         keys.iter().map(|key| self.get(key)).collect()
     }
 
+    /// The value under each key of a prefix of `keys`, in their order:
+    /// every key's, unless the values reach `budget` bytes first; then
+    /// those up to the value that reaches it (so at least one). The
+    /// default reads 16 keys at a time through [`Backend::get_many`], so it
+    /// never holds much more than the budget; a store whose every call
+    /// costs a crossing into another runtime answers in one.
+    fn get_many_within(
+        &self,
+        keys: &[Vec<u8>],
+        budget: u64,
+    ) -> Result<Vec<Option<Vec<u8>>>, StoreError> {
+        let mut values = Vec::with_capacity(keys.len());
+        let mut bytes = 0u64;
+        for chunk in keys.chunks(16) {
+            for value in self.get_many(chunk)? {
+                bytes += value.as_ref().map_or(0, |v| v.len() as u64);
+                values.push(value);
+                if bytes >= budget {
+                    return Ok(values);
+                }
+            }
+        }
+        Ok(values)
+    }
+
     /// At most `limit` pairs with keys in `start..end`, in `order`.
     fn scan(
         &self,

@@ -363,17 +363,12 @@ impl Scope {
             )));
         }
         let budget = self.limits.answer_byte_limit() / 4;
-        let mut values = Vec::with_capacity(keys.len());
-        let mut bytes = 0u64;
-        for chunk in keys.chunks(16) {
-            let chunk: Vec<Vec<u8>> = chunk.iter().map(|key| self.scoped(key)).collect();
-            for value in self.backend.get_many(&chunk)? {
-                bytes += value.as_ref().map_or(0, |v| v.len() as u64);
-                values.push(value);
-                if bytes >= budget {
-                    return Ok(values);
-                }
-            }
+        let scoped: Vec<Vec<u8>> = keys.iter().map(|key| self.scoped(key)).collect();
+        let values = self.backend.get_many_within(&scoped, budget)?;
+        if values.is_empty() && !keys.is_empty() || values.len() > keys.len() {
+            return Err(StoreError::Unavailable(
+                "the store answered a read of many keys with no or too many values".into(),
+            ));
         }
         Ok(values)
     }

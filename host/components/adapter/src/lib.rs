@@ -216,17 +216,30 @@ impl Backend for Raw {
     }
 
     fn get_many(&self, keys: &[Vec<u8>]) -> Result<Vec<Option<Vec<u8>>>, StoreError> {
+        let values = self.get_many_within(keys, u64::MAX)?;
+        if values.len() != keys.len() {
+            return Err(broken("not one value for each key"));
+        }
+        Ok(values)
+    }
+
+    /// One call into the host, which stops at the budget itself.
+    fn get_many_within(
+        &self,
+        keys: &[Vec<u8>],
+        budget: u64,
+    ) -> Result<Vec<Option<Vec<u8>>>, StoreError> {
         let mut packed = Packer::default();
         for key in keys {
             packed.item(key);
         }
-        let mut found = Unpacker::new(&answer(store::get_many(&packed.done()))?)?;
+        let mut found = Unpacker::new(&answer(store::get_many(&packed.done(), budget))?)?;
         let mut values = Vec::with_capacity(keys.len());
         while found.more() {
             values.push(found.option()?);
         }
-        if values.len() != keys.len() {
-            return Err(broken("not one value for each key"));
+        if values.len() > keys.len() || values.is_empty() && !keys.is_empty() {
+            return Err(broken("not a value for each key of a prefix"));
         }
         Ok(values)
     }
