@@ -228,8 +228,7 @@ fn try_write_all(
 /// condition on the sequence counter keeps it free until the commit (an
 /// import, which may leave the counter as it is, brings ids drawn the same
 /// way: 128 random bits, so a clash is not a practical event).
-fn fresh_id(batch: &mut Batch, drawn: Option<String>) -> Result<String, String> {
-    let mut drawn = drawn;
+fn fresh_id(batch: &mut Batch, mut drawn: Option<String>) -> Result<String, String> {
     for _ in 0..4 {
         let id = drawn
             .take()

@@ -105,22 +105,17 @@ export function storeInterface(backend, settings, clock) {
       const unpacker = new Unpacker(keys);
       const wanted = [];
       while (unpacker.more()) wanted.push(unpacker.item());
-      // Sixteen keys a read, up to the value that reaches the budget.
-      const limit = budget === undefined ? Infinity : Number(budget);
-      const values = [];
-      let held = 0;
+      let values;
       try {
-        for (let at = 0; at < wanted.length && held < limit; at += 16) {
-          for (const value of backend.getMany(wanted.slice(at, at + 16))) {
-            values.push(value);
-            held += value == null ? 0 : value.length;
-            if (held >= limit) break;
-          }
-        }
+        values = backend.getMany(wanted);
       } catch (error) {
         return unavailable(error);
       }
-      return packed(values);
+      // Up to the value that reaches the budget.
+      const limit = budget === undefined ? Infinity : Number(budget);
+      let held = 0;
+      const reached = values.findIndex((value) => (held += value == null ? 0 : value.length) >= limit);
+      return packed(reached === -1 ? values : values.slice(0, reached + 1));
     },
 
     scan(start, end, limit, descending) {

@@ -109,7 +109,7 @@ impl calls::Guest for Api {
             (input.to_owned(), text.to_owned())
         };
         let lines = |answer: Result<Vec<String>, Failure>| answer.map(|lines| lines.join("\n"));
-        let args = rest.to_owned();
+        let args = || rest.to_owned();
         let answer = match name {
             "write" | "write-batch" => {
                 let (input, text) = input_and_text();
@@ -119,12 +119,12 @@ impl calls::Guest for Api {
                 let (input, text) = input_and_text();
                 lines(Self::read(input, text, name == "read-batch"))
             }
-            "history" => Self::history(args),
-            "as-of" => Self::as_of(args),
-            "list" => Self::list(args),
-            "entities" => Self::entities(args),
-            "relationships" => Self::relationships(args),
-            "traverse" => Self::traverse(args),
+            "history" => Self::history(args()),
+            "as-of" => Self::as_of(args()),
+            "list" => Self::list(args()),
+            "entities" => Self::entities(args()),
+            "relationships" => Self::relationships(args()),
+            "traverse" => Self::traverse(args()),
             other => Err(Failure::Input(format!("no call named {other:?}"))),
         };
         let (kind, text) = match answer {

@@ -282,21 +282,17 @@ def _link(linker: wc.Linker, binding: Binding) -> None:
         with root.add_instance("engram:adapter/store" + VERSION) as p:
 
             def get_many(_store: Any, keys: str, budget: int) -> str:
-                # Sixteen keys a read, up to the value that reaches the budget.
-                wanted = _unpack(keys.encode("latin-1"))
-                values: list[bytes | None] = []
-                held = 0
                 try:
-                    for at in range(0, len(wanted), 16):
-                        for value in backend.get_many(wanted[at : at + 16]):
-                            values.append(value)
-                            held += 0 if value is None else len(value)
-                            if held >= budget:
-                                break
-                        if held >= budget:
-                            break
+                    values = backend.get_many(_unpack(keys.encode("latin-1")))
                 except Exception as error:
                     return _failed(error)
+                # Up to the value that reaches the budget.
+                held = 0
+                for n, value in enumerate(values, 1):
+                    held += 0 if value is None else len(value)
+                    if held >= budget:
+                        del values[n:]
+                        break
                 packed = b"".join(_NONE if v is None else _LENGTH.pack(len(v)) + v for v in values)
                 return "V" + packed.decode("latin-1")
 
