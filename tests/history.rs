@@ -362,3 +362,104 @@ backend_test! {
         assert!(mood[0].created_at > city[0].created_at);
     }
 }
+
+/// Lays a domain's fact keys out as the builds before 2026-11-25 did: a key's
+/// entry holds its current version's id alone, and the current version has
+/// a version entry too.
+fn lay_out_as_earlier_builds(fx: &Fixture, agent: &str) -> usize {
+    use engram::backend::Op;
+    let prefix_len = 4 + agent.len();
+    let mut ops = Vec::new();
+    for (key, value) in domain_pairs(fx, agent) {
+        if key[prefix_len] != b'K' {
+            continue;
+        }
+        let at = value
+            .iter()
+            .position(|&b| b == 0)
+            .expect("a key entry keeps its sequence");
+        let (id, seq) = (&value[..at], &value[at + 1..]);
+        let version = [&key[..prefix_len], b"V", &key[prefix_len + 1..], &[0], seq].concat();
+        ops.push(Op::Put(key.clone(), id.to_vec()));
+        ops.push(Op::Put(version, id.to_vec()));
+    }
+    fx.backend.commit(&[], &ops).unwrap();
+    ops.len() / 2
+}
+
+fn sorted(items: Vec<engram::export::ExportedItem>) -> Vec<String> {
+    let mut items: Vec<String> = items.iter().map(|item| format!("{item:?}")).collect();
+    items.sort();
+    items
+}
+
+backend_test! {
+    fn mt_2_a_key_laid_out_by_earlier_builds_keeps_its_history_export_and_next_version(fx) {
+        // proves MT-2, S-VERSIONS
+        let _clock = CLOCK.lock().unwrap();
+        let (mut alice, written) = three_versions(&fx);
+        let before = versions(&mut alice, "user.diet", 10).unwrap();
+        drop(alice);
+        let export = |fx: &Fixture, limit: u32| {
+            let mut domain = engram_with_clock()
+                .open("alice", Mode::Maintenance, fx.backend.clone(), fx.audit.clone())
+                .unwrap();
+            let mut items = Vec::new();
+            let mut start: Option<Vec<u8>> = None;
+            loop {
+                let page = domain.export_page(start.as_deref(), limit).unwrap().unwrap();
+                assert!(page.items.len() <= limit as usize);
+                items.extend(page.items);
+                match page.next {
+                    Some(next) => start = Some(next),
+                    None => return items,
+                }
+            }
+        };
+        let exported = sorted(export(&fx, CEILING));
+        // Written now, the current version is found through its key's entry
+        // alone: one version entry per superseded version.
+        let pairs = domain_pairs(&fx, "alice");
+        let version_entries = pairs.iter().filter(|(k, _)| k[9] == b'V').count();
+        assert_eq!(version_entries, 2, "{}", fx.name);
+
+        assert_eq!(lay_out_as_earlier_builds(&fx, "alice"), 1);
+        let mut alice = open(&fx);
+        let again = versions(&mut alice, "user.diet", 10).unwrap();
+        assert_eq!(again, before, "{}", fx.name);
+        assert_eq!(versions(&mut alice, "user.diet", 1).unwrap(), before[..1]);
+        drop(alice);
+        // The export is the same items, paged by one item or by many (a key
+        // entry of the earlier layout stands for no item).
+        assert_eq!(sorted(export(&fx, CEILING)), exported, "{}", fx.name);
+        assert_eq!(sorted(export(&fx, 1)), exported, "{}", fx.name);
+
+        // A write over the earlier layout supersedes the version it holds,
+        // and the history lists every version once.
+        let mut alice = open(&fx);
+        NOW.store(400, Ordering::SeqCst);
+        let newest = accept(&mut alice, "v3", diet("flexitarian", 50, None));
+        let history = versions(&mut alice, "user.diet", 10).unwrap();
+        let got: Vec<(&str, i64, Option<i64>)> = history
+            .iter()
+            .map(|v| (content(v), v.created_at, v.superseded_at))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("flexitarian", 400, None),
+                ("pescatarian", 300, Some(400)),
+                ("vegan", 200, Some(300)),
+                ("vegetarian", 100, Some(200))
+            ],
+            "{}",
+            fx.name
+        );
+        assert_eq!(history[1].id, written[2]);
+        assert_eq!(
+            ids(&records(&mut alice, RecordType::Fact, by_key("user.diet"))),
+            [newest]
+        );
+        assert_eq!(as_of(&mut alice, TimeAxis::Transaction, 350).as_deref(), Some("pescatarian"));
+    }
+}

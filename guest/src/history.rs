@@ -6,7 +6,8 @@ use crate::engram::memory::types::{FactPayload, StoredFact};
 use crate::exports::engram::memory::history::{AsOfRequest, Guest, TimeAxis, VersionsRequest};
 use crate::exports::engram::memory::io::ReadError;
 use crate::{
-    Answer, Engine, Refused, audit_fact_read, bounded, keys, load_facts, request_id_given, validate,
+    Answer, Engine, Refused, audit_fact_read, bounded, get, keys, load_facts, request_id_given,
+    validate,
 };
 
 impl Guest for Engine {
@@ -48,17 +49,33 @@ fn checked(request_id: &str, key: &str) -> Result<(), Refused> {
     Ok(())
 }
 
-/// The newest `limit` versions of a key, newest first.
+/// The newest `limit` versions of a key, newest first: the current one
+/// (through the key's entry, unless the key is laid out as earlier builds
+/// did, with every version in the version index), then the superseded ones.
 fn versions(key: &str, limit: u32) -> Result<Vec<StoredFact>, Refused> {
     let limit = bounded(limit)?;
-    let (start, end) = keys::version_range(key);
-    load_facts(
-        &start,
-        &end,
-        limit,
-        Direction::Descending,
-        &mut Answer::new(),
-    )
+    let mut answer = Answer::new();
+    let entry = keys::fact_key(key);
+    let mut found = match get(&entry)? {
+        Some(value) if keys::indexed(&value).is_some_and(|(_, seq)| seq.is_some()) => {
+            let mut end = entry.clone();
+            end.push(0);
+            load_facts(&entry, &end, 1, Direction::Descending, &mut answer)?
+        }
+        _ => Vec::new(),
+    };
+    let left = limit - found.len() as u32;
+    if left > 0 {
+        let (start, end) = keys::version_range(key);
+        found.extend(load_facts(
+            &start,
+            &end,
+            left,
+            Direction::Descending,
+            &mut answer,
+        )?);
+    }
+    Ok(found)
 }
 
 /// Whether a version held in the world at `at` (valid time, MT-2).

@@ -7,11 +7,11 @@
 //! | `M` | `seq`                                     | last sequence number (u64)  |
 //! | `M` | `clock`                                   | last transaction time (i64) |
 //! | `R` | record id                                 | the stored record           |
-//! | `K` | fact key                                  | id of the current version   |
+//! | `K` | fact key                                  | current version: id, 0, sequence (8); or its id alone |
 //! | `T` | type byte, timestamp (8), sequence (8)    | record id                   |
 //! | `I` | request id                                | idempotency entry           |
 //! | `W` | keyword length (2), keyword, sequence (8) | record id                   |
-//! | `V` | fact key, 0, sequence (8)                 | record id of that version   |
+//! | `V` | fact key, 0, sequence (8)                 | id of a superseded version  |
 //! | `Y` | entity type (1), fact key                 | id of the current entity    |
 //! | `O` | from entity (2+n), type (2+n), fact key   | id of the current relation  |
 //! | `N` | to entity (2+n), type (2+n), fact key     | id of the current relation  |
@@ -19,6 +19,14 @@
 //! | `X` | expiry time (8), sequence (8)             | id of a record that expires |
 //!
 //! A fact key with no `P` entry is public.
+//!
+//! A FACT version is found through `K` while it is current and through `V`
+//! once it is superseded: the write that supersedes it moves it, with the
+//! sequence number `K` kept for it, so a FACT write adds one index entry,
+//! not two. A `K` entry that holds the id alone was written by builds before
+//! 2026-11-25, which also gave the current version a `V` entry; both layouts
+//! are read (history, export, expiry), and a write over the old one leaves
+//! its `V` entry where it is.
 //!
 //! `(2+n)` is a string with its length in two bytes in front, so one
 //! string's entries never mix with a longer string's that starts the same.
@@ -94,6 +102,30 @@ pub fn fact_key(key: &str) -> Vec<u8> {
 /// The privacy-tier entry of a fact key.
 pub fn tier(key: &str) -> Vec<u8> {
     tagged(TIER, key.as_bytes())
+}
+
+/// The value of a fact key's entry: its current version's id and sequence
+/// number.
+pub fn current(id: &str, seq: u64) -> Vec<u8> {
+    let mut value = Vec::with_capacity(id.len() + 9);
+    value.extend_from_slice(id.as_bytes());
+    value.push(0);
+    value.extend_from_slice(&seq.to_be_bytes());
+    value
+}
+
+/// Reads an index entry's value: a record id, and the sequence number a
+/// fact key's entry keeps beside it (`None` in the layout of earlier
+/// builds, whose current version also has its `V` entry).
+pub fn indexed(value: &[u8]) -> Option<(&str, Option<u64>)> {
+    let (id, seq) = match value.iter().position(|&b| b == 0) {
+        None => (value, None),
+        Some(at) => {
+            let seq = <[u8; 8]>::try_from(&value[at + 1..]).ok()?;
+            (&value[..at], Some(u64::from_be_bytes(seq)))
+        }
+    };
+    Some((std::str::from_utf8(id).ok()?, seq))
 }
 
 /// The range `start..end` that holds every fact-key index entry.
@@ -268,17 +300,21 @@ pub fn record_id((high, low): (u64, u64)) -> String {
     format!("{high:016x}{low:016x}")
 }
 
-/// The ranges an export reads, in key order: idempotency entries, key
-/// tiers, the time index (EVENT and STATE records), the version index (FACT
-/// records).
-pub fn export_ranges() -> [(Vec<u8>, Vec<u8>); 4] {
-    [IDEMPOTENCY, TIER, TIME, VERSION].map(|tag| (vec![tag], vec![tag + 1]))
+/// The ranges an export reads, in the order it reads them: idempotency
+/// entries, key tiers (before any record, so an imported record is never
+/// shown above its tier), the time index (EVENT and STATE records), the
+/// version index (superseded FACT versions), the fact keys (current
+/// versions). A page's continuation is a key in the range it stopped in.
+pub fn export_ranges() -> [(Vec<u8>, Vec<u8>); 5] {
+    [IDEMPOTENCY, TIER, TIME, VERSION, FACT_KEY].map(|tag| (vec![tag], vec![tag + 1]))
 }
 
 /// What an exported key is an entry of.
 pub enum Exported<'a> {
     /// An idempotency entry of this request id (bytes as stored).
     Request(&'a [u8]),
+    /// A fact key's entry (its current version).
+    Current,
     /// The tier entry of this fact key.
     Tier(&'a [u8]),
     /// A time-index entry with this sequence number.
@@ -295,6 +331,7 @@ pub fn exported(key: &[u8]) -> Option<Exported<'_>> {
     };
     match key.split_first()? {
         (&IDEMPOTENCY, rest) => Some(Exported::Request(rest)),
+        (&FACT_KEY, _) => Some(Exported::Current),
         (&TIER, rest) => Some(Exported::Tier(rest)),
         (&TIME, rest) if rest.len() == 17 => Some(Exported::Time(seq(rest)?)),
         (&VERSION, rest) if rest.len() > 9 => Some(Exported::Version(seq(rest)?)),

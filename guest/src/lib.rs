@@ -502,8 +502,12 @@ fn load_facts(
         .collect()
 }
 
+/// The record id an index entry's value names (a fact key's entry keeps
+/// its version's sequence number beside it: [`keys::indexed`]).
 fn id_text(bytes: Vec<u8>) -> Result<String, String> {
-    String::from_utf8(bytes).map_err(|_| "an index entry is damaged".to_string())
+    keys::indexed(&bytes)
+        .map(|(id, _)| id.to_owned())
+        .ok_or_else(|| "an index entry is damaged".to_string())
 }
 
 /// The host's time, asked at most once for the records one answer looks

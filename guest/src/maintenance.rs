@@ -125,40 +125,73 @@ fn bounded(limit: u32) -> Result<u32, Refusal> {
 fn export(start: Vec<u8>, limit: u32) -> Result<ExportPage, Refusal> {
     let limit = bounded(limit)?;
     let mut items = Vec::new();
-    for (from, end) in keys::export_ranges() {
-        if start >= end {
-            continue;
-        }
-        let from = from.max(start.clone());
-        let wanted = limit - items.len() as u32;
-        let entries = persistence::scan(&from, &end, wanted, Direction::Ascending)
-            .map_err(|e| fault(storage(e)))?;
-        let last = entries.last().map(|entry| entry.key.clone());
-        for entry in entries {
-            items.push(item(entry).map_err(fault)?);
-        }
-        if items.len() as u32 == limit {
-            let next = last.map(|key| [key.as_slice(), &[0]].concat());
-            return Ok(ExportPage { items, next });
+    let ranges = keys::export_ranges();
+    // A continuation lies in the range its page stopped in: the ones
+    // before it are done. A start in none of them (but the empty one, the
+    // first page's) has nothing after it.
+    let resume = match ranges
+        .iter()
+        .position(|(from, end)| *from <= start && start < *end)
+    {
+        Some(at) => at,
+        None if start.is_empty() => 0,
+        None => ranges.len(),
+    };
+    for (i, (from, end)) in ranges.into_iter().enumerate().skip(resume) {
+        let mut from = if i == resume {
+            from.max(start.clone())
+        } else {
+            from
+        };
+        loop {
+            let wanted = limit - items.len() as u32;
+            let entries = persistence::scan(&from, &end, wanted, Direction::Ascending)
+                .map_err(|e| fault(storage(e)))?;
+            let scanned = entries.len() as u32;
+            let Some(last) = entries.last().map(|entry| entry.key.clone()) else {
+                break;
+            };
+            for entry in entries {
+                items.extend(item(entry).map_err(fault)?);
+            }
+            let next = [last.as_slice(), &[0]].concat();
+            if items.len() as u32 == limit {
+                return Ok(ExportPage {
+                    items,
+                    next: Some(next),
+                });
+            }
+            if scanned < wanted {
+                break;
+            }
+            // Some entries stood for no item (a current version that its
+            // version entry exports): the range goes on.
+            from = next;
         }
     }
     Ok(ExportPage { items, next: None })
 }
 
-/// The exported item an index entry stands for.
-fn item(entry: Entry) -> Result<ExportedItem, String> {
+/// The exported item an index entry stands for, if any: a fact key's
+/// entry laid out by earlier builds stands for none (the current version's
+/// version entry exports it).
+fn item(entry: Entry) -> Result<Option<ExportedItem>, String> {
     let damaged = || format!("an entry of the export range is damaged: {:?}", entry.key);
     let text = |bytes: &[u8]| String::from_utf8(bytes.to_vec()).map_err(|_| damaged());
-    let id = || text(&entry.value);
-    match keys::exported(&entry.key).ok_or_else(damaged)? {
+    let (id, seq) = match keys::exported(&entry.key).ok_or_else(damaged)? {
+        Exported::Current => match keys::indexed(&entry.value).ok_or_else(damaged)? {
+            (id, Some(seq)) => (id.to_owned(), seq),
+            (_, None) => return Ok(None),
+        },
+        Exported::Time(seq) | Exported::Version(seq) => (text(&entry.value)?, seq),
         Exported::Request(request_id) => {
             let kept: Idempotency = decode(&entry.value)?;
-            Ok(ExportedItem::Request(ExportedRequest {
+            return Ok(Some(ExportedItem::Request(ExportedRequest {
                 request_id: text(request_id)?,
                 stored_id: kept.stored_id,
                 component: kept.component,
                 actor: kept.actor,
-            }))
+            })));
         }
         Exported::Tier(key) => {
             let tier = match entry.value.as_slice() {
@@ -167,40 +200,37 @@ fn item(entry: Entry) -> Result<ExportedItem, String> {
                 [2] => crate::types::PrivacyTier::Private,
                 _ => return Err(damaged()),
             };
-            Ok(ExportedItem::KeyTier((text(key)?, tier)))
+            return Ok(Some(ExportedItem::KeyTier((text(key)?, tier))));
         }
-        Exported::Time(seq) | Exported::Version(seq) => {
-            let id = id()?;
-            let record = match load_with(&id, get)? {
-                Some((Stored::Fact(fact), expires_at)) => ExportedRecord {
-                    id,
-                    seq,
-                    record: MemoryRecord::Fact(fact.fact),
-                    created_at: Some(fact.created_at),
-                    superseded_at: fact.superseded_at,
-                    expires_at,
-                },
-                Some((Stored::Event { id, event }, expires_at)) => ExportedRecord {
-                    id,
-                    seq,
-                    record: MemoryRecord::Event(event),
-                    created_at: None,
-                    superseded_at: None,
-                    expires_at,
-                },
-                Some((Stored::State(state), expires_at)) => ExportedRecord {
-                    id,
-                    seq,
-                    record: MemoryRecord::State(state.state),
-                    created_at: None,
-                    superseded_at: None,
-                    expires_at,
-                },
-                None => return Err(format!("index entry for {id} points nowhere")),
-            };
-            Ok(ExportedItem::Record(record))
-        }
-    }
+    };
+    let record = match load_with(&id, get)? {
+        Some((Stored::Fact(fact), expires_at)) => ExportedRecord {
+            id,
+            seq,
+            record: MemoryRecord::Fact(fact.fact),
+            created_at: Some(fact.created_at),
+            superseded_at: fact.superseded_at,
+            expires_at,
+        },
+        Some((Stored::Event { id, event }, expires_at)) => ExportedRecord {
+            id,
+            seq,
+            record: MemoryRecord::Event(event),
+            created_at: None,
+            superseded_at: None,
+            expires_at,
+        },
+        Some((Stored::State(state), expires_at)) => ExportedRecord {
+            id,
+            seq,
+            record: MemoryRecord::State(state.state),
+            created_at: None,
+            superseded_at: None,
+            expires_at,
+        },
+        None => return Err(format!("index entry for {id} points nowhere")),
+    };
+    Ok(Some(ExportedItem::Record(record)))
 }
 
 /// Imports a batch: how many items were new, and whether the audit entry
@@ -291,18 +321,20 @@ fn import_record(batch: &mut Batch, exported: &ExportedRecord) -> Result<bool, S
     }
     let owned = id.as_bytes().to_vec();
     match &exported.record {
+        // A current version is found through its key's entry, a superseded
+        // one through its version entry.
+        MemoryRecord::Fact(fact) if exported.superseded_at.is_none() => {
+            let key_entry = keys::fact_key(&fact.key);
+            if batch.get(&key_entry)?.is_some() {
+                return Err(format!("key {:?} already has a current version", fact.key));
+            }
+            batch.put(key_entry, keys::current(id, exported.seq));
+            for entry in fact_indexes(&fact.key, &fact.payload) {
+                batch.put(entry, owned.clone());
+            }
+        }
         MemoryRecord::Fact(fact) => {
             batch.put(keys::version(&fact.key, exported.seq), owned.clone());
-            if exported.superseded_at.is_none() {
-                let key_entry = keys::fact_key(&fact.key);
-                if batch.get(&key_entry)?.is_some() {
-                    return Err(format!("key {:?} already has a current version", fact.key));
-                }
-                batch.put(key_entry, owned.clone());
-                for entry in fact_indexes(&fact.key, &fact.payload) {
-                    batch.put(entry, owned.clone());
-                }
-            }
         }
         record => {
             for entry in timed_indexes(record, exported.seq) {
@@ -341,7 +373,12 @@ fn expire(limit: u32) -> Result<u32, Refusal> {
                 batch.delete(keys::version(key, seq));
                 let key_entry = keys::fact_key(key);
                 // The lookup indexes follow the current version only.
-                if batch.get(&key_entry).map_err(fault)?.as_deref() == Some(id.as_bytes()) {
+                let current = batch.get(&key_entry).map_err(fault)?;
+                if current
+                    .as_deref()
+                    .and_then(keys::indexed)
+                    .is_some_and(|(current, _)| current == id)
+                {
                     batch.delete(key_entry);
                     for index in fact_indexes(key, &fact.fact.payload) {
                         batch.delete(index);
@@ -376,7 +413,8 @@ fn expire(limit: u32) -> Result<u32, Refusal> {
         let (from, to) = keys::version_range(&key);
         let versions = persistence::scan(&from, &to, lost + 1, Direction::Ascending)
             .map_err(|e| fault(storage(e)))?;
-        let mut left = false;
+        // The current version, unless it expired now, is left too.
+        let mut left = batch.get(&keys::fact_key(&key)).map_err(fault)?.is_some();
         for version in versions {
             left |= batch.get(&version.key).map_err(fault)?.is_some();
         }

@@ -366,8 +366,17 @@ fn lay_out(
             if let Some(current) = current {
                 // Close the current version in transaction time (MT-2); it
                 // stays readable by id.
-                let current_id = String::from_utf8(current)
-                    .map_err(|_| "a fact-key index entry is damaged".to_string())?;
+                let (current_id, current_seq) =
+                    keys::indexed(&current).ok_or("a fact-key index entry is damaged")?;
+                let current_id = current_id.to_owned();
+                // The superseded version is found through its version entry
+                // from now on (a key laid out by earlier builds has it).
+                if let Some(current_seq) = current_seq {
+                    batch.put(
+                        keys::version(&fact.key, current_seq),
+                        current_id.as_bytes().to_vec(),
+                    );
+                }
                 let Some((Stored::Fact(mut previous), previous_expiry)) =
                     load_with(&current_id, |k| batch.get(k))?
                 else {
@@ -391,8 +400,7 @@ fn lay_out(
             for entry in fact_indexes(&fact.key, &fact.payload) {
                 batch.put(entry, id.as_bytes().to_vec());
             }
-            batch.put(key_entry, id.as_bytes().to_vec());
-            batch.put(keys::version(&fact.key, seq), id.as_bytes().to_vec());
+            batch.put(key_entry, keys::current(id, seq));
             expires_at = expiry(now);
             Stored::Fact(StoredFact {
                 id: id.to_owned(),
