@@ -59,6 +59,14 @@ fn versions(domain: &mut Domain, key: &str, limit: u32) -> Result<Vec<StoredFact
     domain.versions(&request).unwrap()
 }
 
+/// Each version's content and transaction times.
+fn timeline(history: &[StoredFact]) -> Vec<(&str, i64, Option<i64>)> {
+    history
+        .iter()
+        .map(|v| (content(v), v.created_at, v.superseded_at))
+        .collect()
+}
+
 fn as_of(domain: &mut Domain, axis: TimeAxis, at: i64) -> Option<String> {
     let request = AsOfRequest {
         request_id: "a".into(),
@@ -99,10 +107,7 @@ backend_test! {
         let _clock = CLOCK.lock().unwrap();
         let (mut alice, written) = three_versions(&fx);
         let history = versions(&mut alice, "user.diet", 10).unwrap();
-        let got: Vec<(&str, i64, Option<i64>)> = history
-            .iter()
-            .map(|v| (content(v), v.created_at, v.superseded_at))
-            .collect();
+        let got = timeline(&history);
         assert_eq!(
             got,
             [
@@ -440,10 +445,7 @@ backend_test! {
         NOW.store(400, Ordering::SeqCst);
         let newest = accept(&mut alice, "v3", diet("flexitarian", 50, None));
         let history = versions(&mut alice, "user.diet", 10).unwrap();
-        let got: Vec<(&str, i64, Option<i64>)> = history
-            .iter()
-            .map(|v| (content(v), v.created_at, v.superseded_at))
-            .collect();
+        let got = timeline(&history);
         assert_eq!(
             got,
             [

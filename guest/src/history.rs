@@ -6,8 +6,8 @@ use crate::engram::memory::types::{FactPayload, StoredFact};
 use crate::exports::engram::memory::history::{AsOfRequest, Guest, TimeAxis, VersionsRequest};
 use crate::exports::engram::memory::io::ReadError;
 use crate::{
-    Answer, Engine, Refused, audit_fact_read, bounded, get, keys, load_facts, request_id_given,
-    validate,
+    Answer, Engine, Now, Refused, audit_fact_read, bounded, facts, get, keys, load_facts, load_ids,
+    request_id_given, validate,
 };
 
 impl Guest for Engine {
@@ -55,15 +55,21 @@ fn checked(request_id: &str, key: &str) -> Result<(), Refused> {
 fn versions(key: &str, limit: u32) -> Result<Vec<StoredFact>, Refused> {
     let limit = bounded(limit)?;
     let mut answer = Answer::new();
-    let entry = keys::fact_key(key);
-    let mut found = match get(&entry)? {
-        Some(value) if keys::indexed(&value).is_some_and(|(_, seq)| seq.is_some()) => {
-            let mut end = entry.clone();
-            end.push(0);
-            load_facts(&entry, &end, 1, Direction::Descending, &mut answer)?
+    let mut current = Vec::new();
+    if let Some(value) = get(&keys::fact_key(key))? {
+        match keys::indexed(&value) {
+            Some((id, Some(_))) => load_ids(
+                &[id.to_owned()],
+                &mut current,
+                &mut answer,
+                &mut Now::default(),
+            )?,
+            // Its version entry holds it.
+            Some((_, None)) => {}
+            None => return Err("a fact-key index entry is damaged".to_string().into()),
         }
-        _ => Vec::new(),
-    };
+    }
+    let mut found = facts(current)?;
     let left = limit - found.len() as u32;
     if left > 0 {
         let (start, end) = keys::version_range(key);

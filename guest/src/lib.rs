@@ -392,29 +392,7 @@ fn load_range(
             .into_iter()
             .map(|entry| id_text(entry.value))
             .collect::<Result<Vec<_>, _>>()?;
-        let record_keys: Vec<Vec<u8>> = ids.iter().map(|id| keys::record(id)).collect();
-        // The host answers a prefix at a time when the values are large;
-        // each part is counted into the answer before the next is asked for.
-        let mut done = 0;
-        while done < record_keys.len() {
-            let values = persistence::get_many(&record_keys[done..]).map_err(storage)?;
-            if values.is_empty() || done + values.len() > record_keys.len() {
-                return Err("the store answered a read of many keys with another count"
-                    .to_string()
-                    .into());
-            }
-            for (id, bytes) in ids[done..].iter().zip(values) {
-                done += 1;
-                let Some(bytes) = bytes else {
-                    return Err(format!("index entry for {id} points nowhere").into());
-                };
-                let (record, expires_at) = decode_record(&bytes)?;
-                if shown(&record, expires_at, &mut now)? {
-                    answer.take(bytes.len())?;
-                    records.push(record);
-                }
-            }
-        }
+        load_ids(&ids, &mut records, answer, &mut now)?;
         match last {
             Some(last) if more && (records.len() as u32) < limit => match order {
                 Direction::Ascending => start = [last.as_slice(), &[0]].concat(),
@@ -423,6 +401,41 @@ fn load_range(
             _ => return Ok(records),
         }
     }
+}
+
+/// Loads the records index entries name, in their order, onto `records`:
+/// those the reader may see, each counted into `answer`; an entry that
+/// points nowhere is a storage fault.
+fn load_ids(
+    ids: &[String],
+    records: &mut Vec<Stored>,
+    answer: &mut Answer,
+    now: &mut Now,
+) -> Result<(), Refused> {
+    let record_keys: Vec<Vec<u8>> = ids.iter().map(|id| keys::record(id)).collect();
+    // The host answers a prefix at a time when the values are large; each
+    // part is counted into the answer before the next is asked for.
+    let mut done = 0;
+    while done < record_keys.len() {
+        let values = persistence::get_many(&record_keys[done..]).map_err(storage)?;
+        if values.is_empty() || done + values.len() > record_keys.len() {
+            return Err("the store answered a read of many keys with another count"
+                .to_string()
+                .into());
+        }
+        for (id, bytes) in ids[done..].iter().zip(values) {
+            done += 1;
+            let Some(bytes) = bytes else {
+                return Err(format!("index entry for {id} points nowhere").into());
+            };
+            let (record, expires_at) = decode_record(&bytes)?;
+            if shown(&record, expires_at, now)? {
+                answer.take(bytes.len())?;
+                records.push(record);
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Ranks a privacy tier: 0 public, 1 sensitive, 2 private (MT-1).
@@ -491,7 +504,12 @@ fn load_facts(
     order: Direction,
     answer: &mut Answer,
 ) -> Result<Vec<StoredFact>, Refused> {
-    load_range(start, end, limit, order, answer)?
+    facts(load_range(start, end, limit, order, answer)?)
+}
+
+/// The FACTs of records a FACT index named; any other record is a fault.
+fn facts(records: Vec<Stored>) -> Result<Vec<StoredFact>, Refused> {
+    records
         .into_iter()
         .map(|record| match record {
             Stored::Fact(fact) => Ok(fact),
