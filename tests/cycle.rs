@@ -959,3 +959,67 @@ fn the_sample_plan_is_the_library_turn_plan() {
     let plan: engram::json::Plan = serde_json::from_str(text).expect("the sample plan parses");
     assert_eq!(ExecutionPlan::from(plan), engram::plans::turn(3));
 }
+
+// proves IO-W2, B5-S1: `remember` twice with one request id stores one
+// memory, the raw turn is not stored, and `recall` finds it, dated in ISO
+// 8601 in the prompt; a refusal is the typed `TurnError::Refused`.
+#[test]
+fn io_w2_remember_twice_with_one_request_id_stores_one_memory_and_recall_finds_it() {
+    let fx = Fixture::sqlite();
+    let mut alice = fx.open("alice");
+    let turn = engram::RememberArgs {
+        message: "I booked the Hotel Avenida in Lisbon.".into(),
+        response: "Lovely!".into(),
+        session: Some("trip".into()),
+        request_id: Some("t1".into()),
+        time: Some(1_767_259_800_000),
+    };
+    let first = alice.remember_with(turn.clone()).unwrap();
+    assert_eq!(first.request_id, "t1");
+    assert_eq!(first.committed.len(), 1);
+    assert_eq!(alice.remember_with(turn.clone()).unwrap(), first);
+    let fresh = alice.remember("Sarah is vegetarian.", "Noted.").unwrap();
+    assert!(fresh.request_id.starts_with("remember-") && fresh.request_id.len() == 41);
+    let events = alice
+        .read(&read(RecordType::Event, latest(10)))
+        .unwrap()
+        .expect("a bounded read");
+    assert_eq!(
+        events.records.len(),
+        2,
+        "one memory for the turn, one for the other"
+    );
+    let stored = format!("{:?}", events.records);
+    assert!(
+        !stored.contains("I booked the Hotel Avenida in Lisbon."),
+        "{stored}"
+    );
+    let recalled = alice.recall("Which hotel did I book?").unwrap();
+    assert_eq!(recalled.memories.len(), 1);
+    assert_eq!(recalled.memories[0].id, first.committed[0]);
+    assert_eq!(recalled.memories[0].timestamp, 1_767_259_800_000);
+    assert!(
+        recalled
+            .prompt
+            .lines()
+            .any(|line| line == "- [2026-01-01T09:30:00Z] booked Hotel Avenida Lisbon."),
+        "{}",
+        recalled.prompt
+    );
+    let other_turn = engram::RememberArgs {
+        message: "Another turn entirely.".into(),
+        ..turn
+    };
+    match alice.remember_with(other_turn) {
+        Err(engram::TurnError::Refused(line)) => {
+            assert_eq!(line, serde_json::json!({"cycle_error": "CommitFailed"}))
+        }
+        other => panic!("another turn under the same id: {other:?}"),
+    }
+    let mut zero = engram::RecallArgs::new("anything");
+    zero.top_k = 0;
+    match alice.recall_with(zero) {
+        Err(engram::TurnError::Refused(line)) => assert_eq!(line["plan_error"]["rule"], "B5-P4"),
+        other => panic!("a top_k of 0: {other:?}"),
+    }
+}

@@ -270,6 +270,24 @@ fn call(step: &Value, dir: &Path) -> Call {
                 optional(&mut args, field, &format!("--{}", field.replace('_', "-")));
             }
         }
+        "remember" => {
+            args.extend([
+                "remember".into(),
+                text(step, "message"),
+                text(step, "response"),
+            ]);
+            args.extend(agent());
+            for field in ["session", "request_id", "time"] {
+                optional(&mut args, field, &format!("--{}", field.replace('_', "-")));
+            }
+        }
+        "recall" => {
+            args.extend(["recall".into(), text(step, "question")]);
+            args.extend(agent());
+            for field in ["top_k", "token_budget", "request_id"] {
+                optional(&mut args, field, &format!("--{}", field.replace('_', "-")));
+            }
+        }
         "audit" => {
             args.push("audit".into());
             optional(&mut args, "audit_agent", "--agent");

@@ -73,11 +73,16 @@ fn prompt(domain: &mut Domain, plan: &ExecutionPlan) -> Result<AssembledPrompt, 
     result
 }
 
-/// The prompt's memory line of each memory, in order.
+/// The prompt's memory line of each memory, in order: its time in ISO
+/// 8601 UTC, to the second, then its summary.
 fn lines(context: &[RetrievedMemory]) -> Vec<String> {
     context
         .iter()
-        .map(|m| format!("- [{}] {}", m.timestamp, m.summary))
+        .map(|m| {
+            let at = std::time::UNIX_EPOCH + std::time::Duration::from_millis(m.timestamp as u64);
+            let time = humantime::format_rfc3339_seconds(at);
+            format!("- [{time}] {}", m.summary)
+        })
         .collect()
 }
 
@@ -176,17 +181,19 @@ fn b5_f3_the_engine_counts_with_whatever_tokenizer_the_host_supplies() {
         [all_lines[0].clone(), two.clone(), all_lines[..3].join("\n")],
         "each prefix counted whole, and nothing after the first that passed"
     );
-    // Bytes and o200k tokens cut in other places.
+    // Bytes and o200k tokens cut in other places: the bytes of three lines
+    // cut there, and hold every line's tokens.
+    let three = all_lines[..3].join("\n").len() as u32;
+    let by_bytes = prompt(&mut domain, &recall_plan(Some(three))).unwrap();
+    assert_eq!(by_bytes.left_out, 2);
     let by_tokens = prompt(
         &mut domain.with_tokenizer(Arc::new(O200kTokenizer)),
-        &recall_plan(Some(two.len() as u32)),
+        &recall_plan(Some(three)),
     )
     .unwrap();
     assert_eq!(
-        by_tokens.left_out,
-        0,
-        "{} bytes hold every line's tokens",
-        two.len()
+        by_tokens.left_out, 0,
+        "{three} bytes hold every line's tokens"
     );
 }
 

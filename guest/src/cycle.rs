@@ -520,7 +520,10 @@ fn assemble(
 ) -> Result<AssembledPrompt, CycleError> {
     let lines: Vec<String> = context
         .iter()
-        .map(|memory| format!("- [{}] {}", memory.timestamp, memory.summary))
+        .map(|memory| {
+            let time = crate::time::iso8601_utc(memory.timestamp);
+            format!("- [{time}] {}", memory.summary)
+        })
         .collect();
     let kept = match budget {
         Some(budget) => fitting(&lines, budget)?,

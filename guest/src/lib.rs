@@ -10,6 +10,7 @@ mod graph;
 mod history;
 mod keys;
 mod maintenance;
+mod time;
 mod validate;
 mod writer;
 

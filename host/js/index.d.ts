@@ -136,6 +136,45 @@ export interface BatchOptions {
 export type WriteAnswer = { ACCEPTED: { stored_id: string } } | 'REJECTED';
 
 /** One agent's memory domain. */
+/** A memory `recall` selected (B5-D2); `timestamp` in ms since the epoch. */
+export interface Memory {
+  id: string;
+  summary: string;
+  timestamp: number | bigint;
+}
+
+/** What `remember` answers: the turn's request id (as given or made up) and the ids it stored. */
+export interface Remembered {
+  request_id: string;
+  committed: string[];
+}
+
+/** What `recall` answers: the memories, best first, the assembled prompt, and how many the token budget left out. */
+export interface Recalled {
+  request_id: string;
+  memories: Memory[];
+  prompt: string;
+  left_out: number;
+}
+
+export interface RememberOptions {
+  /** The conversation the turn belongs to (`default`). */
+  session?: string;
+  /** The turn's id: the same id again stores nothing new (a fresh random one when absent). */
+  request_id?: string;
+  /** When the turn happened: ms since the epoch, or a Date (now when absent). */
+  time?: number | bigint | Date;
+}
+
+export interface RecallOptions {
+  /** How many memories at most (5). */
+  top_k?: number;
+  /** The most tokens the prompt's memory lines may take. */
+  token_budget?: number;
+  /** The call's id in the audit trail (a fresh random one when absent). */
+  request_id?: string;
+}
+
 export class Domain implements Disposable {
   readonly agent: string;
   readonly mode: 'online' | 'maintenance';
@@ -166,6 +205,8 @@ export class Domain implements Disposable {
         }
       | string,
   ): Json;
+  remember(message: string, response: string, options?: RememberOptions): Remembered;
+  recall(question: string, options?: RecallOptions): Recalled;
   cycle(plan: Request, options?: { session?: string; request_id?: string }): Cycle;
   runCycle(turn: { plan: Request; message?: string; response?: string; session?: string; request_id?: string }): Json[];
   audit(query?: Omit<AuditQuery, 'agent'>): Json[];

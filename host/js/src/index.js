@@ -493,6 +493,43 @@ export class Domain {
   }
 
   /**
+   * Remembers one finished turn: the user's `message` and the model's
+   * `response` are summarized and the summary stored as one memory, in one
+   * commit (the raw text is never stored). `session`: the conversation
+   * (`default`); `request_id`: the turn's id, so a retry stores nothing new
+   * (a fresh random one when absent, in the answer); `time`: when the turn
+   * happened (ms since the epoch, or a Date; now when absent). Answers
+   * `{request_id, committed: [ids]}`. Throws {@link EngramRefusedError}
+   * with the `{cycle_error}` when the contract refuses it.
+   * @param {string} message
+   * @param {string} response
+   * @param {{session?: string, request_id?: string, time?: number|bigint|Date}} [options]
+   * @returns {{request_id: string, committed: string[]}}
+   */
+  remember(message, response, options = {}) {
+    const args = { message, response };
+    for (const name of ['session', 'request_id']) if (options[name] != null) args[name] = options[name];
+    if (options.time != null) args.time = options.time instanceof Date ? options.time.getTime() : options.time;
+    return parse(this._call((calls) => calls.remember(stringify(args)), undefined, true));
+  }
+
+  /**
+   * The memories that answer `question`, best first, and the prompt
+   * assembled from them (each memory's time in ISO 8601, UTC): `top_k` at
+   * most (5 when absent), their lines within `token_budget` tokens when
+   * given. Persists nothing. Answers `{request_id, memories: [{id,
+   * summary, timestamp}], prompt, left_out}`.
+   * @param {string} question
+   * @param {{top_k?: number, token_budget?: number, request_id?: string}} [options]
+   * @returns {{request_id: string, memories: {id: string, summary: string, timestamp: number}[], prompt: string, left_out: number}}
+   */
+  recall(question, options = {}) {
+    const args = { question };
+    for (const name of ['top_k', 'token_budget', 'request_id']) if (options[name] != null) args[name] = options[name];
+    return parse(this._call((calls) => calls.recall(stringify(args))));
+  }
+
+  /**
    * Begins a cycle of `plan`, to run stage by stage; throws
    * {@link EngramRefusedError} with the `{plan_error}` when the plan is
    * refused. Dispose of it (`using`, or `[Symbol.dispose]()`) when done:

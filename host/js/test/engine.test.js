@@ -144,7 +144,9 @@ test('the tokenizer a user gives bounds the prompt to the token budget of the pl
   const all = ask(undefined, 'all');
   assert.equal(all.left_out, 0);
   assert.deepEqual(asked, [], 'no budget: the tokenizer is never called');
-  const lines = all.context.map((m) => `- [${m.timestamp}] ${m.summary}`);
+  // Each memory's time in ISO 8601 UTC, to the second.
+  const iso = (ms) => new Date(Number(ms)).toISOString().replace(/\.\d{3}Z$/, 'Z');
+  const lines = all.context.map((m) => `- [${iso(m.timestamp)}] ${m.summary}`);
   const two = lines.slice(0, 2).join('\n');
   const cut = ask(new TextEncoder().encode(two).length, 'cut');
   assert.deepEqual(cut.context, all.context.slice(0, 2));
@@ -251,4 +253,30 @@ test('a clock that never moves or goes backwards still gives every FACT version 
       }
     }
   }
+});
+
+// proves IO-W2
+test('remember twice with one request id stores one memory, and recall finds it with its ISO time', { skip }, async () => {
+  using alice = await open('alice');
+  const turn = ['I booked the Hotel Avenida in Lisbon.', 'Lovely!'];
+  const when = new Date(Date.UTC(2026, 0, 1, 9, 30));
+  const first = alice.remember(...turn, { request_id: 't1', session: 'trip', time: when });
+  assert.equal(first.request_id, 't1');
+  assert.equal(first.committed.length, 1);
+  assert.deepEqual(alice.remember(...turn, { request_id: 't1', session: 'trip', time: when }), first);
+  const fresh = alice.remember('Sarah is vegetarian.', 'Noted.');
+  assert.match(fresh.request_id, /^remember-[0-9a-f]{32}$/);
+  const recalled = alice.recall('Which hotel did I book?', { top_k: 2 });
+  assert.deepEqual(recalled.memories, [{ id: first.committed[0], summary: 'booked Hotel Avenida Lisbon.', timestamp: when.getTime() }]);
+  assert.ok(recalled.prompt.split('\n').includes('- [2026-01-01T09:30:00Z] booked Hotel Avenida Lisbon.'), recalled.prompt);
+  assert.equal(recalled.left_out, 0);
+  assert.throws(() => alice.recall('anything', { top_k: 0 }), EngramRefusedError);
+  assert.throws(() => alice.remember('Another turn.', 'Indeed.', { request_id: 't1' }), (error) => {
+    assert.ok(error instanceof EngramRefusedError);
+    assert.deepEqual(error.answer, { cycle_error: 'CommitFailed' });
+    return true;
+  });
+  const events = alice.read({ record_type: 'EVENT', selector: { Latest: { limit: 10 } }, request_id: 'r' }).records;
+  assert.equal(events.length, 2);
+  assert.ok(events.every((r) => !JSON.stringify(r).includes(turn[0])), 'the raw turn is never stored');
 });

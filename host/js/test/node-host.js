@@ -1,7 +1,7 @@
 // A scenario host (test/scenarios.js) over the library itself, on one
 // store shared by every domain of the scenario.
 
-import { auditTrail, expireStore, exportStore, forget, importStore, open } from '../src/index.js';
+import { EngramRefusedError, auditTrail, expireStore, exportStore, forget, importStore, open } from '../src/index.js';
 
 /**
  * The host of one scenario run over `backend`: every call opens the
@@ -32,6 +32,15 @@ export function libraryHost(backend) {
   const list = (answer) => (Array.isArray(answer) ? answer : [answer]);
   const pick = (line, ...names) =>
     Object.fromEntries(names.filter((n) => line[n] !== undefined).map((n) => [n, line[n]]));
+  // A refusal's line is the answer, as the command line prints it.
+  const answerOf = (f) => {
+    try {
+      return f();
+    } catch (error) {
+      if (error instanceof EngramRefusedError) return error.answer;
+      throw error;
+    }
+  };
   return {
     async call(line) {
       now = line.now;
@@ -64,6 +73,14 @@ export function libraryHost(backend) {
           return withDomain(line, 'online', (d) =>
             d.runCycle(pick(line, 'plan', 'message', 'response', 'session', 'request_id')),
           );
+        case 'remember':
+          return withDomain(line, 'online', (d) => [
+            answerOf(() => d.remember(line.message, line.response, pick(line, 'session', 'request_id', 'time'))),
+          ]);
+        case 'recall':
+          return withDomain(line, 'online', (d) => [
+            answerOf(() => d.recall(line.question, pick(line, 'top_k', 'token_budget', 'request_id'))),
+          ]);
         case 'audit':
           return auditTrail(backend, {
             agent: line.audit_agent,

@@ -190,6 +190,14 @@ function httpHost(mf) {
           const { op: _op, agent: _agent, ...args } = line;
           return answered(agentPath(agent, op), args);
         }
+        case 'remember':
+        case 'recall': {
+          // A refusal is HTTP 409 with the line the command line prints.
+          const { op: _op, agent: _agent, ...args } = line;
+          const { status, answer } = await post(mf, agentPath(agent, op), args);
+          if (status !== 200 && status !== 409) throw new Error(`${op}: HTTP ${status}: ${stringify(answer)}`);
+          return [answer];
+        }
         case 'audit':
           return answered('/audit', pick(line, 'audit_agent', 'operation', 'outcome', 'limit'));
         case 'export':

@@ -218,6 +218,18 @@ export class EngramAgent extends DurableObject {
       case 'cycle':
         if (body.plan === undefined) throw new BadRequest('a cycle needs a plan');
         return (await this.#online(body.tier_ceiling, body.expire_after)).runCycle(pick(body, 'plan', 'message', 'response', 'session', 'request_id'));
+      case 'remember':
+        if (typeof body.message !== 'string' || typeof body.response !== 'string') {
+          throw new BadRequest('remember needs message and response (strings)');
+        }
+        return (await this.#online(body.tier_ceiling, body.expire_after)).remember(
+          body.message,
+          body.response,
+          pick(body, 'session', 'request_id', 'time'),
+        );
+      case 'recall':
+        if (typeof body.question !== 'string') throw new BadRequest('recall needs a question (a string)');
+        return (await this.#online(body.tier_ceiling)).recall(body.question, pick(body, 'top_k', 'token_budget', 'request_id'));
       case 'audit':
         return auditTrail(this.store, { ...pick(body, 'operation', 'outcome', 'since', 'until', 'limit'), agent: this.agent });
       case 'export':

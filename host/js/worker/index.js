@@ -9,15 +9,19 @@
 //       write, maintenance_write, read          {request} (one or a list),
 //                                               or {text, batch?}; input?
 //       history, as_of, list, entities,         the call's arguments, in
-//       relationships, traverse, cycle          the CLI's JSON names
+//       relationships, traverse, cycle,         the CLI's JSON names
+//       remember, recall                        ({message, response, session?,
+//                                               request_id?, time?}, {question,
+//                                               top_k?, token_budget?,
+//                                               request_id?})
 //       audit                                   {operation?, outcome?,
 //                                               since?, until?, limit?}
 //       export                                  {} -> export lines
 //       import                                  {lines} (this agent's)
 //       forget, expire                          {}
 //     and every call but audit, export, import, forget and expire takes
-//     `tier_ceiling` (public, sensitive, private: the default); write and
-//     cycle take `expire_after` (ms: what the call stores is kept that
+//     `tier_ceiling` (public, sensitive, private: the default); write,
+//     cycle and remember take `expire_after` (ms: what the call stores is kept that
 //     long, and `expire` removes it once it has passed). With the binding
 //     `ENGRAM_CLOCK_FROM_REQUEST` = "on" (tests; never a deployment) every
 //     call takes `now` too: the time it runs at, as `engram --now`.
@@ -45,7 +49,7 @@ export { EngramAgent };
 /** The calls a path /agents/{agent}/{op} may make. */
 export const AGENT_OPS = Object.freeze([
   'write', 'maintenance_write', 'read', 'history', 'as_of', 'list', 'entities',
-  'relationships', 'traverse', 'cycle', 'audit', 'export', 'import', 'forget', 'expire',
+  'relationships', 'traverse', 'cycle', 'remember', 'recall', 'audit', 'export', 'import', 'forget', 'expire',
 ]);
 
 /**

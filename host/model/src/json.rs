@@ -640,7 +640,7 @@ pub enum SummarizeInput {
 }
 
 /// A retrieved memory: exactly `id`, `summary`, `timestamp` (B5-D2).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[allow(missing_docs)]
 pub struct RetrievedMemory {
     pub id: String,

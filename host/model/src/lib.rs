@@ -1,6 +1,6 @@
 //! What every Engram host shares of the contract, with no runtime of its
 //! own: the JSON model in the seeds' names ([`json`]), the audit trail's
-//! entries and sinks ([`audit`]), the ready-made plans ([`plans`]), and the conversions between the JSON model
+//! entries and sinks ([`audit`]), the ready-made plans ([`plans`]), `remember` and `recall` ([`turns`]), and the conversions between the JSON model
 //! and a binding of the WIT ([`wit_conversions!`]).
 
 #![warn(missing_docs)]
@@ -10,4 +10,5 @@ pub mod calls;
 pub mod json;
 pub mod plans;
 pub mod size;
+pub mod turns;
 mod wit;

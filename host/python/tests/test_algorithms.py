@@ -3,6 +3,8 @@ user gives, and the engine still polices what they answer (B5)."""
 
 from __future__ import annotations
 
+import datetime
+
 import pytest
 from conftest import ASK, PLAN
 
@@ -13,6 +15,11 @@ TURNS = [
     ("Sarah is vegetarian, so dinners need a veggie menu.", "Noted: vegetarian places only."),
     ("My flight to Lisbon leaves from Porto at 9.", "I will remind you the day before."),
 ]
+
+
+def iso(ms: int) -> str:
+    """A prompt line's time: ISO 8601 in UTC, to the second."""
+    return datetime.datetime.fromtimestamp(ms // 1000, tz=datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def remember(domain: Domain) -> list[str]:
@@ -126,7 +133,7 @@ def test_b5_f3_the_tokenizer_a_user_gives_bounds_the_prompt() -> None:
         question = "Lisbon hotel flight Porto vegetarian Sarah May"
         everything = prompt_of(alice.run_cycle(bounded(None), message=question, session="s", request_id="all"))
         assert everything["left_out"] == 0 and not asked, "no budget: the tokenizer is never called"
-        lines = [f"- [{m['timestamp']}] {m['summary']}" for m in everything["context"]]
+        lines = [f"- [{iso(m['timestamp'])}] {m['summary']}" for m in everything["context"]]
         assert len(lines) == len(TURNS)
         two = "\n".join(lines[:2])
         cut = prompt_of(alice.run_cycle(bounded(len(two.encode())), message=question, session="s", request_id="cut"))

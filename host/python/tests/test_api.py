@@ -250,3 +250,52 @@ def test_a_closed_domain_or_store_refuses_calls() -> None:
     mem.close()
     with pytest.raises(Exception, match="closed"):
         mem.open("alice")
+
+
+# proves IO-W2, B5-S1
+def test_io_w2_remember_twice_with_one_request_id_stores_one_memory_and_recall_finds_it() -> None:
+    import datetime
+
+    from engram import Memory, Recalled, Remembered
+
+    with Engram() as mem:
+        alice = mem.open("alice")
+        turn = ("I booked the Hotel Avenida in Lisbon.", "Lovely!")
+        when = datetime.datetime(2026, 1, 1, 9, 30, tzinfo=datetime.timezone.utc)
+        first = alice.remember(*turn, request_id="t1", session="trip", time=when)
+        assert isinstance(first, Remembered) and first.request_id == "t1" and len(first.committed) == 1
+        assert alice.remember(*turn, request_id="t1", session="trip", time=when) == first
+        # Without a request id: a fresh one each time, given back to retry with.
+        other = alice.remember("Sarah is vegetarian.", "Noted.")
+        assert other.request_id.startswith("remember-") and other.request_id != alice.remember("x y z", "w").request_id
+        stored = alice.read({"record_type": "EVENT", "selector": {"Latest": {"limit": 10}}, "request_id": "r"})
+        assert [r["id"] for r in stored["records"]].count(first.committed[0]) == 1
+        assert all(turn[0] not in json.dumps(r) and "Lovely" not in json.dumps(r) for r in stored["records"]), (
+            "the raw turn is never stored"
+        )
+        recalled = alice.recall("Which hotel did I book?", top_k=2)
+        assert isinstance(recalled, Recalled) and recalled.left_out == 0
+        assert recalled.memories[0] == Memory(
+            id=first.committed[0], summary="booked Hotel Avenida Lisbon.", timestamp=1767259800000
+        )
+        assert recalled.memories[0].time == when
+        assert "- [2026-01-01T09:30:00Z] booked Hotel Avenida Lisbon." in recalled.prompt.splitlines()
+        assert recalled.prompt.endswith("User: Which hotel did I book?")
+
+
+def test_remember_and_recall_refuse_with_typed_errors_and_store_nothing() -> None:
+    import datetime
+
+    with Engram() as mem:
+        alice = mem.open("alice")
+        with pytest.raises(RefusedError) as refused:
+            alice.recall("anything", top_k=0)
+        assert refused.value.answer == {"plan_error": {"step": "retrieve", "rule": "B5-P4", "kind": "ZeroTopK"}}
+        alice.remember("I booked the Hotel Avenida.", "Lovely!", request_id="t1")
+        with pytest.raises(RefusedError) as refused:
+            alice.remember("Another turn entirely.", "Indeed.", request_id="t1")
+        assert refused.value.answer == {"cycle_error": "CommitFailed"}
+        with pytest.raises(InputError, match="time zone"):
+            alice.remember("a", "b", time=datetime.datetime(2026, 1, 1))
+        stored = alice.read({"record_type": "EVENT", "selector": {"Latest": {"limit": 10}}, "request_id": "r"})
+        assert len(stored["records"]) == 1

@@ -3,6 +3,7 @@ the library itself, with each backend: a fresh, empty store per scenario."""
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable
 from typing import Any
@@ -10,7 +11,7 @@ from typing import Any
 import pytest
 import scenarios
 
-from engram import Backend, Engram
+from engram import Backend, Engram, RefusedError
 
 #: What the scenarios' host clock reads: a line's ``now``, else the time.
 _NOW: dict[str, int | None] = {"now": None}
@@ -30,6 +31,15 @@ def test_the_scenarios_are_there() -> None:
 
 def _pick(line: dict, *names: str) -> dict:
     return {name: line[name] for name in names if name in line}
+
+
+def _answer_of(f: Callable[[], Any]) -> Any:
+    """A dataclass answer as the command line prints it, or the refusal's
+    line."""
+    try:
+        return dataclasses.asdict(f())
+    except RefusedError as refused:
+        return refused.answer
 
 
 def library_host(mem: Engram) -> Callable[[dict], list[Any]]:
@@ -85,6 +95,14 @@ def library_host(mem: Engram) -> Callable[[dict], list[Any]]:
                     request_id=line["request_id"],
                 ),
             )
+        if op == "remember":
+            extra = _pick(line, "session", "request_id", "time")
+            return in_domain(
+                line, "online", lambda d: [_answer_of(lambda: d.remember(line["message"], line["response"], **extra))]
+            )
+        if op == "recall":
+            extra = _pick(line, "top_k", "token_budget", "request_id")
+            return in_domain(line, "online", lambda d: [_answer_of(lambda: d.recall(line["question"], **extra))])
         if op == "audit":
             return mem.audit(
                 line.get("audit_agent"),

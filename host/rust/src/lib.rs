@@ -78,6 +78,14 @@ pub use backend::{
     Storage, Synchronous,
 };
 pub use cache::Origin;
+pub use engram_model::turns::{RecallArgs, Recalled, RememberArgs, Remembered};
+
+/// Why a [`Domain::remember`] or [`Domain::recall`] did not answer: refused
+/// by the contract (`Refused`, its `{"plan_error"}` or `{"cycle_error"}`
+/// line) or failed in the host (`Failed`). Nothing of it was persisted.
+pub type TurnError = engram_model::turns::TurnError<anyhow::Error>;
+
+engram_model::domain_cycles!();
 
 use anyhow::{Context, Result, anyhow, bail};
 use engram_store::Scope;
@@ -433,6 +441,14 @@ impl Engram {
     /// How many domains this engine has open now.
     pub fn live_domains(&self) -> u32 {
         self.shared.live.load(Ordering::SeqCst)
+    }
+
+    /// Opens the memory domain of one agent, online, in the store `store`
+    /// names: a SQLite file (created if absent) or a `postgres://` URL
+    /// ([`Storage::open`]).
+    pub fn open_store(&self, store: &str, agent_id: &str) -> Result<Domain> {
+        let storage = Storage::open(store)?;
+        self.open(agent_id, Mode::Online, storage.backend, storage.audit)
     }
 
     /// Opens the memory domain of one agent over `backend`: a fresh instance
@@ -873,6 +889,52 @@ impl Domain {
         if let Some(live) = self.live.as_mut() {
             live.store.data_mut().scope.set_time(time);
         }
+    }
+
+    /// The time the engine is told instead of the clock's, while one is
+    /// set ([`Domain::set_time`]).
+    pub fn time(&self) -> Option<i64> {
+        self.state.scope.time()
+    }
+
+    /// 128 random bits from the system, for a fresh request id.
+    pub fn entropy(&mut self) -> Result<[u64; 2]> {
+        let random = || getrandom::u64().map_err(|e| anyhow!("no entropy: {e}"));
+        Ok([random()?, random()?])
+    }
+
+    /// Remembers one finished turn: the user's `message` and the model's
+    /// `response` are summarized and the summary stored as one memory, in
+    /// one commit (the raw text is never stored, B5-S1), on the built-in
+    /// plan ([`engram_model::turns::remember_plan`]). With a fresh request
+    /// id, the default session and the clock's time; [`Self::remember_with`]
+    /// takes them.
+    pub fn remember(&mut self, message: &str, response: &str) -> Result<Remembered, TurnError> {
+        self.remember_with(RememberArgs {
+            message: message.into(),
+            response: response.into(),
+            ..RememberArgs::default()
+        })
+    }
+
+    /// [`Self::remember`] with every argument: the same request id again
+    /// stores nothing new (IO-W2) and answers the first time's ids.
+    pub fn remember_with(&mut self, args: RememberArgs) -> Result<Remembered, TurnError> {
+        engram_model::turns::remember(self, args)
+    }
+
+    /// The memories that answer `question`, best first, and the prompt
+    /// assembled from them, on the built-in plan
+    /// ([`engram_model::turns::recall_plan`]): at most
+    /// [`engram_model::turns::RECALL_TOP_K`]. Persists nothing.
+    pub fn recall(&mut self, question: &str) -> Result<Recalled, TurnError> {
+        self.recall_with(RecallArgs::new(question))
+    }
+
+    /// [`Self::recall`] with every argument: `top_k`, a token budget for
+    /// the memories' lines, the request id.
+    pub fn recall_with(&mut self, args: RecallArgs) -> Result<Recalled, TurnError> {
+        engram_model::turns::recall(self, args)
     }
 
     /// Lowers the highest privacy tier this domain's reads may return

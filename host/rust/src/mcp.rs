@@ -10,12 +10,11 @@
 //! audited as the command line's is.
 
 use crate::cli;
-use engram::cycle::{ExecutionPlan, Stage, StepOutput, TurnInput};
+use engram::Domain;
 use engram::graph::{EdgeDirection, RelationshipsRequest, TraversalOrder, TraverseRequest};
 use engram::history::{AsOfRequest, TimeAxis, VersionsRequest};
 use engram::json::{self, ReadAnswer, ReadRequest, WriteAnswer, WriteRequest};
 use engram::types::StoredFact;
-use engram::{Domain, plans};
 use engram_model::calls;
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
@@ -87,7 +86,7 @@ pub struct RecallArgs {
     pub question: String,
     /// How many memories to bring back, 1 to 50.
     pub top_k: u32,
-    /// The most tokens the memories may take in a prompt (OpenAI's o200k_base count of their lines `- [timestamp] summary`, one per line): the best ones that fit are brought back, and the answer says how many were left out.
+    /// The most tokens the memories may take in a prompt (OpenAI's o200k_base count of their lines `- [time] summary`, the time in ISO 8601 UTC, one per line): the best ones that fit are brought back, and the answer says how many were left out.
     #[serde(default)]
     pub token_budget: Option<u32>,
     /// An id for this call in the audit trail (made up when absent).
@@ -239,70 +238,19 @@ impl Memory {
         f(&mut domain)
     }
 
-    /// Runs the stages of `plan` that have steps, then commits: the
-    /// memories of the step `wanted` (PromptAssemble's `prompt`: those it
-    /// lists, and how many a token budget left out) or the committed
-    /// ids.
-    fn cycle(
+    /// The answer of `remember` or `recall` (the library's, run on this
+    /// domain): the JSON `shape` makes of it, or the refusal as a tool
+    /// error.
+    fn turn<T>(
         &self,
-        plan: &ExecutionPlan,
-        session: &str,
-        request_id: &str,
-        input: &TurnInput,
-        wanted: Option<&str>,
+        run: impl FnOnce(&mut Domain) -> Result<T, engram::TurnError>,
+        shape: impl FnOnce(T) -> Value,
     ) -> CallToolResult {
-        self.with(|domain| {
-            let cycle = match domain.begin_cycle(plan, session, request_id) {
-                Err(error) => return failed(error),
-                Ok(Err(error)) => {
-                    return answer(
-                        json!({"plan_error": {"step": error.step, "rule": error.rule, "kind": engram::json::error_name(&error.kind)}}),
-                        true,
-                    );
-                }
-                Ok(Ok(cycle)) => cycle,
-            };
-            let mut result = None;
-            for stage in [Stage::ContextSelect, Stage::PromptAssemble, Stage::SummarizeMemory, Stage::PersistMemory] {
-                if result.is_some() || !plan.steps.iter().any(|s| s.stage == stage) {
-                    continue;
-                }
-                match domain.run_stage(&cycle, stage, input) {
-                    Err(error) => result = Some(failed(error)),
-                    Ok(Err(error)) => {
-                        result = Some(answer(json!({"cycle_error": engram::json::error_name(&error)}), true))
-                    }
-                    Ok(Ok(_)) => {}
-                }
-            }
-            let result = result.unwrap_or_else(|| match wanted {
-                Some(step) => match domain.step_output(&cycle, step) {
-                    Ok(Some(StepOutput::Prompt(prompt))) => {
-                        let memories: Vec<Value> = prompt
-                            .context
-                            .into_iter()
-                            .map(|m| json!({"id": m.id, "summary": m.summary, "timestamp": m.timestamp}))
-                            .collect();
-                        let mut found = json!({"memories": memories});
-                        if plan.metadata.token_budget.is_some() {
-                            found["left_out"] = json!(prompt.left_out);
-                        }
-                        answer(found, false)
-                    }
-                    Ok(_) => failed("the cycle selected nothing"),
-                    Err(error) => failed(error),
-                },
-                None => match domain.commit_cycle(&cycle) {
-                    Ok(Ok(ids)) => answer(json!({"committed": ids}), false),
-                    Ok(Err(error)) => answer(json!({"cycle_error": engram::json::error_name(&error)}), true),
-                    Err(error) => failed(error),
-                },
-            });
-            match domain.drop_cycle(cycle) {
-                Ok(()) => result,
-                Err(error) => failed(error),
-            }
-        })
+        match self.with(run) {
+            Ok(answered) => answer(shape(answered), false),
+            Err(engram::TurnError::Refused(line)) => answer(line, true),
+            Err(engram::TurnError::Failed(error)) => failed(error),
+        }
     }
 }
 
@@ -315,26 +263,40 @@ impl Memory {
         if !(1..=MAX_TOP_K).contains(&args.top_k) {
             return malformed("recall", format!("top_k must be 1 to {MAX_TOP_K}"));
         }
-        let input = TurnInput {
-            user_message: Some(args.question),
-            model_response: None,
+        let budgeted = args.token_budget.is_some();
+        let args = engram::RecallArgs {
+            question: args.question,
+            top_k: args.top_k,
+            token_budget: args.token_budget,
+            request_id: args.request_id,
         };
-        let request_id = request_id(args.request_id, "recall");
-        let mut plan = plans::recall(args.top_k);
-        plan.metadata.token_budget = args.token_budget;
-        self.cycle(&plan, "mcp", &request_id, &input, Some("prompt"))
+        self.turn(
+            |domain| domain.recall_with(args),
+            |recalled| {
+                let mut found = json!({"memories": recalled.memories});
+                if budgeted {
+                    found["left_out"] = json!(recalled.left_out);
+                }
+                found
+            },
+        )
     }
 
     #[tool(
-        description = "Remember one conversation turn: the user's message and the assistant's response are summarized and stored as one memory (SummarizeMemory, PersistMemory, one commit). The raw text is not stored. Answers {\"committed\":[ids]}. The same request_id again stores nothing new."
+        description = "Remember one conversation turn: the user's message and the assistant's response are summarized and stored as one memory (SummarizeMemory, PersistMemory, one commit). The raw text is not stored. Answers {\"request_id\",\"committed\":[ids]}. The same request_id again stores nothing new."
     )]
     async fn remember(&self, Parameters(args): Parameters<RememberArgs>) -> CallToolResult {
-        let input = TurnInput {
-            user_message: Some(args.message),
-            model_response: Some(args.response),
+        let args = engram::RememberArgs {
+            message: args.message,
+            response: args.response,
+            session: Some(args.session.unwrap_or_else(|| "mcp".into())),
+            request_id: Some(args.request_id),
+            time: None,
         };
-        let session = args.session.unwrap_or_else(|| "mcp".into());
-        self.cycle(&plans::ingest(), &session, &args.request_id, &input, None)
+        self.turn(
+            |domain| domain.remember_with(args),
+            |remembered| json!(remembered),
+        )
     }
 
     #[tool(

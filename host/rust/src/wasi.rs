@@ -111,7 +111,11 @@ pub mod binding {
     /// engine composed with this component.
     pub struct Domain {
         pub(crate) agent: String,
+        /// The time the engine is told instead of the clock's, while set.
+        pub(crate) time: Option<i64>,
     }
+
+    engram_model::domain_cycles!();
 
     /// The call's answer, or the failure the provider held back for it (a
     /// commit whose audit entries could not be kept).
@@ -207,7 +211,19 @@ pub mod binding {
 
         /// The time the engine is told instead of the clock's, while set.
         pub fn set_time(&mut self, time: Option<i64>) {
+            self.time = time;
             host_store::set_time(time);
+        }
+
+        /// The time the engine is told instead of the clock's, while set.
+        pub fn time(&self) -> Option<i64> {
+            self.time
+        }
+
+        /// 128 random bits (`wasi:random`), for a fresh request id.
+        pub fn entropy(&mut self) -> Result<[u64; 2]> {
+            let random = || getrandom::u64().map_err(|e| anyhow!("no entropy: {e}"));
+            Ok([random()?, random()?])
         }
 
         /// How long what the domain writes from now on is kept, in ms.
@@ -321,6 +337,7 @@ pub mod platform {
         host_store::enter(agent, mode, ceiling).map_err(|e| anyhow!(e))?;
         Ok(Domain {
             agent: agent.to_owned(),
+            time: None,
         })
     }
 

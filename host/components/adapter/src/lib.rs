@@ -540,7 +540,7 @@ impl domain::Guest for Adapter {
     }
 
     fn now() -> i64 {
-        store::now()
+        with(|state| state.scope.time()).unwrap_or_else(store::now)
     }
 
     fn read_limit_ceiling() -> u32 {
@@ -591,6 +591,19 @@ impl host::Guest for Adapter {
 
     fn take_trail() -> String {
         Raw::rows(&PENDING.take())
+    }
+
+    fn set_time(time: Option<i64>) -> Option<i64> {
+        with(|state| {
+            let before = state.scope.time();
+            state.scope.set_time(time);
+            before
+        })
+    }
+
+    fn entropy() -> (u64, u64) {
+        let [high, low] = entropy();
+        (high, low)
     }
 }
 

@@ -28,6 +28,7 @@ use engram::memory as wit;
 use engram_model::calls::{
     AsOfArgs, EntitiesArgs, HistoryArgs, ListArgs, RelationshipsArgs, TraverseArgs,
 };
+use engram_model::turns;
 use exports::engram::js::calls::{self, ExportPage, Failure};
 use serde::de::DeserializeOwned;
 use serde_json::json;
@@ -125,6 +126,8 @@ impl calls::Guest for Api {
             "entities" => Self::entities(args()),
             "relationships" => Self::relationships(args()),
             "traverse" => Self::traverse(args()),
+            "remember" => Self::remember(args()),
+            "recall" => Self::recall(args()),
             other => Err(Failure::Input(format!("no call named {other:?}"))),
         };
         let (kind, text) = match answer {
@@ -133,6 +136,18 @@ impl calls::Guest for Api {
             Err(Failure::Refused(text)) => ('R', text),
         };
         format!("{kind}{text}\0{}", host::take_trail())
+    }
+
+    /// As `engram remember`.
+    fn remember(args: String) -> Result<String, Failure> {
+        let args = parse_args("remember", &args)?;
+        turned(turns::remember(&mut Engine, args))
+    }
+
+    /// As `engram recall`.
+    fn recall(args: String) -> Result<String, Failure> {
+        let args = parse_args("recall", &args)?;
+        turned(turns::recall(&mut Engine, args))
     }
 
     /// As `engram history`.
@@ -386,6 +401,86 @@ impl calls::GuestTurn for Turn {
             Ok(ids) => Ok(json!({"committed": ids}).to_string()),
             Err(error) => Err(Failure::Refused(cycle_error(&error))),
         }
+    }
+}
+
+// ---- remember and recall ---------------------------------------------------------
+
+/// The engine's cycles, as `remember` and `recall` run them. A failure of
+/// the store fails the cycle (a `{"cycle_error"}`); one of the host stops
+/// the instance: nothing here fails otherwise.
+struct Engine;
+
+impl turns::Cycles for Engine {
+    type Cycle = wit::cycle::Cycle;
+    type Fault = std::convert::Infallible;
+
+    fn begin(
+        &mut self,
+        plan: &json::Plan,
+        session: &str,
+        request_id: &str,
+    ) -> Result<Result<Self::Cycle, turns::Value>, Self::Fault> {
+        let plan = cycle::ExecutionPlan::from(plan.clone());
+        Ok(wit::cycle::Cycle::begin(&plan, session, request_id)
+            .map_err(|e| turns::plan_refusal(&e.step, &e.rule, &e.kind)))
+    }
+
+    fn run_stage(
+        &mut self,
+        cycle: &Self::Cycle,
+        stage: json::Stage,
+        message: &str,
+        response: Option<&str>,
+    ) -> Result<Result<(), turns::Value>, Self::Fault> {
+        let input = cycle::TurnInput {
+            user_message: Some(message.to_owned()),
+            model_response: response.map(str::to_owned),
+        };
+        Ok(cycle
+            .run_stage(stage.into(), &input)
+            .map(|_| ())
+            .map_err(|e| turns::cycle_refusal(&e)))
+    }
+
+    fn output(
+        &mut self,
+        cycle: &Self::Cycle,
+        step: &str,
+    ) -> Result<Option<json::StepOutput>, Self::Fault> {
+        Ok(cycle.output(step).map(Into::into))
+    }
+
+    fn commit(
+        &mut self,
+        cycle: &Self::Cycle,
+    ) -> Result<Result<Vec<String>, turns::Value>, Self::Fault> {
+        Ok(cycle.commit().map_err(|e| turns::cycle_refusal(&e)))
+    }
+
+    fn end(&mut self, cycle: Self::Cycle) -> Result<(), Self::Fault> {
+        drop(cycle);
+        Ok(())
+    }
+
+    fn set_time(&mut self, time: Option<i64>) -> Option<i64> {
+        host::set_time(time)
+    }
+
+    fn entropy(&mut self) -> Result<[u64; 2], Self::Fault> {
+        let (high, low) = host::entropy();
+        Ok([high, low])
+    }
+}
+
+/// What `remember` or `recall` answered, as its line, or its refusal.
+fn turned<T: serde::Serialize>(
+    answer: Result<T, turns::TurnError<std::convert::Infallible>>,
+) -> Result<String, Failure> {
+    match answer {
+        Ok(answer) => Ok(line(&answer)),
+        Err(turns::TurnError::Refused(refused)) => Err(Failure::Refused(refused.to_string())),
+        Err(turns::TurnError::Failed(never)) => match never {},
     }
 }
 

@@ -7,6 +7,8 @@ works with ``engram write`` works here::
 
     with Engram("engram.db") as mem:          # a SQLite file, the Rust host's format
         alice = mem.open("alice")
+        alice.remember("I booked the Hotel Avenida in Lisbon.", "Lovely!")
+        print(alice.recall("Which hotel did I book?").prompt)
         alice.write({...})                    # {"ACCEPTED": {"stored_id": ...}} or "REJECTED"
         alice.read({"record_type": "FACT", "selector": {"ByKey": {"key": "user.diet"}}, "request_id": "q"})
 
@@ -20,6 +22,7 @@ gets a fresh instance.
 from __future__ import annotations
 
 import builtins
+import datetime
 import json
 import os
 import threading
@@ -45,7 +48,7 @@ from ._component import (
 from ._store import Backend, StoreError, audit_line, compact, row_of_line
 from .memory import MemoryStore
 from .sqlite import SqliteStore
-from .types import Answer, Plan, ReadAnswer, ReadRequest, WriteAnswer, WriteRequest
+from .types import Answer, Memory, Plan, ReadAnswer, ReadRequest, Recalled, Remembered, WriteAnswer, WriteRequest
 
 __all__ = [
     "Engram",
@@ -72,6 +75,9 @@ __all__ = [
     "ReadAnswer",
     "Plan",
     "Answer",
+    "Memory",
+    "Remembered",
+    "Recalled",
     "default_algorithms",
     "default_tokenizer",
 ]
@@ -137,6 +143,21 @@ def _open_url(url: str) -> Backend:
 
 def _now_ms() -> int:
     return time.time_ns() // 1_000_000
+
+
+_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
+
+
+def _ms(time: int | datetime.datetime) -> int:
+    """A time as ms since the epoch: an int as it is, an aware datetime
+    converted (a naive one is refused: its zone is unknown)."""
+    if isinstance(time, datetime.datetime):
+        if time.tzinfo is None:
+            raise InputError("time: a datetime needs a time zone (tzinfo)")
+        return (time - _EPOCH) // datetime.timedelta(milliseconds=1)
+    if isinstance(time, bool) or not isinstance(time, int):
+        raise InputError(f"time: ms since the epoch or an aware datetime, not {type(time).__name__}")
+    return time
 
 
 def _text(request: Any) -> str:
@@ -493,6 +514,61 @@ class Domain:
         ``incoming``, ``types``, ``valid_at``, ``max_depth``, ``max_nodes``,
         ``max_edges``. Answers ``{"nodes": […], "edges": […]}``."""
         return self._named("traverse", args, kwargs)
+
+    def remember(
+        self,
+        message: str,
+        response: str,
+        *,
+        session: str | None = None,
+        request_id: str | None = None,
+        time: int | datetime.datetime | None = None,
+    ) -> Remembered:
+        """Remembers one finished turn: the user's ``message`` and the
+        model's ``response`` are summarized and the summary stored as one
+        memory, in one commit (the raw text is never stored). ``session``:
+        the conversation (``"default"``); ``request_id``: the turn's id, so a
+        retry stores nothing new (a fresh random one when None, in the
+        answer); ``time``: when the turn happened (ms since the epoch or an
+        aware datetime; now when None). Raises :class:`RefusedError` with
+        the ``{"cycle_error": …}`` line when the contract refuses it."""
+        args: dict[str, Any] = {"message": message, "response": response}
+        if session is not None:
+            args["session"] = session
+        if request_id is not None:
+            args["request_id"] = request_id
+        if time is not None:
+            args["time"] = _ms(time)
+        text = compact(args)
+        answer = json.loads(self._call(lambda i: i.named("remember", text), writes=True))
+        return Remembered(request_id=answer["request_id"], committed=answer["committed"])
+
+    def recall(
+        self,
+        question: str,
+        *,
+        top_k: int | None = None,
+        token_budget: int | None = None,
+        request_id: str | None = None,
+    ) -> Recalled:
+        """The memories that answer ``question``, best first, and the prompt
+        assembled from them: ``top_k`` at most (5 when None), their lines
+        within ``token_budget`` tokens when given. Persists nothing."""
+        args: dict[str, Any] = {"question": question}
+        if top_k is not None:
+            args["top_k"] = top_k
+        if token_budget is not None:
+            args["token_budget"] = token_budget
+        if request_id is not None:
+            args["request_id"] = request_id
+        text = compact(args)
+        answer = json.loads(self._call(lambda i: i.named("recall", text)))
+        return Recalled(
+            request_id=answer["request_id"],
+            memories=[Memory(**memory) for memory in answer["memories"]],
+            prompt=answer["prompt"],
+            left_out=answer["left_out"],
+        )
 
     def cycle(self, plan: Plan | str, *, session: str = "python", request_id: str | None = None) -> Cycle:
         """Begins a cycle of ``plan``, to run stage by stage; raises

@@ -5,6 +5,8 @@ Requests may carry more than these hints say (the engine validates them)."""
 
 from __future__ import annotations
 
+import datetime
+from dataclasses import dataclass
 from typing import Any, Literal, TypedDict
 
 RecordType = Literal["FACT", "EVENT", "STATE"]
@@ -91,3 +93,43 @@ class Plan(TypedDict, total=False):
 
 #: Any answer: a line the command line prints, parsed.
 Answer = Any
+
+
+@dataclass(frozen=True)
+class Memory:
+    """A memory ``recall`` selected (B5-D2): its ``id``, its ``summary`` and
+    its ``timestamp`` (ms since the epoch)."""
+
+    id: str
+    summary: str
+    timestamp: int
+
+    @property
+    def time(self) -> datetime.datetime:
+        """``timestamp`` as an aware UTC datetime."""
+        return datetime.datetime.fromtimestamp(self.timestamp / 1000, tz=datetime.timezone.utc)
+
+
+@dataclass(frozen=True)
+class Remembered:
+    """What ``remember`` answers: the turn's ``request_id`` (as given or
+    made up: retry with it) and the ids of the memories it stored
+    (``committed``: one, or none when the summarizer found nothing worth
+    keeping; the same request id again answers the first time's)."""
+
+    request_id: str
+    committed: list[str]
+
+
+@dataclass(frozen=True)
+class Recalled:
+    """What ``recall`` answers: the call's ``request_id``, the ``memories``
+    selected for the question, best first, the assembled ``prompt`` (a
+    "Relevant memories:" section, each memory's time in ISO 8601 UTC, then
+    "User: " and the question) and how many memories the token budget
+    ``left_out``."""
+
+    request_id: str
+    memories: list[Memory]
+    prompt: str
+    left_out: int

@@ -130,6 +130,50 @@ enum Command {
         #[arg(long, value_name = "N")]
         token_budget: Option<u32>,
     },
+    /// Remember one finished turn: MESSAGE (what the user said) and RESPONSE
+    /// (what the assistant answered) are summarized and the summary stored
+    /// as one memory, in one commit; the raw text is not stored. Prints
+    /// `{"request_id","committed":[…]}`.
+    Remember {
+        /// What the user said.
+        message: String,
+        /// What the assistant answered.
+        response: String,
+        /// The agent whose memory it goes to.
+        #[arg(long, env = "ENGRAM_AGENT", value_parser = parse_agent)]
+        agent: String,
+        /// The conversation the turn belongs to (`default` when absent).
+        #[arg(long)]
+        session: Option<String>,
+        /// The turn's id: remembering it again with the same id stores
+        /// nothing new. A fresh random one when absent (printed).
+        #[arg(long)]
+        request_id: Option<String>,
+        /// When the turn happened, in ms since the epoch: the memory's time.
+        /// Now when absent.
+        #[arg(long, value_name = "MS", allow_hyphen_values = true)]
+        time: Option<i64>,
+    },
+    /// Recall: the memories that answer QUESTION, best first, and the prompt
+    /// assembled from them (each memory's time in ISO 8601, UTC). Persists
+    /// nothing. Prints `{"request_id","memories":[…],"prompt","left_out"}`.
+    Recall {
+        /// The question, in the user's words.
+        question: String,
+        /// The agent whose memory is searched.
+        #[arg(long, env = "ENGRAM_AGENT", value_parser = parse_agent)]
+        agent: String,
+        /// How many memories at most.
+        #[arg(long, value_name = "K", default_value_t = engram_model::turns::RECALL_TOP_K)]
+        top_k: u32,
+        /// The most tokens the prompt's memory lines may take (o200k_base
+        /// by default): the best that fit are kept.
+        #[arg(long, value_name = "N")]
+        token_budget: Option<u32>,
+        /// The call's id in the audit trail; a fresh random one when absent.
+        #[arg(long)]
+        request_id: Option<String>,
+    },
     /// Ingest a sample conversation through cycles, then answer a question's
     /// ContextSelect and PromptAssemble from it.
     Demo {
@@ -482,6 +526,40 @@ fn run(cli: Cli) -> Result<u8, Exit> {
                         .map_err(|e| Exit(FAILURE, format!("writing the answer: {e}")))
                 },
             )
+        }
+        Command::Remember {
+            message,
+            response,
+            agent,
+            session,
+            request_id,
+            time,
+        } => {
+            let mut domain = open_domain(&cli.store, cli.tier_ceiling, &agent, true)?;
+            let args = engram_model::turns::RememberArgs {
+                message,
+                response,
+                session,
+                request_id,
+                time,
+            };
+            turn_answer(engram_model::turns::remember(&mut domain, args))
+        }
+        Command::Recall {
+            question,
+            agent,
+            top_k,
+            token_budget,
+            request_id,
+        } => {
+            let mut domain = open_domain(&cli.store, cli.tier_ceiling, &agent, true)?;
+            let args = engram_model::turns::RecallArgs {
+                question,
+                top_k,
+                token_budget,
+                request_id,
+            };
+            turn_answer(engram_model::turns::recall(&mut domain, args))
         }
         Command::Demo {
             question,
@@ -1075,6 +1153,27 @@ fn open_domain(
 ) -> Result<engram::Domain, Exit> {
     let store = open_store(spec, create)?;
     open_in(&store, agent, Mode::Online, ceiling).map_err(|e| Exit(FAILURE, shown(&e)))
+}
+
+/// Prints what `remember` or `recall` answered, or the contract's refusal
+/// (exit code 1); a failure of the host is the error.
+fn turn_answer<T: serde::Serialize>(
+    answer: Result<T, engram_model::turns::TurnError<anyhow::Error>>,
+) -> Result<u8, Exit> {
+    use engram_model::turns::TurnError;
+    match answer {
+        Ok(answer) => {
+            let line = serde_json::to_string(&answer)
+                .map_err(|e| Exit(FAILURE, format!("writing the answer: {e}")))?;
+            print_lines(vec![line])?;
+            Ok(OK)
+        }
+        Err(TurnError::Refused(line)) => {
+            print_lines(vec![line.to_string()])?;
+            Ok(REFUSED)
+        }
+        Err(TurnError::Failed(error)) => Err(Exit(FAILURE, shown(&error))),
+    }
 }
 
 /// Checks an agent id before anything is opened: 1 to 256 bytes (IO-W6).

@@ -1,0 +1,737 @@
+//! What `cargo run -p engram-dist` builds, installed the way a user installs
+//! it, on a `PATH` that holds no `cargo` and no `rustc` (and with
+//! `RUSTUP_TOOLCHAIN` unset): the Python wheel into a fresh virtual
+//! environment (pip may download wasmtime and nothing else), the npm
+//! tarball into an empty npm project under the Node the package pins (it
+//! adds nothing but itself), and the README's examples run as written on
+//! what was installed: each fenced block under a line `<!-- test: python
+//! -->`, `<!-- test: javascript -->` or `<!-- test: cli -->`. The command
+//! line's block runs twice, its `engram` the native binary of this build,
+//! then `engram-cli.wasm` under the pinned wasmtime CLI. The Rust block
+//! (`<!-- test: rust -->`) is `host/rust/examples/remember.rs`, run with
+//! cargo: a Rust user has it. Each example must print the memory it
+//! remembered, dated in ISO 8601, in the prompt it recalled.
+//!
+//! `ENGRAM_README` names another README to take the examples from (a path
+//! from the repository's top, or absolute). The tests need Python 3 with
+//! pip and venv, and npm, on the `PATH`; without them they fail, saying so.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+use std::time::Instant;
+
+/// The repository's top folder.
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .expect("the repository's folder")
+}
+
+/// A folder of this test's own under the target folder, emptied.
+fn fresh(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join("dist-test")
+        .join(name);
+    if dir.exists() {
+        std::fs::remove_dir_all(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+    }
+    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+    dir
+}
+
+/// Runs `command`, saying how long it took; its output, or a failure that
+/// says what ran and what it printed. `needs` says what a missing program
+/// is needed for.
+fn run(command: &mut Command, what: &str, needs: &str) -> Output {
+    let start = Instant::now();
+    let output = command.output().unwrap_or_else(|e| {
+        panic!(
+            "{what}: {}: {e}: {needs}",
+            command.get_program().to_string_lossy()
+        )
+    });
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr),
+    );
+    assert!(
+        output.status.success(),
+        "{what}: {}\n--- stdout\n{stdout}\n--- stderr\n{stderr}",
+        output.status
+    );
+    eprintln!("{what}: {:.1} s", start.elapsed().as_secs_f64());
+    output
+}
+
+// ---- the folder engram-dist builds -------------------------------------------
+
+/// The built artifacts.
+struct Dist {
+    wheel: PathBuf,
+    tarball: PathBuf,
+    cli: PathBuf,
+}
+
+/// `cargo run -q --locked -p engram-dist -- --out <target tmp>/dist`, once
+/// per test binary (the only step run with cargo).
+fn dist() -> &'static Dist {
+    static DIST: OnceLock<Dist> = OnceLock::new();
+    DIST.get_or_init(|| {
+        let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("dist");
+        let output = run(
+            Command::new(env!("CARGO"))
+                .args(["run", "-q", "--locked", "-p", "engram-dist", "--", "--out"])
+                .arg(&out)
+                .current_dir(root()),
+            "cargo run -p engram-dist",
+            "the build needs cargo",
+        );
+        eprintln!(
+            "{}{}",
+            String::from_utf8_lossy(&output.stderr),
+            String::from_utf8_lossy(&output.stdout)
+        );
+        let find = |prefix: &str, suffix: &str| {
+            let found: Vec<PathBuf> = std::fs::read_dir(&out)
+                .unwrap()
+                .map(|entry| entry.unwrap().path())
+                .filter(|path| {
+                    let name = path.file_name().unwrap().to_string_lossy();
+                    name.starts_with(prefix) && name.ends_with(suffix)
+                })
+                .collect();
+            assert_eq!(
+                found.len(),
+                1,
+                "one {prefix}*{suffix} in {}: {found:?}",
+                out.display()
+            );
+            found.into_iter().next().unwrap()
+        };
+        let dist = Dist {
+            wheel: find("engram_memory-", ".whl"),
+            tarball: find("engram-memory-", ".tgz"),
+            cli: out.join("engram-cli.wasm"),
+        };
+        assert!(dist.cli.is_file(), "{} is missing", dist.cli.display());
+        dist
+    })
+}
+
+// ---- a PATH without Rust ------------------------------------------------------
+
+/// The `PATH` of this process without any folder that holds `cargo` or
+/// `rustc`, and without `~/.cargo/bin` (or `$CARGO_HOME/bin`).
+fn path_without_rust() -> &'static OsString {
+    static PATH: OnceLock<OsString> = OnceLock::new();
+    PATH.get_or_init(|| {
+        let cargo_home = std::env::var_os("CARGO_HOME")
+            .map(PathBuf::from)
+            .or_else(|| std::env::var_os("HOME").map(|home| Path::new(&home).join(".cargo")));
+        let cargo_bin = cargo_home.map(|home| home.join("bin"));
+        let kept: Vec<PathBuf> =
+            std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
+                .filter(|dir| {
+                    let holds = |tool: &str| {
+                        dir.join(format!("{tool}{}", std::env::consts::EXE_SUFFIX))
+                            .exists()
+                    };
+                    !holds("cargo")
+                        && !holds("rustc")
+                        && Some(dir) != cargo_bin.as_ref()
+                        && !dir.ends_with(".cargo/bin")
+                })
+                .collect();
+        std::env::join_paths(kept).expect("a PATH")
+    })
+}
+
+/// `path_without_rust` with `first` before it.
+fn path_with(first: &Path) -> OsString {
+    let mut dirs = vec![first.to_path_buf()];
+    dirs.extend(std::env::split_paths(path_without_rust()));
+    std::env::join_paths(dirs).expect("a PATH")
+}
+
+/// `command` on a `PATH` (`path`) without Rust, `RUSTUP_TOOLCHAIN` and what
+/// cargo tells the processes it runs unset, and no `engram` settings.
+fn without_rust<'a>(command: &'a mut Command, path: &OsString) -> &'a mut Command {
+    command
+        .env("PATH", path)
+        .env_remove("RUSTUP_TOOLCHAIN")
+        .env_remove("CARGO")
+        .env_remove("ENGRAM_STORE")
+        .env_remove("ENGRAM_AGENT")
+}
+
+/// Whether `sh -c 'command -v <tool>'` finds `tool` on `path`.
+fn found_on(path: &OsString, tool: &str) -> Option<String> {
+    let output = without_rust(&mut Command::new("/bin/sh"), path)
+        .args(["-c", &format!("command -v {tool}")])
+        .output()
+        .expect("running /bin/sh");
+    output
+        .status
+        .success()
+        .then(|| String::from_utf8_lossy(&output.stdout).trim().to_string())
+}
+
+// ---- the Python wheel in a fresh virtual environment --------------------------
+
+const NEEDS_PYTHON: &str =
+    "these tests need Python 3 (python3) with pip and venv on a PATH without cargo";
+
+/// The virtual environment the wheel is installed in.
+struct Python {
+    /// Its Python.
+    python: PathBuf,
+    /// The packages pip installed (names normalized: `engram-memory`).
+    installed: Vec<String>,
+    /// Where pip took the engram-memory it installed from.
+    engram_from: String,
+}
+
+/// A fresh virtual environment (`python3 -m venv`) with the wheel installed
+/// by pip, which reports what it installed; once per test binary.
+fn python() -> &'static Python {
+    static PYTHON: OnceLock<Python> = OnceLock::new();
+    PYTHON.get_or_init(|| {
+        let dist = dist();
+        let dir = fresh("python");
+        let venv = dir.join("venv");
+        let path = path_without_rust();
+        run(
+            without_rust(&mut Command::new("python3"), path)
+                .args(["-m", "venv"])
+                .arg(&venv),
+            "python3 -m venv",
+            NEEDS_PYTHON,
+        );
+        let python = venv.join("bin/python");
+        let report = dir.join("pip-report.json");
+        run(
+            without_rust(&mut Command::new(&python), path)
+                .args(["-m", "pip", "install", "--disable-pip-version-check"])
+                .args(["--no-input", "--report"])
+                .arg(&report)
+                .arg(&dist.wheel)
+                .current_dir(&dir),
+            "pip install the wheel",
+            NEEDS_PYTHON,
+        );
+        let report: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&report).expect("pip's report"))
+                .expect("pip's report is JSON");
+        let items = report["install"]
+            .as_array()
+            .expect("the report's install list");
+        let name = |item: &serde_json::Value| {
+            item["metadata"]["name"]
+                .as_str()
+                .expect("a package's name")
+                .to_ascii_lowercase()
+                .replace(['_', '.'], "-")
+        };
+        let mut installed: Vec<String> = items.iter().map(name).collect();
+        installed.sort();
+        let engram_from = items
+            .iter()
+            .find(|item| name(item) == "engram-memory")
+            .and_then(|item| item["download_info"]["url"].as_str())
+            .unwrap_or_default()
+            .to_string();
+        Python {
+            python,
+            installed,
+            engram_from,
+        }
+    })
+}
+
+// ---- the npm tarball in an empty npm project -----------------------------------
+
+const NEEDS_NPM: &str = "these tests need Node.js with npm on a PATH without cargo";
+
+/// The empty npm project the tarball is installed in.
+struct Npm {
+    /// Its folder.
+    project: PathBuf,
+    /// The pinned Node.
+    node: PathBuf,
+    /// The `PATH` its npm and Node run with: the pinned Node first.
+    path: OsString,
+    /// The version of the Node npm runs under on that `PATH` (`26.10.0`).
+    version: String,
+}
+
+/// `npm init -y` in an empty folder, then `npm install` of the tarball,
+/// under the Node the package pins (first on the `PATH`); once per test
+/// binary.
+fn npm() -> &'static Npm {
+    static NPM: OnceLock<Npm> = OnceLock::new();
+    NPM.get_or_init(|| {
+        let dist = dist();
+        // engram-dist installed the package's npm dependencies, the pinned
+        // Node among them.
+        let node = engram_dist::javascript::node()
+            .canonicalize()
+            .expect("the Node the JavaScript package pins, in host/js/node_modules");
+        let dir = fresh("npm");
+        let bin = dir.join("node-bin");
+        std::fs::create_dir(&bin).unwrap();
+        std::os::unix::fs::symlink(&node, bin.join("node")).unwrap();
+        let path = path_with(&bin);
+        let project = dir.join("project");
+        std::fs::create_dir(&project).unwrap();
+        let npm = |args: &[&str], what: &str| {
+            run(
+                without_rust(&mut Command::new("npm"), &path)
+                    .args(args)
+                    .current_dir(&project),
+                what,
+                NEEDS_NPM,
+            )
+        };
+        npm(&["init", "-y"], "npm init -y");
+        // The versions npm reports, the Node it runs under among them.
+        let versions: serde_json::Value =
+            serde_json::from_slice(&npm(&["version", "--json"], "npm version").stdout)
+                .expect("npm version's JSON");
+        let version = versions["node"]
+            .as_str()
+            .expect("npm version names its Node")
+            .to_string();
+        npm(
+            &[
+                "install",
+                "--no-audit",
+                "--no-fund",
+                dist.tarball.to_str().unwrap(),
+            ],
+            "npm install the tarball",
+        );
+        Npm {
+            project,
+            node,
+            path,
+            version,
+        }
+    })
+}
+
+// ---- the README's examples ---------------------------------------------------
+
+/// The kinds of example a README marks.
+const KINDS: [&str; 4] = ["python", "javascript", "rust", "cli"];
+
+/// The README the examples come from: `ENGRAM_README`, else the repository's.
+fn readme() -> (PathBuf, String) {
+    let path = std::env::var_os("ENGRAM_README")
+        .filter(|path| !path.is_empty())
+        .map_or_else(|| root().join("README.md"), |path| root().join(path));
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    (path, text)
+}
+
+/// The fenced code blocks of `text` each under a line `<!-- test: KIND
+/// -->`, by kind; a marker of another kind, a marker with no block under it
+/// or an empty block fails.
+fn examples(text: &str) -> Vec<(&'static str, String)> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut found = Vec::new();
+    for (at, line) in lines.iter().enumerate() {
+        let Some(kind) = line
+            .trim()
+            .strip_prefix("<!-- test:")
+            .and_then(|rest| rest.strip_suffix("-->"))
+            .map(str::trim)
+        else {
+            continue;
+        };
+        let kind = KINDS.into_iter().find(|k| *k == kind).unwrap_or_else(|| {
+            panic!(
+                "line {}: `<!-- test: {kind} -->` is no kind of example ({KINDS:?})",
+                at + 1
+            )
+        });
+        let mut rest = lines[at + 1..]
+            .iter()
+            .skip_while(|line| line.trim().is_empty());
+        let open = rest.next().map(|line| line.trim()).unwrap_or_default();
+        let fence: String = open.chars().take_while(|&c| c == '`' || c == '~').collect();
+        assert!(
+            fence.len() >= 3,
+            "line {}: `<!-- test: {kind} -->` is not followed by a fenced code block",
+            at + 1
+        );
+        let mut body = String::new();
+        let mut closed = false;
+        for line in rest {
+            if line.trim() == fence {
+                closed = true;
+                break;
+            }
+            body.push_str(line);
+            body.push('\n');
+        }
+        assert!(
+            closed,
+            "line {}: the {kind} example's block is not closed",
+            at + 1
+        );
+        assert!(
+            !body.trim().is_empty(),
+            "line {}: the {kind} example's block is empty",
+            at + 1
+        );
+        found.push((kind, body));
+    }
+    for kind in KINDS {
+        assert!(
+            found.iter().any(|(k, _)| *k == kind),
+            "the README has no `<!-- test: {kind} -->` example"
+        );
+    }
+    found
+}
+
+/// An `engram` command for the command line's example: a shell script in a
+/// folder of its own that runs `command` with the example's arguments.
+fn engram_wrapper(dir: &Path, command: &str) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let script = bin.join("engram");
+    std::fs::write(&script, format!("#!/bin/sh\nexec {command} \"$@\"\n")).unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    bin
+}
+
+/// A path quoted for the shell.
+fn quoted(path: &Path) -> String {
+    let text = path.to_str().expect("a UTF-8 path");
+    assert!(!text.contains('\''), "{text} holds a quote");
+    format!("'{text}'")
+}
+
+/// One run of an example: its name, whether it exited 0, what it printed.
+struct Ran {
+    what: String,
+    succeeded: bool,
+    stdout: String,
+    stderr: String,
+}
+
+/// Runs `command` (an example, on a `PATH` without Rust) to its end, and
+/// prints what it printed.
+fn example(what: String, command: &mut Command) -> Ran {
+    let start = Instant::now();
+    let output = command.output().unwrap_or_else(|e| panic!("{what}: {e}"));
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    );
+    eprintln!(
+        "--- {what}: {} in {:.1} s; stdout\n{stdout}--- {what}: stderr\n{stderr}",
+        output.status,
+        start.elapsed().as_secs_f64()
+    );
+    Ran {
+        what,
+        succeeded: output.status.success(),
+        stdout,
+        stderr,
+    }
+}
+
+/// Whether `stdout` holds the README's remembered turn as a memory line of
+/// a recalled prompt: `- [YYYY-MM-DDTHH:MM:SSZ] booked Hotel Avenida
+/// Lisbon.` (the command line prints the prompt inside its JSON answer, the
+/// line after a `\n`).
+fn recalled_the_booking(stdout: &str) -> bool {
+    stdout.match_indices("- [").any(|(at, _)| {
+        let rest = &stdout[at + 3..];
+        let iso = rest.get(..20).unwrap_or_default().as_bytes();
+        let shape = b"dddd-dd-ddTdd:dd:ddZ";
+        iso.len() == 20
+            && iso.iter().zip(shape).all(|(c, s)| {
+                if *s == b'd' {
+                    c.is_ascii_digit()
+                } else {
+                    c == s
+                }
+            })
+            && rest[20..].starts_with("] booked Hotel Avenida Lisbon.")
+    })
+}
+
+// ---- the tests -----------------------------------------------------------------
+
+#[test]
+fn the_install_steps_run_on_a_path_that_holds_no_cargo_and_no_rustc() {
+    let path = path_without_rust();
+    for tool in ["cargo", "rustc"] {
+        assert_eq!(
+            found_on(path, tool),
+            None,
+            "{tool} is on the PATH the installs run with"
+        );
+    }
+    assert!(
+        found_on(&std::env::var_os("PATH").unwrap_or_default(), "sh").is_some(),
+        "the check itself finds what is on the PATH"
+    );
+}
+
+#[test]
+fn the_python_wheel_is_platform_independent_and_installs_only_wasmtime() {
+    let dist = dist();
+    let name = dist.wheel.file_name().unwrap().to_string_lossy();
+    assert!(
+        name.ends_with("-py3-none-any.whl"),
+        "{name} is not tagged py3-none-any"
+    );
+    let python = python();
+    assert_eq!(
+        python.installed,
+        ["engram-memory", "wasmtime"],
+        "pip installed more than the wheel and wasmtime"
+    );
+    assert!(
+        python.engram_from.starts_with("file:") && python.engram_from.ends_with(&*name),
+        "pip took engram-memory from {}, not from the wheel",
+        python.engram_from
+    );
+    eprintln!("pip installed {:?}", python.installed);
+}
+
+#[test]
+fn the_npm_tarball_installs_under_the_pinned_node_and_adds_nothing_but_itself() {
+    let npm = npm();
+    let manifest: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(engram_dist::javascript::package().join("package.json"))
+            .expect("host/js/package.json"),
+    )
+    .expect("host/js/package.json is JSON");
+    let pinned = manifest["devDependencies"]["node"]
+        .as_str()
+        .expect("host/js/package.json pins a Node");
+    assert_eq!(
+        npm.version, pinned,
+        "npm ran under another Node than the pinned one"
+    );
+    let version: Vec<u64> = npm
+        .version
+        .trim_start_matches('v')
+        .split('.')
+        .map(|part| part.parse().unwrap_or(0))
+        .collect();
+    assert!(
+        version[..] >= [22, 13][..],
+        "npm ran under Node {}, not the pinned Node (node:sqlite needs 22.13 or later)",
+        npm.version
+    );
+    let mut added: Vec<String> = std::fs::read_dir(npm.project.join("node_modules"))
+        .expect("node_modules")
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| !name.starts_with('.'))
+        .collect();
+    added.sort();
+    assert_eq!(added, ["engram-memory"], "what npm install added");
+    let listed = run(
+        without_rust(&mut Command::new("npm"), &npm.path)
+            .args(["ls", "--all", "--json"])
+            .current_dir(&npm.project),
+        "npm ls --all --json",
+        NEEDS_NPM,
+    );
+    let tree: serde_json::Value = serde_json::from_slice(&listed.stdout).expect("npm ls's JSON");
+    let dependencies = tree["dependencies"]
+        .as_object()
+        .expect("npm ls lists dependencies");
+    assert_eq!(
+        dependencies.keys().collect::<Vec<_>>(),
+        ["engram-memory"],
+        "npm ls --all: {tree:#}"
+    );
+    assert!(
+        dependencies["engram-memory"]["dependencies"]
+            .as_object()
+            .is_none_or(|deps| deps.is_empty()),
+        "engram-memory brought dependencies: {tree:#}"
+    );
+    eprintln!(
+        "npm installed engram-memory alone, under Node {}",
+        npm.version
+    );
+}
+
+#[test]
+fn the_readme_examples_run_from_the_installed_artifacts_without_cargo() {
+    let (readme, text) = readme();
+    let examples = examples(&text);
+    eprintln!("{} examples from {}", examples.len(), readme.display());
+    let dist = dist();
+    let wasmtime = engram_wasi::wasmtime_cli().expect("the wasmtime CLI");
+    let mut runs = Vec::new();
+    for (n, (kind, body)) in examples.iter().enumerate() {
+        let what = |how: &str| format!("the README's {kind} example {}{how}", n + 1);
+        match *kind {
+            "python" => {
+                let python = python();
+                let dir = fresh(&format!("readme-{n}-python"));
+                std::fs::write(dir.join("example.py"), body).unwrap();
+                runs.push(example(
+                    what(""),
+                    without_rust(&mut Command::new(&python.python), path_without_rust())
+                        .arg("example.py")
+                        .current_dir(&dir),
+                ));
+            }
+            "javascript" => {
+                // In the npm project, where `engram-memory` resolves to the
+                // installed tarball.
+                let npm = npm();
+                let dir = npm.project.join(format!("readme-{n}"));
+                if dir.exists() {
+                    std::fs::remove_dir_all(&dir).unwrap();
+                }
+                std::fs::create_dir(&dir).unwrap();
+                std::fs::write(dir.join("example.mjs"), body).unwrap();
+                runs.push(example(
+                    what(""),
+                    without_rust(&mut Command::new(&npm.node), &npm.path)
+                        .arg("example.mjs")
+                        .current_dir(&dir),
+                ));
+            }
+            "rust" => {
+                let source = root().join("host/rust/examples/remember.rs");
+                let example_source = std::fs::read_to_string(&source).unwrap();
+                assert_eq!(
+                    body,
+                    &example_source,
+                    "the README's Rust example is not {}",
+                    source.display()
+                );
+                let dir = fresh(&format!("readme-{n}-rust"));
+                runs.push(example(
+                    what(" (examples/remember.rs)"),
+                    Command::new(env!("CARGO"))
+                        .args([
+                            "run",
+                            "-q",
+                            "--locked",
+                            "-p",
+                            "engram",
+                            "--example",
+                            "remember",
+                        ])
+                        .current_dir(&dir),
+                ));
+            }
+            _ => {
+                let engrams = [
+                    (
+                        " (native engram)",
+                        quoted(Path::new(env!("CARGO_BIN_EXE_engram"))),
+                    ),
+                    (
+                        " (engram-cli.wasm under wasmtime)",
+                        format!("{} run --dir .::. {}", quoted(&wasmtime), quoted(&dist.cli)),
+                    ),
+                ];
+                for (i, (how, engram)) in engrams.into_iter().enumerate() {
+                    let dir = fresh(&format!("readme-{n}-cli-{i}"));
+                    let bin = engram_wrapper(&dir, &engram);
+                    let work = dir.join("work");
+                    std::fs::create_dir(&work).unwrap();
+                    std::fs::write(work.join("example.sh"), body).unwrap();
+                    runs.push(example(
+                        what(how),
+                        without_rust(&mut Command::new("/bin/sh"), &path_with(&bin))
+                            .args(["-e", "example.sh"])
+                            .current_dir(&work),
+                    ));
+                }
+            }
+        }
+    }
+    let mut problems = Vec::new();
+    for ran in &runs {
+        if !recalled_the_booking(&ran.stdout) {
+            problems.push(format!(
+                "{} did not print the remembered booking as a dated memory line: {}",
+                ran.what,
+                ran.stdout.trim()
+            ));
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+// proves IO-W2: from the installed wheel and tarball, with no cargo on the
+// PATH, `remember` twice with one request id stores one memory, and
+// `recall` finds it.
+#[test]
+fn io_w2_from_the_installed_packages_remember_twice_with_one_request_id_stores_one_memory() {
+    let script_py = r#"
+from engram import Engram
+alice = Engram("engram.db").open("alice")
+first = alice.remember("I booked the Hotel Avenida in Lisbon.", "Lovely!", request_id="turn-1")
+again = alice.remember("I booked the Hotel Avenida in Lisbon.", "Lovely!", request_id="turn-1")
+assert again == first and len(first.committed) == 1, (first, again)
+events = alice.read({"record_type": "EVENT", "selector": {"Latest": {"limit": 10}}, "request_id": "r"})
+assert [e["id"] for e in events["records"]] == first.committed, events
+recalled = alice.recall("Which hotel did I book?")
+assert [m.id for m in recalled.memories] == first.committed, recalled
+print(recalled.prompt)
+"#;
+    let script_js = r#"
+import { open } from 'engram-memory';
+import assert from 'node:assert/strict';
+const alice = await open('alice', { store: 'engram.db' });
+const first = alice.remember('I booked the Hotel Avenida in Lisbon.', 'Lovely!', { request_id: 'turn-1' });
+const again = alice.remember('I booked the Hotel Avenida in Lisbon.', 'Lovely!', { request_id: 'turn-1' });
+assert.deepEqual(again, first);
+assert.equal(first.committed.length, 1);
+const events = alice.read({ record_type: 'EVENT', selector: { Latest: { limit: 10 } }, request_id: 'r' });
+assert.deepEqual(events.records.map((e) => e.id), first.committed);
+const recalled = alice.recall('Which hotel did I book?');
+assert.deepEqual(recalled.memories.map((m) => m.id), first.committed);
+console.log(recalled.prompt);
+"#;
+    let python = python();
+    let dir = fresh("io-w2-python");
+    std::fs::write(dir.join("retry.py"), script_py).unwrap();
+    let from_python = example(
+        "remember twice from the installed wheel".into(),
+        without_rust(&mut Command::new(&python.python), path_without_rust())
+            .arg("retry.py")
+            .current_dir(&dir),
+    );
+    let npm = npm();
+    let dir = npm.project.join("io-w2");
+    if dir.exists() {
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+    std::fs::create_dir(&dir).unwrap();
+    std::fs::write(dir.join("retry.mjs"), script_js).unwrap();
+    let from_node = example(
+        "remember twice from the installed tarball".into(),
+        without_rust(&mut Command::new(&npm.node), &npm.path)
+            .arg("retry.mjs")
+            .current_dir(&dir),
+    );
+    for ran in [from_python, from_node] {
+        assert!(
+            recalled_the_booking(&ran.stdout),
+            "{}: {}",
+            ran.what,
+            ran.stdout
+        );
+    }
+}
