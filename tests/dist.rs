@@ -662,7 +662,9 @@ fn the_readme_examples_run_from_the_installed_artifacts_without_cargo() {
     }
     let mut problems = Vec::new();
     for ran in &runs {
-        if !recalled_the_booking(&ran.stdout) {
+        if !ran.succeeded {
+            problems.push(format!("{} failed: {}", ran.what, ran.stderr.trim()));
+        } else if !recalled_the_booking(&ran.stdout) {
             problems.push(format!(
                 "{} did not print the remembered booking as a dated memory line: {}",
                 ran.what,

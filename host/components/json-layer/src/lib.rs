@@ -587,14 +587,12 @@ fn maintenance_refusal(error: export::MaintenanceError) -> Failure {
 
 /// A refused plan's line: `{"plan_error":{"step","rule","kind"}}`.
 fn plan_error(error: &cycle::PlanError) -> String {
-    json!({"plan_error": {
-        "step": error.step, "rule": error.rule, "kind": json::error_name(&error.kind)}})
-    .to_string()
+    turns::plan_refusal(&error.step, &error.rule, &error.kind).to_string()
 }
 
 /// A failed cycle's line: `{"cycle_error":…}`.
 fn cycle_error(error: &cycle::CycleError) -> String {
-    json!({ "cycle_error": json::error_name(error) }).to_string()
+    turns::cycle_refusal(error).to_string()
 }
 
 /// A stage's line: `{"stage","steps":[{"step","output"}…]}`.

@@ -835,13 +835,16 @@ fn run_cycle(
     {
         Ok(cycle) => cycle,
         Err(error) => {
-            emit(serde_json::json!({"plan_error": {
-                "step": error.step, "rule": error.rule, "kind": json::error_name(&error.kind)}}))?;
+            emit(engram_model::turns::plan_refusal(
+                &error.step,
+                &error.rule,
+                &error.kind,
+            ))?;
             return Ok(REFUSED);
         }
     };
     let mut code = OK;
-    let failed = |error: CycleError| serde_json::json!({"cycle_error": json::error_name(&error)});
+    let failed = |error: CycleError| engram_model::turns::cycle_refusal(&error);
     'stages: {
         for stage in json::Stage::ALL.map(Stage::from) {
             if !plan.steps.iter().any(|s| s.stage == stage) {
@@ -1042,10 +1045,7 @@ fn demo(store: &str, question: &str, token_budget: Option<u32>) -> Result<u8, Ex
     };
     for stage in [Stage::ContextSelect, Stage::PromptAssemble] {
         if let Err(error) = domain.run_stage(&cycle, stage, &input).map_err(failure)? {
-            println!(
-                "{}",
-                serde_json::json!({"cycle_error": json::error_name(&error)})
-            );
+            println!("{}", engram_model::turns::cycle_refusal(&error));
             return Ok(REFUSED);
         }
     }
