@@ -161,13 +161,44 @@ fn install() -> PathBuf {
     python
 }
 
+/// The peers the tests compare with (`tests/peers`: the reference MCP
+/// memory server), installed by `npm ci` from their lock file under this
+/// build's target folder, again only when the lock file changed: the
+/// reference server's `dist/index.js`.
+fn peers() -> PathBuf {
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/peers");
+    let root = Path::new(env!("CARGO_TARGET_TMPDIR")).join("peers");
+    let lock =
+        std::fs::read(source.join("package-lock.json")).expect("tests/peers/package-lock.json");
+    let stamp = root.join("node_modules/.engram-installed-lock.json");
+    if std::fs::read(&stamp).ok().as_deref() != Some(&lock[..]) {
+        std::fs::create_dir_all(&root).expect("making the peers' folder");
+        for file in ["package.json", "package-lock.json"] {
+            std::fs::copy(source.join(file), root.join(file)).expect("copying tests/peers");
+        }
+        let mut npm = Command::new("npm");
+        npm.args(["ci", "--no-audit", "--no-fund"])
+            .current_dir(&root);
+        run(
+            npm,
+            "npm ci in tests/peers (the reference MCP memory server; Node.js 20 or later with npm)",
+        );
+        std::fs::write(&stamp, &lock).expect("writing the install stamp");
+    }
+    root.join("node_modules/@modelcontextprotocol/server-memory/dist/index.js")
+}
+
 fn run_pytest() -> Report {
     let python = installed();
+    let figures = Path::new(env!("CARGO_TARGET_TMPDIR")).join("python-figures.txt");
+    let _ = std::fs::remove_file(&figures);
     let mut pytest = Command::new(&python);
     pytest
         .args(["-m", "pytest", "-q", "-p", "no:cacheprovider", "tests"])
         .current_dir(package())
         .env("ENGRAM_BIN", env!("CARGO_BIN_EXE_engram"))
+        .env("ENGRAM_REFERENCE_MEMORY", peers())
+        .env("ENGRAM_TEST_FIGURES", &figures)
         // The installed package's own components, not a checkout's. The
         // PostgreSQL cases run against the database ENGRAM_TEST_POSTGRES_URL
         // names (inherited), each in schemas of its own.
@@ -183,6 +214,14 @@ fn run_pytest() -> Report {
             .unwrap_or(0)
     };
     let (other_skips, postgres_skips) = skips(&report, NEEDS_POSTGRES);
+    // What the tests measured (the reference server's losses under two
+    // clients among them): shown, never asserted.
+    for line in std::fs::read_to_string(&figures)
+        .unwrap_or_default()
+        .lines()
+    {
+        eprintln!("measured: {line}");
+    }
     Report {
         success: output.status.success(),
         text: format!("{report}\n{}", String::from_utf8_lossy(&output.stderr)),

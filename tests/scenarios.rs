@@ -534,3 +534,77 @@ fn a_store_written_by_either_command_line_is_read_by_the_other() {
     assert!(trail.contains(r#""request_id":"wasi-1""#), "{trail}");
     assert!(trail.contains(r#""request_id":"alice-0001""#), "{trail}");
 }
+
+// proves IO-W7 IO-W2: the reference MCP memory server's file imports as MAINTENANCE on
+// either command line with the same answer, once; a bad line is named alike, nothing imported
+#[test]
+fn io_w7_a_reference_graph_imports_alike_on_either_command_line() {
+    let graph = [
+        r#"{"type":"entity","name":"Alice","entityType":"person","observations":["likes tea","lives in Lisbon"]}"#,
+        r#"{"type":"entity","name":"Lisbon","entityType":"city","observations":[]}"#,
+        r#"{"type":"relation","from":"Alice","to":"Lisbon","relationType":"lives in"}"#,
+    ]
+    .join("\n");
+    let import = ["maintenance", "import-graph", "--agent", "alice", "-"];
+    let mut answers = Vec::new();
+    for host in [native(), wasmtime()] {
+        let dir = tempfile::tempdir().unwrap();
+        let first = output_of(&host, dir.path(), &import, &graph);
+        let again = output_of(&host, dir.path(), &import, &graph);
+        let bad = run(
+            &host,
+            dir.path(),
+            &Call {
+                args: ["--store", "engram.db"]
+                    .iter()
+                    .chain(&import)
+                    .map(|a| a.to_string())
+                    .collect(),
+                stdin: format!("{graph}\n{{\"type\":\"entity\",\"name\":\"Bob\"}}\n"),
+            },
+        );
+        let exported = output_of(&host, dir.path(), &["maintenance", "export"], "");
+        let records = exported
+            .lines()
+            .filter(|l| l.contains(r#""record":"#))
+            .count();
+        answers.push((
+            host.name,
+            first,
+            again,
+            bad.status.code(),
+            String::from_utf8_lossy(&bad.stderr).into_owned(),
+            records,
+        ));
+    }
+    let (_, first, again, code, stderr, records) = &answers[0];
+    assert_eq!(
+        first.trim(),
+        r#"{"agent_id":"alice","graph":{"entities":2,"new_entities":2,"new_observations":2,"relations":1,"new_relations":1}}"#
+    );
+    assert!(
+        again.contains(r#""new_entities":0,"new_observations":0"#)
+            && again.contains(r#""new_relations":0"#),
+        "{again}"
+    );
+    assert_eq!(*code, Some(3));
+    assert!(
+        stderr.starts_with("engram: standard input, line 4: missing field `entityType`"),
+        "{stderr}"
+    );
+    // Two entities and a relation, each once: nothing of the bad file.
+    assert_eq!(*records, 3);
+    for (name, other_first, other_again, other_code, other_stderr, other_records) in &answers[1..] {
+        assert_eq!(
+            (
+                other_first,
+                other_again,
+                other_code,
+                other_stderr,
+                other_records
+            ),
+            (first, again, code, stderr, records),
+            "{name}"
+        );
+    }
+}

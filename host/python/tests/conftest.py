@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from mcp import ClientSession
 
 from engram import Backend, MemoryStore, SqliteStore
 
@@ -214,3 +215,19 @@ def python_and_cli_writing(engram_bin: str, store: str, count: int) -> dict[str,
     assert len(acknowledged) == 2 * count, f"only {len(acknowledged)} of {2 * count} writes were ACCEPTED"
     assert len(set(acknowledged.values())) == 2 * count, "an id was handed out twice"
     return acknowledged
+
+
+class Server:
+    """A connected client session: ``call`` answers (is_error, JSON)."""
+
+    def __init__(self, session: ClientSession) -> None:
+        self.session = session
+
+    async def call(self, tool: str, arguments: dict[str, Any]) -> tuple[bool, Any]:
+        result = await self.session.call_tool(tool, arguments)
+        [content] = result.content
+        text = content.text  # type: ignore[union-attr]
+        try:
+            return bool(result.is_error), json.loads(text)
+        except ValueError:
+            return bool(result.is_error), text

@@ -12,28 +12,12 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from conftest import cli, fact
+from conftest import Server, cli, fact
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
 TOOLS = ["as_of", "entities", "history", "read", "recall", "relationships", "remember", "traverse", "write"]
-
-
-class Server:
-    """A connected client session: ``call`` answers (is_error, JSON)."""
-
-    def __init__(self, session: ClientSession) -> None:
-        self.session = session
-
-    async def call(self, tool: str, arguments: dict[str, Any]) -> tuple[bool, Any]:
-        result = await self.session.call_tool(tool, arguments)
-        [content] = result.content
-        text = content.text  # type: ignore[union-attr]
-        try:
-            return bool(result.is_error), json.loads(text)
-        except ValueError:
-            return bool(result.is_error), text
 
 
 def serve(bin: str, store: Path, agent: str, body: Callable[[Server], Awaitable[Any]], tier: str = "private") -> Any:

@@ -504,6 +504,7 @@ impl Engram {
             state,
             live: None,
             restarts: 0,
+            writing: false,
             _lock: lock,
             _slot: slot,
         };
@@ -558,6 +559,8 @@ pub struct Domain {
     state: DomainState,
     live: Option<Live>,
     restarts: u64,
+    /// Whether [`Domain::exclusively`] holds the domain's write lock now.
+    writing: bool,
     /// The maintenance lock, held while a maintenance domain is open.
     _lock: Option<maintenance::LockGuard>,
     _slot: Slot,
@@ -665,6 +668,9 @@ impl Domain {
         audited: Option<Audited<'_>>,
         f: impl FnOnce(&bindings::Engine, &mut Store<DomainState>) -> wasmtime::Result<R>,
     ) -> Result<R> {
+        if self.writing {
+            return self.call(audited, f);
+        }
         let backend = self.state.scope.backend().clone();
         let locked = backend
             .lock_domain(self.state.scope.prefix())
@@ -698,6 +704,42 @@ impl Domain {
         error.context(format!(
             "{why}; its instance was stopped, and the next call gets a fresh one"
         ))
+    }
+
+    /// Runs `f` as the one writer of the domain: on a store that serializes
+    /// the writers of a domain ([`Backend::lock_domain`]; SQLite and
+    /// PostgreSQL do, across processes), every other writer waits until `f`
+    /// returns, so what `f` reads is still so when its writes commit. Calls
+    /// nest.
+    pub fn exclusively<T>(&mut self, f: impl FnOnce(&mut Self) -> T) -> Result<T> {
+        if self.writing {
+            return Ok(f(self));
+        }
+        let backend = self.state.scope.backend().clone();
+        let prefix = self.state.scope.prefix().to_vec();
+        let locked = backend
+            .lock_domain(&prefix)
+            .map_err(|e| anyhow!("waiting for the other writers of the domain: {e}"))?;
+        /// Lets the lock go however `f` ends.
+        struct Unlock<'a>(&'a dyn Backend, &'a [u8], bool);
+        impl Drop for Unlock<'_> {
+            fn drop(&mut self) {
+                if self.2 {
+                    self.0.unlock_domain(self.1);
+                }
+            }
+        }
+        let _unlock = Unlock(backend.as_ref(), &prefix, locked);
+        self.writing = locked;
+        let answer = f(self);
+        self.writing = false;
+        Ok(answer)
+    }
+
+    /// Why `record` is too large to write, if it is: the reason a write of
+    /// it would be REJECTED with.
+    pub fn oversized_record(&self, record: &types::MemoryRecord) -> Option<String> {
+        self.oversized(limits::record_size(record))
     }
 
     /// The reason a record is too large to write, if it is.

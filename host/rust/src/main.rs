@@ -6,6 +6,9 @@
 //! line (`cli/`).
 
 mod cli;
+// Under WASI only its import is reachable: the tools are `engram mcp`'s.
+#[cfg_attr(target_family = "wasm", allow(dead_code))]
+mod knowledge_graph;
 
 #[cfg(not(target_family = "wasm"))]
 mod mcp;

@@ -8,8 +8,16 @@
 //! tool error carrying that JSON, while `"REJECTED"` stays a normal answer
 //! (IO-G1). Every call goes through the engine, so it is bounded and
 //! audited as the command line's is.
+//!
+//! With `--tools knowledge-graph` it serves instead the nine tools of the
+//! reference MCP memory server (`@modelcontextprotocol/server-memory`), in
+//! its names, input schemas and answer shapes, on the agent's entities and
+//! relationships (`crate::knowledge_graph`); `--tools all` serves both.
 
-use crate::cli;
+use crate::cli::{self, McpTools as Tools};
+use crate::knowledge_graph::{
+    self as kg, Added, Deletion, Entity, Graph, KnowledgeGraph, NewObservations, Relation,
+};
 use engram::Domain;
 use engram::graph::{EdgeDirection, RelationshipsRequest, TraversalOrder, TraverseRequest};
 use engram::history::{AsOfRequest, TimeAxis, VersionsRequest};
@@ -32,7 +40,7 @@ const MAX_TOP_K: u32 = 50;
 pub struct Memory {
     domain: Arc<Mutex<Domain>>,
     agent: String,
-    #[allow(dead_code)] // read by the code `tool_handler` generates
+    tools: Tools,
     tool_router: ToolRouter<Self>,
 }
 
@@ -221,21 +229,59 @@ pub struct TraverseArgs {
 }
 
 impl Memory {
-    pub fn new(domain: Domain, agent: &str) -> Self {
+    pub fn new(domain: Domain, agent: &str, tools: Tools) -> Self {
+        let tool_router = match tools {
+            Tools::Engram => Self::tool_router(),
+            Tools::KnowledgeGraph => Self::graph_router(),
+            Tools::All => Self::tool_router() + Self::graph_router(),
+        };
         Self {
             domain: Arc::new(Mutex::new(domain)),
             agent: agent.to_owned(),
-            tool_router: Self::tool_router(),
+            tools,
+            tool_router,
+        }
+    }
+
+    /// Runs `f` on the agent's knowledge graph (COGNITION writes) and
+    /// answers what it gives: as `shape` makes it (the text, and the
+    /// structured content), or a tool error saying why not.
+    fn graph<T>(
+        &self,
+        f: impl FnOnce(&mut KnowledgeGraph<'_>) -> Result<T, kg::Error>,
+        shape: impl FnOnce(T) -> (String, Value),
+    ) -> CallToolResult {
+        let agent = self.agent.clone();
+        let answered = self.with(|domain| {
+            f(&mut KnowledgeGraph::new(
+                domain,
+                &agent,
+                engram::types::SourceComponent::Cognition,
+            ))
+        });
+        match answered {
+            Ok(answered) => {
+                let (text, structured) = shape(answered);
+                let mut result = CallToolResult::structured(structured);
+                result.content = vec![ContentBlock::text(text)];
+                result
+            }
+            Err(error) => CallToolResult::error(vec![ContentBlock::text(error.to_string())]),
         }
     }
 
     /// Runs `f` on the domain (one call at a time).
+    /// The domain's calls block (on the engine, on the store; the
+    /// PostgreSQL client runs a runtime of its own), so they run where the
+    /// async runtime lets a thread block.
     fn with<T>(&self, f: impl FnOnce(&mut Domain) -> T) -> T {
-        let mut domain = self
-            .domain
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        f(&mut domain)
+        tokio::task::block_in_place(|| {
+            let mut domain = self
+                .domain
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            f(&mut domain)
+        })
     }
 
     /// The answer of `remember` or `recall` (the library's, run on this
@@ -438,15 +484,288 @@ impl Memory {
     }
 }
 
-#[tool_handler]
+/// JSON as the reference server writes it: two-space indents.
+fn pretty(value: &impl serde::Serialize) -> String {
+    serde_json::to_string_pretty(value).unwrap_or_default()
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+pub struct CreateEntitiesArgs {
+    pub entities: Vec<Entity>,
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+pub struct RelationsArgs {
+    pub relations: Vec<Relation>,
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+pub struct DeleteRelationsArgs {
+    /// An array of relations to delete
+    pub relations: Vec<Relation>,
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+pub struct AddObservationsArgs {
+    pub observations: Vec<NewObservations>,
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DeleteEntitiesArgs {
+    /// An array of entity names to delete
+    pub entity_names: Vec<String>,
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+pub struct DeleteObservationsArgs {
+    pub deletions: Vec<Deletion>,
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+pub struct ReadGraphArgs {
+    /// At most this many entities and relations in this page (default 100, at most 1000). Engram's addition: the reference server answers the whole graph at once.
+    #[serde(default)]
+    pub limit: Option<u32>,
+    /// The `next_cursor` of the page before, to read the next page.
+    #[serde(default)]
+    pub cursor: Option<String>,
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+pub struct SearchNodesArgs {
+    /// The search query to match against entity names, types, and observation content
+    pub query: String,
+    /// At most this many entities (default 50, at most 1000). Engram's addition.
+    #[serde(default)]
+    pub limit: Option<u32>,
+    /// The `next_cursor` of the answer before, to search on from there.
+    #[serde(default)]
+    pub cursor: Option<String>,
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+pub struct OpenNodesArgs {
+    /// An array of entity names to retrieve
+    pub names: Vec<String>,
+}
+
+#[derive(serde::Serialize, schemars::JsonSchema)]
+struct EntitiesAnswer {
+    entities: Vec<Entity>,
+}
+
+#[derive(serde::Serialize, schemars::JsonSchema)]
+struct RelationsAnswer {
+    relations: Vec<Relation>,
+}
+
+#[derive(serde::Serialize, schemars::JsonSchema)]
+struct ResultsAnswer {
+    results: Vec<Added>,
+}
+
+/// `open_nodes`'s answer: never paged.
+#[derive(serde::Serialize, schemars::JsonSchema)]
+struct NodesAnswer {
+    entities: Vec<Entity>,
+    relations: Vec<Relation>,
+}
+
+#[derive(serde::Serialize, schemars::JsonSchema)]
+struct DeletedAnswer {
+    success: bool,
+    message: String,
+}
+
+fn output<T: schemars::JsonSchema + 'static>() -> Arc<rmcp::model::JsonObject> {
+    rmcp::handler::server::common::schema_for_output::<T>()
+}
+
+/// The answer of a deletion: its message as the text.
+fn deletion(answer: Value) -> (String, Value) {
+    (
+        answer["message"].as_str().unwrap_or_default().to_owned(),
+        answer,
+    )
+}
+
+#[tool_router(router = graph_router)]
+impl Memory {
+    #[tool(
+        title = "Create Entities",
+        description = "Create multiple new entities in the knowledge graph",
+        output_schema = output::<EntitiesAnswer>(),
+        annotations(read_only_hint = false, destructive_hint = false, idempotent_hint = false, open_world_hint = false)
+    )]
+    async fn create_entities(
+        &self,
+        Parameters(args): Parameters<CreateEntitiesArgs>,
+    ) -> CallToolResult {
+        self.graph(
+            |graph| graph.create_entities(&args.entities),
+            |entities| (pretty(&entities), json!({ "entities": entities })),
+        )
+    }
+
+    #[tool(
+        title = "Create Relations",
+        description = "Create multiple new relations between entities in the knowledge graph. Relations should be in active voice",
+        output_schema = output::<RelationsAnswer>(),
+        annotations(read_only_hint = false, destructive_hint = false, idempotent_hint = false, open_world_hint = false)
+    )]
+    async fn create_relations(
+        &self,
+        Parameters(args): Parameters<RelationsArgs>,
+    ) -> CallToolResult {
+        self.graph(
+            |graph| graph.create_relations(&args.relations),
+            |relations| (pretty(&relations), json!({ "relations": relations })),
+        )
+    }
+
+    #[tool(
+        title = "Add Observations",
+        description = "Add new observations to existing entities in the knowledge graph",
+        output_schema = output::<ResultsAnswer>(),
+        annotations(read_only_hint = false, destructive_hint = false, idempotent_hint = false, open_world_hint = false)
+    )]
+    async fn add_observations(
+        &self,
+        Parameters(args): Parameters<AddObservationsArgs>,
+    ) -> CallToolResult {
+        self.graph(
+            |graph| graph.add_observations(&args.observations),
+            |results| (pretty(&results), json!({ "results": results })),
+        )
+    }
+
+    #[tool(
+        title = "Delete Entities",
+        description = "Delete multiple entities and their associated relations from the knowledge graph. In Engram a deleted entity and its relations are no longer current but kept in history (only `engram maintenance forget` erases).",
+        output_schema = output::<DeletedAnswer>(),
+        annotations(read_only_hint = false, destructive_hint = true, idempotent_hint = true, open_world_hint = false)
+    )]
+    async fn delete_entities(
+        &self,
+        Parameters(args): Parameters<DeleteEntitiesArgs>,
+    ) -> CallToolResult {
+        self.graph(
+            |graph| graph.delete_entities(&args.entity_names),
+            |(entities, relations)| {
+                deletion(kg::deleted(
+                    "Entities",
+                    format!("{entities} entities and {relations} relations closed"),
+                ))
+            },
+        )
+    }
+
+    #[tool(
+        title = "Delete Observations",
+        description = "Delete specific observations from entities in the knowledge graph. In Engram the entity's earlier versions keep them in history.",
+        output_schema = output::<DeletedAnswer>(),
+        annotations(read_only_hint = false, destructive_hint = true, idempotent_hint = true, open_world_hint = false)
+    )]
+    async fn delete_observations(
+        &self,
+        Parameters(args): Parameters<DeleteObservationsArgs>,
+    ) -> CallToolResult {
+        self.graph(
+            |graph| graph.delete_observations(&args.deletions),
+            |removed| deletion(kg::deleted("Observations", format!("{removed} removed"))),
+        )
+    }
+
+    #[tool(
+        title = "Delete Relations",
+        description = "Delete multiple relations from the knowledge graph. In Engram a deleted relation is closed in valid time and kept in history.",
+        output_schema = output::<DeletedAnswer>(),
+        annotations(read_only_hint = false, destructive_hint = true, idempotent_hint = true, open_world_hint = false)
+    )]
+    async fn delete_relations(
+        &self,
+        Parameters(args): Parameters<DeleteRelationsArgs>,
+    ) -> CallToolResult {
+        self.graph(
+            |graph| graph.delete_relations(&args.relations),
+            |closed| deletion(kg::deleted("Relations", format!("{closed} closed"))),
+        )
+    }
+
+    #[tool(
+        title = "Read Graph",
+        description = "Read the knowledge graph, one page at a time: entities, then relations, at most `limit` (default 100) per page; pass `next_cursor` as `cursor` for the next page.",
+        output_schema = output::<Graph>(),
+        annotations(read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false)
+    )]
+    async fn read_graph(&self, Parameters(args): Parameters<ReadGraphArgs>) -> CallToolResult {
+        let limit = args.limit.unwrap_or(kg::READ_LIMIT);
+        self.graph(
+            |graph| graph.read_graph(limit, args.cursor.as_deref()),
+            |found| (pretty(&found), json!(found)),
+        )
+    }
+
+    #[tool(
+        title = "Search Nodes",
+        description = "Search for nodes in the knowledge graph based on a query: at most `limit` entities (default 50) and the relations from or to them; `next_cursor` continues the search.",
+        output_schema = output::<Graph>(),
+        annotations(read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false)
+    )]
+    async fn search_nodes(&self, Parameters(args): Parameters<SearchNodesArgs>) -> CallToolResult {
+        let limit = args.limit.unwrap_or(kg::SEARCH_LIMIT);
+        self.graph(
+            |graph| graph.search_nodes(&args.query, limit, args.cursor.as_deref()),
+            |found| (pretty(&found), json!(found)),
+        )
+    }
+
+    #[tool(
+        title = "Open Nodes",
+        description = "Open specific nodes in the knowledge graph by their names",
+        output_schema = output::<NodesAnswer>(),
+        annotations(read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false)
+    )]
+    async fn open_nodes(&self, Parameters(args): Parameters<OpenNodesArgs>) -> CallToolResult {
+        self.graph(
+            |graph| graph.open_nodes(&args.names),
+            |found| {
+                let found = NodesAnswer {
+                    entities: found.entities,
+                    relations: found.relations,
+                };
+                (pretty(&found), json!(found))
+            },
+        )
+    }
+}
+
+#[tool_handler(router = self.tool_router)]
 impl ServerHandler for Memory {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build()).with_instructions(format!(
-            "The long-term memory of agent {:?}: recall memories relevant to a question, remember a \
-             conversation turn, and read or write typed records. Every call is bounded and audited; \
-             nothing here can reach another agent's memory, raise the privacy tier, or delete.",
-            self.agent
-        ))
+        let graph = "Every change is kept in history: a deleted entity, observation or relation is \
+                     no longer current, never erased.";
+        let instructions = match self.tools {
+            Tools::KnowledgeGraph => format!(
+                "The knowledge graph of agent {:?}: entities with observations, and relations \
+                 between them. {graph}",
+                self.agent
+            ),
+            tools => format!(
+                "The long-term memory of agent {:?}: recall memories relevant to a question, remember a \
+                 conversation turn, and read or write typed records{}. Every call is bounded and audited; \
+                 nothing here can reach another agent's memory, raise the privacy tier, or erase.",
+                self.agent,
+                if tools == Tools::All {
+                    ", and keep a knowledge graph of entities, observations and relations"
+                } else {
+                    ""
+                }
+            ),
+        };
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_instructions(instructions)
     }
 }
 
@@ -454,13 +773,16 @@ impl ServerHandler for Memory {
 /// (a loopback address; port 0 picks one) over streamable HTTP at
 /// `http://ADDR/mcp` until interrupted. The address served is printed on
 /// standard error.
-pub fn serve(domain: Domain, agent: &str, http: Option<&str>) -> anyhow::Result<()> {
+pub fn serve(domain: Domain, agent: &str, tools: Tools, http: Option<&str>) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()?;
-    let memory = Memory::new(domain, agent);
-    runtime.block_on(async move {
+    let memory = Memory::new(domain, agent, tools);
+    // The domain goes last, outside the runtime: closing a PostgreSQL
+    // client blocks on a runtime of its own.
+    let domain = memory.domain.clone();
+    let served = runtime.block_on(async move {
         let Some(address) = http else {
             let service = memory
                 .serve(rmcp::transport::stdio())
@@ -504,5 +826,8 @@ pub fn serve(domain: Domain, agent: &str, http: Option<&str>) -> anyhow::Result<
             })
             .await?;
         Ok(())
-    })
+    });
+    drop(runtime);
+    drop(domain);
+    served
 }

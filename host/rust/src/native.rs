@@ -80,8 +80,13 @@ pub mod platform {
 
     /// Serves one agent's domain as MCP tools over stdio until the client
     /// closes the connection, or over streamable HTTP at `http`.
-    pub fn mcp(domain: Domain, agent: &str, http: Option<&str>) -> Result<()> {
-        crate::mcp::serve(domain, agent, http)
+    pub fn mcp(
+        domain: Domain,
+        agent: &str,
+        tools: crate::cli::McpTools,
+        http: Option<&str>,
+    ) -> Result<()> {
+        crate::mcp::serve(domain, agent, tools, http)
     }
 
     /// Breaks an agent's maintenance lock; whether there was one.

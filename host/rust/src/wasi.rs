@@ -130,9 +130,7 @@ pub mod binding {
         /// Writes one record; a record above the host's size limit is
         /// REJECTED before it reaches the engine, the reason audited.
         pub fn write(&mut self, request: &io::WriteRequest) -> Result<io::WriteResult> {
-            let size = limits::record_size(&request.record);
-            let max = usize::try_from(host_store::max_record_bytes()).unwrap_or(usize::MAX);
-            if let Some(reason) = engram_model::size::record_refusal(size, max) {
+            if let Some(reason) = self.oversized_record(&request.record) {
                 let entry = json::refused_write(
                     system_time_ms(),
                     &self.agent,
@@ -146,6 +144,19 @@ pub mod binding {
                 return Ok(io::WriteResult::Rejected);
             }
             checked(wit::io::write(request))
+        }
+
+        /// Why `record` is too large to write, if it is.
+        pub fn oversized_record(&self, record: &types::MemoryRecord) -> Option<String> {
+            let size = limits::record_size(record);
+            let max = usize::try_from(host_store::max_record_bytes()).unwrap_or(usize::MAX);
+            engram_model::size::record_refusal(size, max)
+        }
+
+        /// Runs `f` as the one writer of the domain: under WASI the process
+        /// is alone on its store, so there is no one to wait for.
+        pub fn exclusively<T>(&mut self, f: impl FnOnce(&mut Self) -> T) -> Result<T> {
+            Ok(f(self))
         }
 
         /// Reads records.
@@ -363,7 +374,12 @@ pub mod platform {
 
     /// `engram mcp` needs sockets and threads a WASI 0.2 command does not
     /// have: the native build serves it.
-    pub fn mcp(_domain: Domain, _agent: &str, _http: Option<&str>) -> Result<()> {
+    pub fn mcp(
+        _domain: Domain,
+        _agent: &str,
+        _tools: crate::cli::McpTools,
+        _http: Option<&str>,
+    ) -> Result<()> {
         Err(anyhow!(
             "`engram mcp` is served by the native `engram` only, not under WASI"
         ))

@@ -3,6 +3,7 @@
 
 use super::{BAD_INPUT, Exit, FAILURE, OK, REFUSED, open_store};
 use crate::binding as engram;
+use crate::knowledge_graph;
 use crate::platform::{self, Progress, Store};
 use engram::Mode;
 use engram::export::{ExportedItem, MaintenanceError};
@@ -32,6 +33,20 @@ pub enum Maintenance {
     /// run again.
     Import {
         /// The export file; standard input when absent or `-`.
+        file: Option<PathBuf>,
+    },
+    /// Import the knowledge graph of the reference MCP memory server (its
+    /// `memory.jsonl`) into an agent's domain, as `engram mcp --tools
+    /// knowledge-graph` keeps it: entities the domain lacks are created,
+    /// observations they lack added, relations it lacks created. The file is
+    /// read and checked whole first: a line that is not an entity or a
+    /// relation imports nothing. Importing the same file again changes
+    /// nothing.
+    ImportGraph {
+        /// The agent whose domain gets the graph.
+        #[arg(long, value_parser = super::parse_agent)]
+        agent: String,
+        /// The `memory.jsonl` file; standard input when absent or `-`.
         file: Option<PathBuf>,
     },
     /// Forget an agent: every record, index entry and idempotency entry of
@@ -77,6 +92,34 @@ pub fn run(store: &str, command: Maintenance) -> Result<u8, Exit> {
             let lines = read_lines(file)?;
             let storage = open_store(store, true)?;
             import(&storage, lines)
+        }
+        Maintenance::ImportGraph { agent, file } => {
+            let (name, text) = read_text(file)?;
+            let items = knowledge_graph::parse_jsonl(&text)
+                .map_err(|why| Exit(BAD_INPUT, format!("{name}, {why}")))?;
+            let storage = open_store(store, true)?;
+            let mut domain =
+                super::open_in(&storage, &agent, Mode::Maintenance, PrivacyTier::Private)
+                    .map_err(failure)?;
+            let mut graph = knowledge_graph::KnowledgeGraph::new(
+                &mut domain,
+                &agent,
+                engram::types::SourceComponent::Maintenance,
+            );
+            if let Some((line, why)) = graph.check(&items) {
+                return Err(Exit(
+                    BAD_INPUT,
+                    format!("{name}, line {line}: {why}; nothing was imported"),
+                ));
+            }
+            let merged = graph.merge(&items).map_err(|e| match e {
+                knowledge_graph::Error::Failed(error) => failure(error),
+                refused => Exit(REFUSED, format!("{name}: {refused}")),
+            })?;
+            let mut answer = serde_json::json!({"agent_id": agent});
+            answer["graph"] = serde_json::json!(merged);
+            println!("{answer}");
+            Ok(OK)
         }
         Maintenance::Forget { agent } => {
             let storage = open_store(store, false)?;
@@ -197,6 +240,37 @@ fn export(storage: &Store, agents: &[String], out: Option<PathBuf>) -> Result<u8
 }
 
 /// Reads and parses every line before anything runs.
+/// The text of `file` (standard input when absent or `-`) and its name.
+fn read_text(file: Option<PathBuf>) -> Result<(String, String), Exit> {
+    use std::io::Read;
+    let (name, bytes) = match file {
+        Some(path) if path.as_os_str() != "-" => {
+            let name = path.display().to_string();
+            let bytes =
+                std::fs::read(&path).map_err(|e| Exit(BAD_INPUT, format!("{name}: {e}")))?;
+            (name, bytes)
+        }
+        _ => {
+            let mut bytes = Vec::new();
+            std::io::stdin()
+                .read_to_end(&mut bytes)
+                .map_err(|e| Exit(BAD_INPUT, format!("standard input: {e}")))?;
+            ("standard input".to_owned(), bytes)
+        }
+    };
+    match String::from_utf8(bytes) {
+        Ok(text) => Ok((name, text)),
+        Err(e) => {
+            let at = e.utf8_error().valid_up_to();
+            let line = e.as_bytes()[..at].iter().filter(|b| **b == b'\n').count() + 1;
+            Err(Exit(
+                BAD_INPUT,
+                format!("{name}, line {line}: not UTF-8 (byte {at})"),
+            ))
+        }
+    }
+}
+
 fn read_lines(file: Option<PathBuf>) -> Result<Vec<Line>, Exit> {
     let (name, reader): (String, Box<dyn BufRead>) = match file {
         Some(path) if path.as_os_str() != "-" => {

@@ -316,6 +316,11 @@ enum Command {
         /// is a loopback IP:PORT (port 0 picks one, printed on stderr).
         #[arg(long, value_name = "ADDR")]
         http: Option<String>,
+        /// Which tools: Engram's own, the reference MCP memory server's
+        /// knowledge graph (a drop-in for `@modelcontextprotocol/server-memory`),
+        /// or both.
+        #[arg(long, value_enum, default_value = "engram")]
+        tools: McpTools,
     },
     /// Print the audit trail as JSON Lines, oldest first: the newest
     /// entries that pass every filter given.
@@ -688,9 +693,9 @@ fn run(cli: Cli) -> Result<u8, Exit> {
             print_facts(answer.map(|found| found.into_iter().collect()))
         }
         Command::Maintenance(command) => maintenance::run(&cli.store, command),
-        Command::Mcp { agent, http } => {
+        Command::Mcp { agent, http, tools } => {
             let domain = open_domain(&cli.store, cli.tier_ceiling, &agent, true)?;
-            platform::mcp(domain, &agent, http.as_deref()).map_err(failure)?;
+            platform::mcp(domain, &agent, tools, http.as_deref()).map_err(failure)?;
             Ok(OK)
         }
         Command::Audit {
@@ -1174,6 +1179,21 @@ fn turn_answer<T: serde::Serialize>(
         }
         Err(TurnError::Failed(error)) => Err(Exit(FAILURE, shown(&error))),
     }
+}
+
+/// The tools a server serves.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum McpTools {
+    /// Engram's own: recall, remember, write, read, history, as_of,
+    /// entities, relationships, traverse.
+    Engram,
+    /// The reference MCP memory server's nine knowledge-graph tools:
+    /// create_entities, create_relations, add_observations,
+    /// delete_entities, delete_observations, delete_relations, read_graph,
+    /// search_nodes, open_nodes.
+    KnowledgeGraph,
+    /// Both sets.
+    All,
 }
 
 /// Checks an agent id before anything is opened: 1 to 256 bytes (IO-W6).
