@@ -188,23 +188,39 @@ impl StoredEntity {
 /// case, letters and digits, other runs as `-`) and 64 bits of XXH3 of the
 /// exact name, so names that differ only in case or punctuation are apart.
 pub fn entity_key(name: &str) -> String {
-    let mut slug = String::new();
-    for c in name.chars() {
-        if slug.len() >= SLUG_BYTES {
-            break;
-        }
-        match c.to_ascii_lowercase() {
-            c @ ('a'..='z' | '0'..='9') => slug.push(c),
-            _ if slug.ends_with('-') || slug.is_empty() => {}
-            _ => slug.push('-'),
-        }
-    }
+    let slug = squeezed(name, SLUG_BYTES, false, '-');
     let hash = xxhash_rust::xxh3::xxh3_64(name.as_bytes());
     if slug.is_empty() {
         format!("{ENTITIES}.{hash:016x}")
     } else {
         format!("{ENTITIES}.{slug}-{hash:016x}")
     }
+}
+
+/// `text` as its ASCII letters and digits in one case (upper or lower),
+/// every run of anything else as one `separator`, none at either end; at
+/// most `max` bytes.
+fn squeezed(text: &str, max: usize, upper: bool, separator: char) -> String {
+    let mut out = String::new();
+    for c in text.chars() {
+        if out.len() >= max {
+            break;
+        }
+        let c = if upper {
+            c.to_ascii_uppercase()
+        } else {
+            c.to_ascii_lowercase()
+        };
+        if c.is_ascii_alphanumeric() {
+            out.push(c);
+        } else if !out.is_empty() && !out.ends_with(separator) {
+            out.push(separator);
+        }
+    }
+    while out.ends_with(separator) {
+        out.pop();
+    }
+    out
 }
 
 /// The key of a relation: 128 bits of XXH3 of its two names and its type.
@@ -238,20 +254,7 @@ pub fn engram_type(entity_type: &str) -> types::EntityType {
 /// and `_` (`works at` is `WORKS_AT`), at most 64 bytes; `RELATED_TO` when
 /// nothing of it is left. The type as given is kept beside it.
 pub fn relationship_type(relation_type: &str) -> String {
-    let mut kind = String::new();
-    for c in relation_type.chars() {
-        if kind.len() >= TYPE_BYTES {
-            break;
-        }
-        match c.to_ascii_uppercase() {
-            c @ ('A'..='Z' | '0'..='9') => kind.push(c),
-            _ if kind.ends_with('_') || kind.is_empty() => {}
-            _ => kind.push('_'),
-        }
-    }
-    while kind.ends_with('_') {
-        kind.pop();
-    }
+    let kind = squeezed(relation_type, TYPE_BYTES, true, '_');
     if kind.is_empty() {
         "RELATED_TO".to_owned()
     } else {
