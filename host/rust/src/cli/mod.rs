@@ -305,9 +305,10 @@ enum Command {
     Maintenance(maintenance::Maintenance),
     /// Serve one agent's memory to an MCP client (Claude, Cursor, an agent
     /// framework) over stdio: tools recall, remember, write, read, history,
-    /// as_of, entities, relationships, traverse. The agent and the tier
-    /// ceiling are fixed here: no tool can reach another agent's memory or
-    /// raise the ceiling.
+    /// as_of, entities, relationships, traverse; or, with --tools
+    /// knowledge-graph, the reference MCP memory server's nine. The agent
+    /// and the tier ceiling are fixed here: no tool can reach another
+    /// agent's memory or raise the ceiling.
     Mcp {
         /// The agent whose memory domain the server serves.
         #[arg(long, env = "ENGRAM_AGENT", value_parser = parse_agent)]
