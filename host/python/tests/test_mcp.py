@@ -27,7 +27,10 @@ def serve(bin: str, store: Path, agent: str, body: Callable[[Server], Awaitable[
         params = StdioServerParameters(
             command=bin, args=["--store", str(store), "--tier-ceiling", tier, "mcp", "--agent", agent]
         )
-        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        async with (
+            stdio_client(params) as (read, write),
+            ClientSession(read, write, read_timeout_seconds=120) as session,
+        ):
             await session.initialize()
             return await body(Server(session))
 
@@ -204,7 +207,10 @@ def test_b5_d2_the_same_tools_over_streamable_http(tmp_path: Path, engram_bin: s
         assert url.startswith("http://127.0.0.1:") and url.endswith("/mcp"), line
 
         async def main() -> list[Any]:
-            async with streamable_http_client(url) as (read, write), ClientSession(read, write) as session:
+            async with (
+                streamable_http_client(url) as (read, write),
+                ClientSession(read, write, read_timeout_seconds=120) as session,
+            ):
                 await session.initialize()
                 client = Server(session)
                 tools = await session.list_tools()
