@@ -61,6 +61,25 @@ export interface Backend {
   unlockDomain?(prefix: Uint8Array): void;
 }
 
+/** A value, or a promise of it. */
+export type MaybePromise<T> = T | Promise<T>;
+
+/**
+ * A store whose calls may answer promises (a network database, IndexedDB):
+ * for a domain opened with `{async: true}`.
+ */
+export interface AsyncBackend {
+  get(key: Uint8Array): MaybePromise<Uint8Array | undefined>;
+  getMany(keys: Uint8Array[]): MaybePromise<Array<Uint8Array | undefined>>;
+  scan(start: Uint8Array, end: Uint8Array, limit: number, descending: boolean): MaybePromise<Array<[Uint8Array, Uint8Array]>>;
+  commit(preconditions: Precondition[], ops: Op[], auditRows: AuditRow[]): MaybePromise<boolean>;
+  appendAudit(rows: AuditRow[]): MaybePromise<void>;
+  auditRows(query: AuditQuery): MaybePromise<AuditRow[]>;
+  close(): MaybePromise<void>;
+  lockDomain?(prefix: Uint8Array): MaybePromise<void>;
+  unlockDomain?(prefix: Uint8Array): MaybePromise<void>;
+}
+
 /** A store in memory. */
 export class MemoryBackend implements Backend {
   constructor();
@@ -125,6 +144,21 @@ export interface OpenOptions {
   /** The input's name in input errors; `request` by default. */
   input?: string;
   coreModule?: CoreModuleLoader;
+  /** A domain on the components' JSPI build: see {@link AsyncOpenOptions}. */
+  async?: false;
+}
+
+/**
+ * A domain whose store, summarizer, ranker and tokenizer may answer
+ * promises, and whose every method answers one (JavaScript Promise
+ * Integration: Node 24 and later, workerd, Chromium, Firefox; {@link hasJspi}).
+ */
+export interface AsyncOpenOptions extends Omit<OpenOptions, 'async' | 'store' | 'summarizer' | 'ranker' | 'tokenizer'> {
+  async: true;
+  store?: AsyncBackend | string;
+  summarizer?: (...args: Parameters<Summarizer>) => MaybePromise<ReturnType<Summarizer>>;
+  ranker?: (...args: Parameters<Ranker>) => MaybePromise<ReturnType<Ranker>>;
+  tokenizer?: (...args: Parameters<Tokenizer>) => MaybePromise<ReturnType<Tokenizer>>;
 }
 
 export interface BatchOptions {
@@ -179,6 +213,8 @@ export class Domain implements Disposable {
   readonly agent: string;
   readonly mode: 'online' | 'maintenance';
   readonly store: Backend;
+  /** `false`: every method answers at once. */
+  readonly async: false;
   write(request: Request[], options?: BatchOptions): WriteAnswer[];
   write(request: Request, options?: BatchOptions): WriteAnswer | WriteAnswer[];
   read(request: Request[], options?: BatchOptions): Json[];
@@ -218,6 +254,25 @@ export class Domain implements Disposable {
   [Symbol.dispose](): void;
 }
 
+/** Each method of `T`, answering a promise of what it answered. */
+type Promised<T> = {
+  [K in keyof T]: T[K] extends (...args: infer A) => infer R ? (...args: A) => Promise<Awaited<R>> : T[K];
+};
+
+/** A domain opened with `{async: true}`: every method answers a promise. */
+export interface AsyncDomain
+  extends Omit<Promised<Omit<Domain, 'cycle' | typeof Symbol.dispose>>, 'async' | 'store' | 'agent' | 'mode'>,
+    AsyncDisposable {
+  readonly agent: string;
+  readonly mode: 'online' | 'maintenance';
+  readonly store: AsyncBackend;
+  readonly async: true;
+  cycle(plan: Request, options?: { session?: string; request_id?: string }): Promise<AsyncCycle>;
+}
+
+/** A cycle of an {@link AsyncDomain}: each stage answers a promise. */
+export type AsyncCycle = Promised<Omit<Cycle, typeof Symbol.dispose>> & Disposable;
+
 /** One execution cycle, stage by stage. */
 export class Cycle implements Disposable {
   runStage(
@@ -237,7 +292,10 @@ export class EngramRefusedError extends Error {
   readonly answer: Json;
 }
 
+export function open(agent: string, options: AsyncOpenOptions): Promise<AsyncDomain>;
 export function open(agent: string, options?: OpenOptions): Promise<Domain>;
+/** Whether this runtime has JavaScript Promise Integration, which `{async: true}` needs. */
+export function hasJspi(): boolean;
 export function openStore(path: string, options?: SqliteOptions): Promise<Backend>;
 export function auditTrail(store: Backend, query?: AuditQuery): Json[];
 export function exportStore(store: Backend | string, options?: { agents?: string[] } & OpenOptions): Promise<Array<{ agent_id: string; item: Json }>>;

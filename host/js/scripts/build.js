@@ -9,7 +9,7 @@
 // `cargo run -q -p engram-host-components` builds them in and prints.
 
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { cachedMemoryViews, debugLogOnce, lazyInlineModules } from './lazy-modules.js';
@@ -30,6 +30,23 @@ const jco = join(root, 'node_modules', '@bytecodealliance', 'jco', 'dist', 'jco.
  * JSON layer and the host layer, the same with the default algorithms
  * inside, and the algorithms. */
 const COMPONENTS = ['engram-host', 'engram-host-builtin', 'engram-algorithms'];
+
+/** The components that also get a JSPI build (`open(agent, {async: true})`). */
+const JSPI = new Set(['engram-host', 'engram-host-builtin']);
+
+/** What a JSPI build may wait on: the store's calls and the algorithms. */
+const ASYNC_IMPORTS = [
+  ...['get-many', 'scan', 'commit'].map((f) => `engram:adapter/store@0.1.0#${f}`),
+  'engram:memory/summarizer@0.1.0#summarize',
+  'engram:memory/ranker@0.1.0#rank',
+  'engram:memory/tokenizer@0.1.0#count-tokens',
+];
+
+/** The calls of a JSPI build that answer promises: each that can reach the store or an algorithm. */
+const ASYNC_EXPORTS = [
+  ...['write', 'read', 'call', 'remember', 'recall', 'history', 'as-of', 'list', 'entities', 'relationships', 'traverse', 'export', 'import', 'expire', 'run-cycle'].map((f) => `engram:js/calls@0.1.0#${f}`),
+  ...['open', 'close', 'forget', 'break-lock', 'domains'].map((f) => `engram:adapter/domain@0.1.0#${f}`),
+];
 
 /** A file the Rust build put beside the components. */
 function built(name) {
@@ -54,6 +71,54 @@ for (const name of COMPONENTS) {
   const code = join(out, `${name}.js`);
   writeFileSync(code, cachedMemoryViews(debugLogOnce(lazyInlineModules(readFileSync(code, 'utf8')))));
   console.log(`build: ${name} -> gen/${name}/`);
+  if (JSPI.has(name)) jspi(name, out);
+}
+
+/**
+ * `code` with every function that awaits made `async`: jco 1.35.0's JSPI
+ * mode writes a resource's static function (`Turn.begin = function
+ * begin(…)`) with an `await` in a function that is not async.
+ * @param {string} code
+ */
+function asyncWhereAwaited(code) {
+  return code.replace(/= function (\w+)\(([^)]*)\) \{([\s\S]*?)(?=\n {2}[^ \n])/g, (whole, name, args, body) =>
+    /\bawait\b/.test(body) ? `= async function ${name}(${args}) {${body}` : whole,
+  );
+}
+
+/**
+ * The JSPI build of `name` (`--async-mode jspi`) beside its synchronous
+ * one: `gen/<name>/<name>.jspi.js`, over the same core modules (the build
+ * stops if they differ). The store's calls and the algorithms may answer
+ * promises; every call of the JSON layer and of the host layer that can
+ * reach the store answers one.
+ */
+function jspi(name, out) {
+  const tmp = join(gen, `.${name}-jspi`);
+  rmSync(tmp, { recursive: true, force: true });
+  execFileSync(
+    process.execPath,
+    [
+      jco, 'transpile', join(from, `${name}.wasm`), '--instantiation', 'async', '--multi-memory', '--name', name, '--quiet', '-o', tmp,
+      '--async-mode', 'jspi',
+      '--async-imports', ...ASYNC_IMPORTS,
+      '--async-exports', ...ASYNC_EXPORTS,
+    ],
+    { stdio: 'inherit' },
+  );
+  for (const file of readdirSync(tmp).filter((f) => f.endsWith('.wasm'))) {
+    if (!readFileSync(join(tmp, file)).equals(readFileSync(join(out, file)))) {
+      console.error(`build: the JSPI build of ${name} has another ${file}`);
+      process.exit(1);
+    }
+  }
+  const code = asyncWhereAwaited(readFileSync(join(tmp, `${name}.js`), 'utf8'));
+  const file = join(out, `${name}.jspi.js`);
+  writeFileSync(file, cachedMemoryViews(debugLogOnce(lazyInlineModules(code))));
+  rmSync(tmp, { recursive: true, force: true });
+  // The JSPI build must at least parse: jco's JSPI mode is experimental.
+  execFileSync(process.execPath, ['--check', file], { stdio: 'inherit' });
+  console.log(`build: ${name} (JSPI) -> gen/${name}/${name}.jspi.js`);
 }
 
 // The schema's statements, version by version: the text after each line

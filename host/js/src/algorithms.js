@@ -4,6 +4,7 @@
 
 import { ComponentLoader } from './component.js';
 import { componentExport, componentImports } from './imports.js';
+import { isPromise, settle } from './maybe.js';
 
 /**
  * An error whose `payload` jco hands to the component as the `err` of a
@@ -82,51 +83,70 @@ function asResultError(error) {
 /**
  * The `summarizer`, `ranker` and `tokenizer` interfaces the engine
  * imports, over the given functions: an error thrown becomes the `err` of
- * the result.
+ * the result. With `async` (the JSPI build) a function may answer a
+ * promise (a model's call), and a rejection is an error thrown; without
+ * it, a promise is an error saying so.
  * @param {Summarizer} summarizer
  * @param {Ranker} ranker
  * @param {Tokenizer} tokenizer
+ * @param {boolean} [async]
  */
-export function algorithmInterfaces(summarizer, ranker, tokenizer) {
+export function algorithmInterfaces(summarizer, ranker, tokenizer, async = false) {
+  /** `f()` settled, then `check`ed; what is thrown is the result's `err`. */
+  const run = (what, f, check) =>
+    settle(
+      () => {
+        const answer = f();
+        if (!async && isPromise(answer)) {
+          Promise.resolve(answer).catch(() => {});
+          throw new ResultError(`the ${what} answered a promise: open the domain with {async: true} (JavaScript Promise Integration)`);
+        }
+        return answer;
+      },
+      check,
+      (error) => {
+        throw asResultError(error);
+      },
+    );
   return {
     'engram:memory/summarizer': {
       summarize(userMessage, modelResponse) {
-        let summary;
-        try {
-          summary = summarizer(userMessage, modelResponse ?? undefined);
-        } catch (error) {
-          throw asResultError(error);
-        }
-        if (summary === null || typeof summary !== 'object' || typeof summary.summary !== 'string') {
-          throw new ResultError('the summarizer answered no {summary, keywords}');
-        }
-        return { summary: summary.summary, keywords: Array.from(summary.keywords ?? [], String) };
+        return run(
+          'summarizer',
+          () => summarizer(userMessage, modelResponse ?? undefined),
+          (summary) => {
+            if (summary === null || typeof summary !== 'object' || typeof summary.summary !== 'string') {
+              throw new ResultError('the summarizer answered no {summary, keywords}');
+            }
+            return { summary: summary.summary, keywords: Array.from(summary.keywords ?? [], String) };
+          },
+        );
       },
     },
     'engram:memory/ranker': {
       rank(queryKeywords, candidates, k) {
-        let ids;
-        try {
-          ids = ranker(queryKeywords, candidates, k);
-        } catch (error) {
-          throw asResultError(error);
-        }
-        if (!Array.isArray(ids)) throw new ResultError('the ranker answered no list of ids');
-        return ids.map(String);
+        return run(
+          'ranker',
+          () => ranker(queryKeywords, candidates, k),
+          (ids) => {
+            if (!Array.isArray(ids)) throw new ResultError('the ranker answered no list of ids');
+            return ids.map(String);
+          },
+        );
       },
     },
     'engram:memory/tokenizer': {
       countTokens(text) {
-        let count;
-        try {
-          count = tokenizer(text);
-        } catch (error) {
-          throw asResultError(error);
-        }
-        if (!Number.isInteger(count) || count < 0 || count > 0xffffffff) {
-          throw new ResultError('the tokenizer answered no count of tokens');
-        }
-        return count;
+        return run(
+          'tokenizer',
+          () => tokenizer(text),
+          (count) => {
+            if (!Number.isInteger(count) || count < 0 || count > 0xffffffff) {
+              throw new ResultError('the tokenizer answered no count of tokens');
+            }
+            return count;
+          },
+        );
       },
     },
   };

@@ -38,9 +38,12 @@ export class ComponentLoader {
    * @param {(imports: object) => any} [options.instantiate] the
    *   generated `instantiate`, when the caller imported it itself (as a
    *   bundler or a Worker must)
+   * @param {boolean} [options.jspi] the JSPI build (`<name>.jspi.js`,
+   *   over the same core modules): imports may answer promises, exports do
    */
   constructor(name, options = {}) {
     this.name = name;
+    this.jspi = options.jspi ?? false;
     this.coreModule = options.coreModule ?? defaultCoreModule;
     this.generated = options.instantiate;
     /** @type {Map<string, WebAssembly.Module>} */
@@ -55,7 +58,7 @@ export class ComponentLoader {
    */
   async first(imports) {
     if (this.generated === undefined) {
-      const url = new URL(`${this.name}/${this.name}.js`, gen());
+      const url = new URL(`${this.name}/${this.name}${this.jspi ? '.jspi' : ''}.js`, gen());
       const generated = await import(url.href).catch((error) => {
         throw new Error(
           `the transpiled ${this.name} component is missing (${url.pathname}): run \`npm run build\` (${error.message})`,
@@ -75,19 +78,20 @@ export class ComponentLoader {
   }
 
   /**
-   * Another instance, made synchronously from the modules compiled by
-   * {@link first}.
+   * Another instance, made from the modules compiled by {@link first}:
+   * synchronously, or (`async`, the JSPI build) maybe as a promise.
    * @param {object} imports
+   * @param {boolean} [async]
    * @returns {any} the component's exports
    */
-  again(imports) {
+  again(imports, async = false) {
     const load = (file) => {
       const module = this.modules.get(file);
       if (module === undefined) throw new Error(`${this.name}: the core module ${file} was not compiled`);
       return module;
     };
     const exports = this.generated(load, imports, (module, i) => new WebAssembly.Instance(module, i));
-    if (exports instanceof Promise) throw new Error(`${this.name}: instantiation did not finish at once`);
+    if (exports instanceof Promise && !async) throw new Error(`${this.name}: instantiation did not finish at once`);
     return exports;
   }
 }

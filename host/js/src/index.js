@@ -16,6 +16,7 @@ import { ComponentLoader } from './component.js';
 import { componentExport, componentImports } from './imports.js';
 import { parse, stringify, toText } from './json.js';
 import { bytesOf } from './latin1.js';
+import { drive, then } from './maybe.js';
 import { rowsOf, storeInterface } from './store.js';
 
 /** Host-layer calls that leave no audit rows behind. */
@@ -69,10 +70,25 @@ function failure(error) {
  */
 const loaders = {};
 
-/** The loader of a component of gen/, made at its first use. */
-function loader(name, options) {
-  loaders[name] ??= new ComponentLoader(name, { coreModule: options.coreModule, instantiate: options.instantiate?.[name] });
-  return loaders[name];
+/** The loader of a component of gen/ (its JSPI build with `async`), made at its first use. */
+function loader(name, options, async = false) {
+  const key = async ? `${name}.jspi` : name;
+  loaders[key] ??= new ComponentLoader(name, {
+    coreModule: options.coreModule,
+    instantiate: options.instantiate?.[key],
+    jspi: async,
+  });
+  return loaders[key];
+}
+
+/**
+ * Whether this runtime has JavaScript Promise Integration
+ * (`WebAssembly.Suspending`), which `open(agent, {async: true})` needs:
+ * Node 24 and later, workerd, Chromium, Firefox (docs/hosts.md).
+ * @returns {boolean}
+ */
+export function hasJspi() {
+  return typeof WebAssembly.Suspending === 'function' && typeof WebAssembly.promising === 'function';
 }
 
 /** The error of a result of the host layer's calls: its text. */
@@ -128,6 +144,9 @@ async function storeOf(store, options) {
  *   `request` by default
  * @property {import('./component.js').CoreModuleLoader} [coreModule] how
  *   a core module is compiled, where gen/ is not reachable by file or fetch
+ * @property {boolean} [async] a domain whose store, summarizer, ranker and
+ *   tokenizer may answer promises, and whose every method answers one: the
+ *   components' JSPI build, where the runtime has it ({@link hasJspi})
  */
 
 /**
@@ -155,6 +174,12 @@ async function storeOf(store, options) {
  * @returns {Promise<Domain>}
  */
 export async function open(agent, options = {}) {
+  const async = options.async === true;
+  if (async && !hasJspi()) {
+    throw new Error(
+      'open(agent, {async: true}) needs JavaScript Promise Integration (WebAssembly.Suspending), which this runtime lacks: Node 24 or later, workerd, Chromium or Firefox have it',
+    );
+  }
   let { summarizer, ranker, tokenizer } = options;
   // None given: the engine's own, composed in (no call leaves the
   // component). Some given: the others are the engine's own, called from here.
@@ -180,12 +205,14 @@ export async function open(agent, options = {}) {
     });
     const imports = componentImports({
       'engram:memory/types': {},
-      'engram:adapter/store': storeInterface(backend, settings, clock),
-      ...(builtin ? {} : algorithmInterfaces(summarizer, ranker, tokenizer)),
+      'engram:adapter/store': storeInterface(backend, settings, clock, async),
+      ...(builtin ? {} : algorithmInterfaces(summarizer, ranker, tokenizer, async)),
     });
-    const components = loader(builtin ? 'engram-host-builtin' : 'engram-host', options);
+    const components = loader(builtin ? 'engram-host-builtin' : 'engram-host', options, async);
     const exports = await components.first(imports);
-    return new Domain({ components, imports, exports, backend, owned, clock, agent, mode, input: options.input ?? 'request' });
+    const domain = new Domain({ components, imports, backend, owned, clock, agent, mode, input: options.input ?? 'request', async });
+    await domain._start(exports);
+    return domain;
   } catch (error) {
     if (owned) backend.close();
     throw error;
@@ -218,7 +245,7 @@ const EXPORT_PAGE = 1000;
  */
 export class Domain {
   /** @internal */
-  constructor({ components, imports, exports, backend, owned, clock, agent, mode, input }) {
+  constructor({ components, imports, backend, owned, clock, agent, mode, input, async }) {
     this.#components = components;
     this.#imports = imports;
     this.#backend = backend;
@@ -227,11 +254,23 @@ export class Domain {
     this.#agent = agent;
     this.#mode = mode;
     this.#input = input;
-    try {
-      this.#held = this.#open(exports) || undefined;
-    } catch (error) {
+    this.#async = async;
+  }
+
+  /**
+   * Opens the domain in its first instance.
+   * @internal
+   */
+  _start(exports) {
+    const failed = (error) => {
       this.#closed = true;
       throw error;
+    };
+    try {
+      const held = this.#open(exports);
+      return this.#async ? held.then((h) => void (this.#held = h || undefined), failed) : void (this.#held = held || undefined);
+    } catch (error) {
+      return failed(error);
     }
   }
 
@@ -243,6 +282,8 @@ export class Domain {
   #agent;
   #mode;
   #input;
+  /** Whether the calls answer promises (the JSPI build). */
+  #async;
   /** The instance's `engram:js/calls` and `engram:adapter/domain`; undefined after a trap. */
   #instance;
   /** The value of the maintenance lock while this domain holds it. */
@@ -270,20 +311,34 @@ export class Domain {
     return this.#backend;
   }
 
+  /** Whether every method answers a promise (`open(agent, {async: true})`). */
+  get async() {
+    return this.#async;
+  }
+
+  /** Runs `steps` (see {@link drive}) at once, or awaiting, as this domain's calls answer. */
+  #drive(steps) {
+    return drive(steps, this.#async);
+  }
+
   /**
    * Opens the domain in a fresh instance: the host layer checks the
    * settings and, in maintenance mode, takes the maintenance lock (or goes
    * on holding the one this domain holds). Answers the lock's value.
-   * @returns {string}
+   * @returns {string | Promise<string>}
    */
   #open(exports) {
+    return this.#drive(this.#openSteps(exports));
+  }
+
+  *#openSteps(exports) {
     const instance = {
       calls: componentExport(exports, 'engram:js/calls'),
       domain: componentExport(exports, 'engram:adapter/domain'),
     };
     let held;
     try {
-      held = instance.domain.open(this.#held);
+      held = yield instance.domain.open(this.#held);
     } catch (error) {
       const why = domainError(error);
       if (why === undefined) throw error;
@@ -297,11 +352,13 @@ export class Domain {
   /** The instance, a fresh one after a trap. */
   #live() {
     if (this.#closed) throw new Error('the domain is closed');
-    if (this.#instance === undefined) {
-      this.#open(this.#components.again(this.#imports));
-      this.#generation += 1;
-    }
-    return this.#instance;
+    if (this.#instance !== undefined) return this.#instance;
+    return then(this.#components.again(this.#imports, this.#async), (exports) =>
+      then(this.#open(exports), () => {
+        this.#generation += 1;
+        return this.#instance;
+      }),
+    );
   }
 
   /**
@@ -309,13 +366,18 @@ export class Domain {
    * @internal
    */
   _control(name, ...args) {
+    return this.#drive(this.#controlSteps(name, args));
+  }
+
+  *#controlSteps(name, args) {
+    const instance = yield this.#live();
     try {
-      const answer = this.#live().domain[name](...args);
-      if (!UNAUDITED.has(name)) this.#appendTrail();
+      const answer = yield instance.domain[name](...args);
+      if (!UNAUDITED.has(name)) yield this.#appendTrail();
       return answer;
     } catch (error) {
       const why = domainError(error);
-      if (why !== undefined && !UNAUDITED.has(name)) this.#appendTrail();
+      if (why !== undefined && !UNAUDITED.has(name)) yield this.#appendTrail();
       throw why === undefined ? error : new Error(why);
     }
   }
@@ -327,7 +389,7 @@ export class Domain {
    */
   #appendTrail() {
     const rows = this.#instance.domain.takeTrail();
-    if (rows !== '') this.#backend.appendAudit(rowsOf(rows, this.#clock));
+    return rows === '' ? undefined : this.#backend.appendAudit(rowsOf(rows, this.#clock));
   }
 
   /**
@@ -339,21 +401,25 @@ export class Domain {
    * @internal
    */
   _call(f, audited, writes = false) {
-    const { calls } = this.#live();
+    return this.#drive(this.#callSteps(f, audited, writes));
+  }
+
+  *#callSteps(f, audited, writes) {
+    const { calls } = yield this.#live();
     const turns = writes && typeof this.#backend.lockDomain === 'function';
     if (turns) {
-      this.#prefix ??= bytesOf(this._control('prefix'));
-      this.#backend.lockDomain(this.#prefix);
+      this.#prefix ??= bytesOf(yield this._control('prefix'));
+      yield this.#backend.lockDomain(this.#prefix);
     }
     try {
       let answer;
       try {
-        answer = f(calls);
+        answer = yield f(calls);
       } catch (error) {
-        if (failure(error) !== undefined) this.#appendTrail();
+        if (failure(error) !== undefined) yield this.#appendTrail();
         throw error;
       }
-      this.#appendTrail();
+      yield this.#appendTrail();
       return answer;
     } catch (error) {
       const known = failure(error);
@@ -362,10 +428,10 @@ export class Domain {
       for (const cycle of this.#cycles) cycle._lost();
       this.#cycles.clear();
       const stopped = `${error?.message ?? error}; its instance was stopped, and the next call gets a fresh one`;
-      if (audited !== undefined) this.#auditStopped(audited, stopped);
+      if (audited !== undefined) yield this.#auditStopped(audited, stopped);
       throw error;
     } finally {
-      if (turns) this.#backend.unlockDomain(this.#prefix);
+      if (turns) yield this.#backend.unlockDomain(this.#prefix);
     }
   }
 
@@ -377,10 +443,14 @@ export class Domain {
    * @param {{operation: string, text: string}} audited
    * @param {string} why
    */
-  #auditStopped({ operation, text }, why) {
+  #auditStopped(audited, why) {
+    return this.#drive(this.#auditStoppedSteps(audited, why));
+  }
+
+  *#auditStoppedSteps({ operation, text }, why) {
     try {
-      const row = this._control('stoppedRow', operation, text, why);
-      if (row !== '') this.#backend.appendAudit([auditRowOfLine(JSON.parse(row), { at: this.#clock() })]);
+      const row = yield this._control('stoppedRow', operation, text, why);
+      if (row !== '') yield this.#backend.appendAudit([auditRowOfLine(JSON.parse(row), { at: this.#clock() })]);
     } catch {
       // The trail could not take it either; the call's error says why.
     }
@@ -413,8 +483,10 @@ export class Domain {
       batch ? undefined : { operation: 'WRITE', text },
       true,
     );
-    const answers = lines.map(parse);
-    return batch ? answers : answers[0];
+    return then(lines, (lines) => {
+      const answers = lines.map(parse);
+      return batch ? answers : answers[0];
+    });
   }
 
   /**
@@ -429,8 +501,10 @@ export class Domain {
       (calls) => calls.read(options.input ?? this.#input, text, batch),
       batch ? undefined : { operation: 'READ', text },
     );
-    const answers = lines.map(parse);
-    return batch ? answers : answers[0];
+    return then(lines, (lines) => {
+      const answers = lines.map(parse);
+      return batch ? answers : answers[0];
+    });
   }
 
   /** The arguments of a graph or history call as JSON text. */
@@ -447,7 +521,7 @@ export class Domain {
    * @param {object|string} args
    */
   history(args) {
-    return parse(this._call((calls) => calls.history(this.#args('history', args))));
+    return then(this._call((calls) => calls.history(this.#args('history', args))), parse);
   }
 
   /**
@@ -455,7 +529,7 @@ export class Domain {
    * @param {object|string} args
    */
   asOf(args) {
-    return parse(this._call((calls) => calls.asOf(this.#args('asOf', args))));
+    return then(this._call((calls) => calls.asOf(this.#args('asOf', args))), parse);
   }
 
   /**
@@ -463,7 +537,7 @@ export class Domain {
    * @param {object|string} args
    */
   list(args) {
-    return parse(this._call((calls) => calls.list(this.#args('list', args))));
+    return then(this._call((calls) => calls.list(this.#args('list', args))), parse);
   }
 
   /**
@@ -471,7 +545,7 @@ export class Domain {
    * @param {object|string} args
    */
   entities(args) {
-    return parse(this._call((calls) => calls.entities(this.#args('entities', args))));
+    return then(this._call((calls) => calls.entities(this.#args('entities', args))), parse);
   }
 
   /**
@@ -479,7 +553,7 @@ export class Domain {
    * @param {object|string} args
    */
   relationships(args) {
-    return parse(this._call((calls) => calls.relationships(this.#args('relationships', args))));
+    return then(this._call((calls) => calls.relationships(this.#args('relationships', args))), parse);
   }
 
   /**
@@ -489,7 +563,7 @@ export class Domain {
    * @param {object|string} args
    */
   traverse(args) {
-    return parse(this._call((calls) => calls.traverse(this.#args('traverse', args))));
+    return then(this._call((calls) => calls.traverse(this.#args('traverse', args))), parse);
   }
 
   /**
@@ -510,7 +584,7 @@ export class Domain {
     const args = { message, response };
     for (const name of ['session', 'request_id']) if (options[name] != null) args[name] = options[name];
     if (options.time != null) args.time = options.time instanceof Date ? options.time.getTime() : options.time;
-    return parse(this._call((calls) => calls.remember(stringify(args)), undefined, true));
+    return then(this._call((calls) => calls.remember(stringify(args)), undefined, true), parse);
   }
 
   /**
@@ -526,7 +600,7 @@ export class Domain {
   recall(question, options = {}) {
     const args = { question };
     for (const name of ['top_k', 'token_budget', 'request_id']) if (options[name] != null) args[name] = options[name];
-    return parse(this._call((calls) => calls.recall(stringify(args))));
+    return then(this._call((calls) => calls.recall(stringify(args))), parse);
   }
 
   /**
@@ -541,10 +615,14 @@ export class Domain {
   cycle(plan, options = {}) {
     const session = options.session ?? 'js';
     const requestId = options.request_id ?? `cycle-${Date.now()}`;
-    const turn = this._call((calls) => calls.Turn.begin(toText(plan), session, requestId));
-    const cycle = new Cycle(this, turn);
-    this.#cycles.add(cycle);
-    return cycle;
+    return then(
+      this._call((calls) => calls.Turn.begin(toText(plan), session, requestId)),
+      (turn) => {
+        const cycle = new Cycle(this, turn);
+        this.#cycles.add(cycle);
+        return cycle;
+      },
+    );
   }
 
   /** @internal */
@@ -568,7 +646,7 @@ export class Domain {
       undefined,
       true,
     );
-    return lines.map(parse);
+    return then(lines, (lines) => lines.map(parse));
   }
 
   /**
@@ -586,10 +664,14 @@ export class Domain {
    * @returns {object[]}
    */
   export() {
+    return this.#drive(this.#exportSteps());
+  }
+
+  *#exportSteps() {
     const lines = [];
     let start;
     for (;;) {
-      const page = this._call((calls) => calls.export(start, EXPORT_PAGE));
+      const page = yield this._call((calls) => calls.export(start, EXPORT_PAGE));
       for (const item of page.items) lines.push({ agent_id: this.agent, item: parse(item) });
       if (page.next === undefined || page.next === null) return lines;
       start = page.next;
@@ -614,8 +696,11 @@ export class Domain {
       }
       return stringify(line);
     });
-    const added = this._call((calls) => calls.import(items), undefined, true);
-    return { agent_id: this.agent, items: items.length, new: added };
+    return then(this._call((calls) => calls.import(items), undefined, true), (added) => ({
+      agent_id: this.agent,
+      items: items.length,
+      new: added,
+    }));
   }
 
   /**
@@ -624,7 +709,10 @@ export class Domain {
    * trail. Answers `{agent_id, expired}`.
    */
   expire() {
-    return { agent_id: this.agent, expired: Number(this._call((calls) => calls.expire(), undefined, true)) };
+    return then(this._call((calls) => calls.expire(), undefined, true), (expired) => ({
+      agent_id: this.agent,
+      expired: Number(expired),
+    }));
   }
 
   /**
@@ -634,7 +722,7 @@ export class Domain {
    * `{agent_id, removed}`.
    */
   forget() {
-    return { agent_id: this.agent, removed: Number(this._control('forget')) };
+    return then(this._control('forget'), (removed) => ({ agent_id: this.agent, removed: Number(removed) }));
   }
 
   /**
@@ -642,22 +730,31 @@ export class Domain {
    * and closes a store opened by path.
    */
   close() {
-    if (this.#closed) return;
+    if (this.#closed) return this.#async ? Promise.resolve() : undefined;
     for (const cycle of this.#cycles) cycle[Symbol.dispose]();
+    return this.#drive(this.#closeSteps());
+  }
+
+  *#closeSteps() {
     try {
-      if (this.#held !== undefined) this._control('close'); // lets the maintenance lock go
+      if (this.#held !== undefined) yield this._control('close'); // lets the maintenance lock go
     } catch {
       // A lock that cannot be released now stays for `unlock`.
     } finally {
       this.#closed = true;
       this.#instance = undefined;
-      if (this.#owned) this.#backend.close();
+      if (this.#owned) yield this.#backend.close();
     }
   }
 
   /** {@link close}, for `using`. */
   [Symbol.dispose]() {
     this.close();
+  }
+
+  /** {@link close}, for `await using`. */
+  async [Symbol.asyncDispose]() {
+    await this.close();
   }
 }
 
@@ -706,7 +803,7 @@ export class Cycle {
    * @param {{message?: string, response?: string}} [input]
    */
   runStage(stage, input = {}) {
-    return parse(this.#refusal((turn) => turn.runStage(stage, input.message ?? undefined, input.response ?? undefined)));
+    return then(this.#refusal((turn) => turn.runStage(stage, input.message ?? undefined, input.response ?? undefined)), parse);
   }
 
   /**
@@ -714,8 +811,9 @@ export class Cycle {
    * @param {string} step
    */
   output(step) {
-    const text = this.#refusal((turn) => turn.output(step));
-    return text === undefined || text === null ? undefined : parse(text);
+    return then(this.#refusal((turn) => turn.output(step)), (text) =>
+      text === undefined || text === null ? undefined : parse(text),
+    );
   }
 
   /**
@@ -723,7 +821,7 @@ export class Cycle {
    * throws {@link EngramRefusedError} with the `{cycle_error}`.
    */
   commit() {
-    return parse(this.#refusal((turn) => turn.commit(), true));
+    return then(this.#refusal((turn) => turn.commit(), true), parse);
   }
 
   /** Drops the cycle; nothing not committed is persisted. */
@@ -754,7 +852,7 @@ export function auditTrail(store, query = {}) {
   if (!Number.isInteger(limit) || limit < 1 || limit > 100000) {
     throw new RangeError('an audit limit must be 1 to 100000');
   }
-  return store.auditRows({ ...query, limit }).map(auditLine);
+  return then(store.auditRows({ ...query, limit }), (rows) => rows.map(auditLine));
 }
 
 /**
@@ -797,14 +895,14 @@ async function eachMaintenanceDomain(store, options, f) {
     for (const agent of options.agents ?? (await domains(backend, options))) {
       const domain = await open(agent, { ...options, store: backend, mode: 'maintenance' });
       try {
-        answers.push(f(domain));
+        answers.push(await f(domain));
       } finally {
-        domain.close();
+        await domain.close();
       }
     }
     return answers;
   } finally {
-    if (owned) backend.close();
+    if (owned) await backend.close();
   }
 }
 
@@ -830,14 +928,14 @@ export async function importStore(store, lines, options = {}) {
     for (const group of groups) {
       const domain = await open(group.agent, { ...options, store: backend, mode: 'maintenance' });
       try {
-        answers.push(domain.import(group.lines));
+        answers.push(await domain.import(group.lines));
       } finally {
-        domain.close();
+        await domain.close();
       }
     }
     return answers;
   } finally {
-    if (owned) backend.close();
+    if (owned) await backend.close();
   }
 }
 
@@ -872,21 +970,21 @@ export async function forget(store, agent, options = {}) {
  * @returns {Promise<{agent_id: string, unlocked: boolean}>}
  */
 export async function unlock(store, agent) {
-  return withDomain(store, agent, {}, (domain) => ({ agent_id: agent, unlocked: domain._control('breakLock') }));
+  return withDomain(store, agent, {}, async (domain) => ({ agent_id: agent, unlocked: await domain._control('breakLock') }));
 }
 
 /** Runs `f` with an online domain of `agent` in `store`, closed after. */
 async function withDomain(store, agent, options, f) {
   const { backend, owned } = await storeOf(store, options.sqlite);
   try {
-    const { coreModule, instantiate, clock } = options;
-    const domain = await open(agent, { coreModule, instantiate, clock, store: backend });
+    const { coreModule, instantiate, clock, async } = options;
+    const domain = await open(agent, { coreModule, instantiate, clock, async, store: backend });
     try {
-      return f(domain);
+      return await f(domain);
     } finally {
-      domain.close();
+      await domain.close();
     }
   } finally {
-    if (owned) backend.close();
+    if (owned) await backend.close();
   }
 }

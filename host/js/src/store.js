@@ -19,6 +19,7 @@
 
 import { auditRowOfLine } from './backend.js';
 import { bytesOf, textOf } from './latin1.js';
+import { isPromise, settle } from './maybe.js';
 
 /** The length that stands for no value. */
 const NONE = 0xffffffff;
@@ -93,62 +94,84 @@ export function rowsOf(text, clock) {
   return text.split('\n').map((line) => auditRowOfLine(JSON.parse(line), { at }));
 }
 
+/** Why a synchronous domain cannot use a store that answers promises. */
+export const NEEDS_ASYNC =
+  'the store answered a promise: open the domain with {async: true} (JavaScript Promise Integration) to use an asynchronous store';
+
 /**
- * The `engram:adapter/store` interface of one domain over `backend`.
+ * The `engram:adapter/store` interface of one domain over `backend`. With
+ * `async` (the JSPI build) a backend's `getMany`, `scan` and `commit` may
+ * answer promises, and so does the interface; without it a promise is a
+ * failure of the store, saying so.
  * @param {import('./backend.js').Backend} backend
  * @param {string} settings the domain's settings, JSON (`store.settings`)
  * @param {() => number} clock ms since the epoch
+ * @param {boolean} [async]
  */
-export function storeInterface(backend, settings, clock) {
+export function storeInterface(backend, settings, clock, async = false) {
+  /** `backend[method](...args)`, refused when a synchronous domain gets a promise. */
+  const call = (method, ...args) => {
+    const answer = backend[method](...args);
+    if (!async && isPromise(answer)) {
+      Promise.resolve(answer).catch(() => {});
+      throw Object.assign(new Error(NEEDS_ASYNC), { needsAsync: true });
+    }
+    return answer;
+  };
+  /** A store that failed is `U` and why; one a synchronous domain cannot wait on stops the call. */
+  const failed = (error) => {
+    if (error?.needsAsync) throw error;
+    return unavailable(error);
+  };
   return {
     getMany(keys, budget) {
       const unpacker = new Unpacker(keys);
       const wanted = [];
       while (unpacker.more()) wanted.push(unpacker.item());
-      let values;
-      try {
-        values = backend.getMany(wanted);
-      } catch (error) {
-        return unavailable(error);
-      }
-      // Up to the value that reaches the budget.
-      const limit = budget === undefined ? Infinity : Number(budget);
-      let held = 0;
-      const reached = values.findIndex((value) => (held += value == null ? 0 : value.length) >= limit);
-      return packed(reached === -1 ? values : values.slice(0, reached + 1));
+      return settle(
+        () => call('getMany', wanted),
+        (values) => {
+          // Up to the value that reaches the budget.
+          const limit = budget === undefined ? Infinity : Number(budget);
+          let held = 0;
+          const reached = values.findIndex((value) => (held += value == null ? 0 : value.length) >= limit);
+          return packed(reached === -1 ? values : values.slice(0, reached + 1));
+        },
+        failed,
+      );
     },
 
     scan(start, end, limit, descending) {
-      let pairs;
-      try {
-        pairs = backend.scan(bytesOf(start), bytesOf(end), limit, descending);
-      } catch (error) {
-        return unavailable(error);
-      }
-      return packed(pairs.flat());
+      return settle(
+        () => call('scan', bytesOf(start), bytesOf(end), limit, descending),
+        (pairs) => packed(pairs.flat()),
+        failed,
+      );
     },
 
     commit(conditions, changes, rows) {
       // The clock has no error of its own to give: its throwing stops the
       // instance, as in `now`.
       const trail = rowsOf(rows, clock);
-      try {
-        const preconditions = [];
-        const when = new Unpacker(conditions);
-        while (when.more()) {
-          preconditions.push(
-            when.tag() === 0 ? { type: 'absent', key: when.item() } : { type: 'holds', key: when.item(), value: when.item() },
-          );
-        }
-        const ops = [];
-        const what = new Unpacker(changes);
-        while (what.more()) {
-          ops.push(what.tag() === 0 ? { type: 'delete', key: what.item() } : { type: 'put', key: what.item(), value: what.item() });
-        }
-        return backend.commit(preconditions, ops, trail) ? 'V' : 'C';
-      } catch (error) {
-        return unavailable(error);
-      }
+      return settle(
+        () => {
+          const preconditions = [];
+          const when = new Unpacker(conditions);
+          while (when.more()) {
+            preconditions.push(
+              when.tag() === 0 ? { type: 'absent', key: when.item() } : { type: 'holds', key: when.item(), value: when.item() },
+            );
+          }
+          const ops = [];
+          const what = new Unpacker(changes);
+          while (what.more()) {
+            ops.push(what.tag() === 0 ? { type: 'delete', key: what.item() } : { type: 'put', key: what.item(), value: what.item() });
+          }
+          return call('commit', preconditions, ops, trail);
+        },
+        (committed) => (committed ? 'V' : 'C'),
+        failed,
+      );
     },
 
     settings: () => settings,

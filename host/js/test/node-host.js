@@ -5,11 +5,13 @@ import { EngramRefusedError, auditTrail, expireStore, exportStore, forget, impor
 
 /**
  * The host of one scenario run over `backend`: every call opens the
- * domain it needs and closes it after.
+ * domain it needs and closes it after. With `async`, the domains are the
+ * JSPI build's (`open(agent, {async: true})`), every call awaited.
  * @param {import('../src/backend.js').Backend} backend
+ * @param {{async?: boolean}} [options]
  * @returns {import('./scenarios.js').ScenarioHost}
  */
-export function libraryHost(backend) {
+export function libraryHost(backend, { async = false } = {}) {
   const input = 'standard input';
   // A line's `now` is the host's clock for its call (the CLI's --now).
   let now;
@@ -22,20 +24,21 @@ export function libraryHost(backend) {
       expireAfterMs: line.expire_after,
       input,
       clock,
+      async,
     });
     try {
       return await f(domain);
     } finally {
-      domain.close();
+      await domain.close();
     }
   };
   const list = (answer) => (Array.isArray(answer) ? answer : [answer]);
   const pick = (line, ...names) =>
     Object.fromEntries(names.filter((n) => line[n] !== undefined).map((n) => [n, line[n]]));
   // A refusal's line is the answer, as the command line prints it.
-  const answerOf = (f) => {
+  const answerOf = async (f) => {
     try {
-      return f();
+      return await f();
     } catch (error) {
       if (error instanceof EngramRefusedError) return error.answer;
       throw error;
@@ -46,26 +49,26 @@ export function libraryHost(backend) {
       now = line.now;
       switch (line.op) {
         case 'write':
-          return withDomain(line, 'online', (d) => list(d.write(line.request)));
+          return withDomain(line, 'online', async (d) => list(await d.write(line.request)));
         case 'maintenance_write':
-          return withDomain(line, 'maintenance', (d) => list(d.write(line.request)));
+          return withDomain(line, 'maintenance', async (d) => list(await d.write(line.request)));
         case 'read':
-          return withDomain(line, 'online', (d) => list(d.read(line.request)));
+          return withDomain(line, 'online', async (d) => list(await d.read(line.request)));
         case 'history':
-          return withDomain(line, 'online', (d) => [d.history(pick(line, 'key', 'limit'))]);
+          return withDomain(line, 'online', async (d) => [await d.history(pick(line, 'key', 'limit'))]);
         case 'as_of':
-          return withDomain(line, 'online', (d) => [d.asOf(pick(line, 'key', 'valid', 'known', 'limit'))]);
+          return withDomain(line, 'online', async (d) => [await d.asOf(pick(line, 'key', 'valid', 'known', 'limit'))]);
         case 'list':
-          return withDomain(line, 'online', (d) => [d.list(pick(line, 'namespace', 'limit', 'after'))]);
+          return withDomain(line, 'online', async (d) => [await d.list(pick(line, 'namespace', 'limit', 'after'))]);
         case 'entities':
-          return withDomain(line, 'online', (d) => [d.entities(pick(line, 'entity_type', 'limit'))]);
+          return withDomain(line, 'online', async (d) => [await d.entities(pick(line, 'entity_type', 'limit'))]);
         case 'relationships':
-          return withDomain(line, 'online', (d) => [
-            d.relationships(pick(line, 'entity', 'incoming', 'types', 'valid_at', 'limit')),
+          return withDomain(line, 'online', async (d) => [
+            await d.relationships(pick(line, 'entity', 'incoming', 'types', 'valid_at', 'limit')),
           ]);
         case 'traverse':
-          return withDomain(line, 'online', (d) => [
-            d.traverse(
+          return withDomain(line, 'online', async (d) => [
+            await d.traverse(
               pick(line, 'start', 'depth_first', 'incoming', 'types', 'valid_at', 'max_depth', 'max_nodes', 'max_edges'),
             ),
           ]);
@@ -74,28 +77,28 @@ export function libraryHost(backend) {
             d.runCycle(pick(line, 'plan', 'message', 'response', 'session', 'request_id')),
           );
         case 'remember':
-          return withDomain(line, 'online', (d) => [
-            answerOf(() => d.remember(line.message, line.response, pick(line, 'session', 'request_id', 'time'))),
+          return withDomain(line, 'online', async (d) => [
+            await answerOf(() => d.remember(line.message, line.response, pick(line, 'session', 'request_id', 'time'))),
           ]);
         case 'recall':
-          return withDomain(line, 'online', (d) => [
-            answerOf(() => d.recall(line.question, pick(line, 'top_k', 'token_budget', 'request_id'))),
+          return withDomain(line, 'online', async (d) => [
+            await answerOf(() => d.recall(line.question, pick(line, 'top_k', 'token_budget', 'request_id'))),
           ]);
         case 'audit':
-          return auditTrail(backend, {
+          return await auditTrail(backend, {
             agent: line.audit_agent,
             operation: line.operation,
             outcome: line.outcome,
             limit: line.limit,
           });
         case 'export':
-          return exportStore(backend, { agents: line.agents, clock });
+          return exportStore(backend, { agents: line.agents, clock, async });
         case 'import':
-          return importStore(backend, line.lines, { clock });
+          return importStore(backend, line.lines, { clock, async });
         case 'forget':
-          return [await forget(backend, line.agent, { clock })];
+          return [await forget(backend, line.agent, { clock, async })];
         case 'expire':
-          return expireStore(backend, { agents: [line.agent], clock });
+          return expireStore(backend, { agents: [line.agent], clock, async });
         case 'bad_input':
           return withDomain(line, 'online', (d) =>
             line.command === 'write'

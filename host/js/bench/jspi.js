@@ -1,0 +1,65 @@
+// The cost of the JSPI build (`open(agent, {async: true})`) against the
+// synchronous one, in one run: `n` writes of a FACT then `n` reads by id,
+// through a synchronous domain on the in-memory store, an async domain on
+// the same store (JSPI's own cost), and an async domain on a store whose
+// every call answers on a later turn of the event loop (a store with real
+// asynchronous I/O pays that hop too). Prints one JSON line per case, mean
+// µs per call and the ratio to the synchronous domain:
+// `node bench/jspi.js [N]` (N = 2000), on a Node with JSPI (24 or later).
+import { MemoryBackend, open } from '../src/index.js';
+import { DeferredBackend } from '../test/deferred-backend.js';
+
+const n = Number(process.argv[2] ?? 2000);
+
+/** The i-th write request. */
+const request = (i) =>
+  `{"request_id":"w-${i}","source":{"agent_id":"bench","component":"COGNITION","actor":"USER"},"record":{"record_type":"FACT","key":"user.k${i}","payload":{"semantic":{"content":"Fact number ${i} about the user","context":"bench","valid_at":1767225600000,"strength":1.0,"last_accessed":1767225600000,"access_count":0,"confidence":0.9,"privacy_tier":"public"}}}}`;
+
+/** Mean µs per write and per read of `n` each on a fresh domain. */
+async function run(options) {
+  const domain = await open('bench', options);
+  try {
+    const ids = [];
+    let started = process.hrtime.bigint();
+    for (let i = 0; i < n; i++) ids.push((await domain.write(request(i))).ACCEPTED.stored_id);
+    const write = process.hrtime.bigint() - started;
+    started = process.hrtime.bigint();
+    for (let i = 0; i < n; i++) {
+      await domain.read(`{"record_type":"FACT","selector":{"ById":{"id":"${ids[i]}"}},"request_id":"r-${i}"}`);
+    }
+    const read = process.hrtime.bigint() - started;
+    return { write_us: Number(write) / 1000 / n, read_us: Number(read) / 1000 / n };
+  } finally {
+    await domain.close();
+  }
+}
+
+/** Each case: its name, and how a fresh domain of it is opened. */
+const cases = [
+  ['sync domain, memory store', () => ({ store: new MemoryBackend() })],
+  ['async domain (JSPI), memory store', () => ({ store: new MemoryBackend(), async: true })],
+  ['async domain (JSPI), store answering on a later turn', () => ({ store: new DeferredBackend(new MemoryBackend()), async: true })],
+];
+await run({ store: new MemoryBackend() }); // warm-up: compiles the components
+// Three rounds, the cases interleaved; the median of each.
+const rounds = cases.map(() => []);
+for (let round = 0; round < 3; round++) {
+  for (const [i, [, make]] of cases.entries()) rounds[i].push(await run(make()));
+}
+const median = (xs) => xs.toSorted((a, b) => a - b)[Math.floor(xs.length / 2)];
+const round1 = (x) => Math.round(x * 10) / 10;
+const [base] = rounds.map((r) => ({ write_us: median(r.map((x) => x.write_us)), read_us: median(r.map((x) => x.read_us)) }));
+for (const [i, [name]] of cases.entries()) {
+  const write_us = median(rounds[i].map((x) => x.write_us));
+  const read_us = median(rounds[i].map((x) => x.read_us));
+  console.log(
+    JSON.stringify({
+      case: name,
+      n,
+      write_us: round1(write_us),
+      read_us: round1(read_us),
+      write_ratio: round1(write_us / base.write_us),
+      read_ratio: round1(read_us / base.read_us),
+    }),
+  );
+}
