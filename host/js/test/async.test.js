@@ -11,6 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { MemoryBackend, hasJspi, open } from '../src/index.js';
 import { SqliteBackend } from '../src/backends/sqlite.js';
 import { DeferredBackend } from './deferred-backend.js';
+import { modelSummarizer } from '../examples/model-summarizer.js';
 import { loadScenarios, runScenario } from './scenarios.js';
 import { libraryHost } from './node-host.js';
 import { notBuilt } from './built.js';
@@ -44,7 +45,7 @@ for (const [backendName, make] of Object.entries(BACKENDS)) {
 }
 
 // proves B5-F4 B5-S1: a summarizer that awaits a model (a local server) runs inside a real cycle
-test('an async summarizer that calls a model over HTTP summarizes a remembered turn', { skip: notBuilt }, async () => {
+test('the example summarizer that calls a model over HTTP summarizes a remembered turn', { skip: notBuilt }, async () => {
   const asked = [];
   const server = createServer((request, response) => {
     let body = '';
@@ -57,11 +58,7 @@ test('an async summarizer that calls a model over HTTP summarizes a remembered t
     });
   });
   await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const url = `http://127.0.0.1:${server.address().port}/summarize`;
-  const summarizer = async (message, response) => {
-    const answer = await fetch(url, { method: 'POST', body: JSON.stringify({ message, response }) });
-    return answer.json();
-  };
+  const summarizer = modelSummarizer(`http://127.0.0.1:${server.address().port}/summarize`);
   const domain = await open('alice', { store: new DeferredBackend(new MemoryBackend()), async: true, summarizer });
   try {
     const remembered = await domain.remember('I booked the Hotel Avenida in Lisbon for May.', 'Lovely, close to the old town.');
