@@ -408,7 +408,8 @@ fn every_test() -> (Vec<Test>, Vec<Problem>) {
     }
     for path in files(&root.join("host/python/tests"), ".py") {
         let file = relative(&path);
-        let host = if file.ends_with("/test_mcp.py") {
+        // `engram mcp` driven by the MCP Python SDK's client.
+        let host = if file.ends_with("/test_mcp.py") || file.ends_with("/test_knowledge_graph.py") {
             Host::Mcp
         } else {
             Host::Python
@@ -452,7 +453,8 @@ fn traceability() -> String {
          `io_faults.rs`,\n`crash_consistency.rs`, `cache.rs`, `multihost.rs`); **WASI** — \
          `tests/wasi_*.rs` and `host/wasi`; **JavaScript** —\n`host/js/test` and \
          `host/components`; **Python** \
-         and **MCP** — `host/python/tests`; **scenarios** —\nthe lines of \
+         and **MCP** — `host/python/tests` (MCP: `test_mcp.py`, `test_knowledge_graph.py`); \
+         **scenarios** —\nthe lines of \
          `tests/scenarios/`, which every host runs.\n\n",
     );
     doc.push_str("## Tests by rule and host\n\n| rule |");
