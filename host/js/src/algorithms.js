@@ -4,7 +4,7 @@
 
 import { ComponentLoader } from './component.js';
 import { componentExport, componentImports } from './imports.js';
-import { isPromise, settle } from './maybe.js';
+import { atOnce, settle } from './maybe.js';
 
 /**
  * An error whose `payload` jco hands to the component as the `err` of a
@@ -95,14 +95,12 @@ export function algorithmInterfaces(summarizer, ranker, tokenizer, async = false
   /** `f()` settled, then `check`ed; what is thrown is the result's `err`. */
   const run = (what, f, check) =>
     settle(
-      () => {
-        const answer = f();
-        if (!async && isPromise(answer)) {
-          Promise.resolve(answer).catch(() => {});
-          throw new ResultError(`the ${what} answered a promise: open the domain with {async: true} (JavaScript Promise Integration)`);
-        }
-        return answer;
-      },
+      () =>
+        atOnce(
+          f(),
+          async,
+          () => new ResultError(`the ${what} answered a promise: open the domain with {async: true} (JavaScript Promise Integration)`),
+        ),
       check,
       (error) => {
         throw asResultError(error);

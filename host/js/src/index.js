@@ -262,15 +262,15 @@ export class Domain {
    * @internal
    */
   _start(exports) {
-    const failed = (error) => {
+    return this.#drive(this.#startSteps(exports));
+  }
+
+  *#startSteps(exports) {
+    try {
+      this.#held = (yield this.#open(exports)) || undefined;
+    } catch (error) {
       this.#closed = true;
       throw error;
-    };
-    try {
-      const held = this.#open(exports);
-      return this.#async ? held.then((h) => void (this.#held = h || undefined), failed) : void (this.#held = held || undefined);
-    } catch (error) {
-      return failed(error);
     }
   }
 

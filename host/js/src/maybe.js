@@ -43,6 +43,24 @@ export function settle(run, ok, fail) {
 }
 
 /**
+ * `answer`, unless it is a promise and its caller cannot wait (`wait`
+ * false): then what `refusal()` makes is thrown, and the promise's own
+ * failure, if any, passed over.
+ * @template T
+ * @param {T} answer
+ * @param {boolean} wait
+ * @param {() => Error} refusal
+ * @returns {T}
+ */
+export function atOnce(answer, wait, refusal) {
+  if (!wait && isPromise(answer)) {
+    Promise.resolve(answer).catch(() => {});
+    throw refusal();
+  }
+  return answer;
+}
+
+/**
  * Runs `steps`, a generator that yields each value it waits for and gets
  * it back settled: at once (each yielded value handed back as it is), or,
  * when `wait`, as an async function would, a rejection thrown back in

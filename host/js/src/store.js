@@ -19,7 +19,7 @@
 
 import { auditRowOfLine } from './backend.js';
 import { bytesOf, textOf } from './latin1.js';
-import { isPromise, settle } from './maybe.js';
+import { atOnce, settle } from './maybe.js';
 
 /** The length that stands for no value. */
 const NONE = 0xffffffff;
@@ -110,14 +110,8 @@ export const NEEDS_ASYNC =
  */
 export function storeInterface(backend, settings, clock, async = false) {
   /** `backend[method](...args)`, refused when a synchronous domain gets a promise. */
-  const call = (method, ...args) => {
-    const answer = backend[method](...args);
-    if (!async && isPromise(answer)) {
-      Promise.resolve(answer).catch(() => {});
-      throw Object.assign(new Error(NEEDS_ASYNC), { needsAsync: true });
-    }
-    return answer;
-  };
+  const call = (method, ...args) =>
+    atOnce(backend[method](...args), async, () => Object.assign(new Error(NEEDS_ASYNC), { needsAsync: true }));
   /** A store that failed is `U` and why; one a synchronous domain cannot wait on stops the call. */
   const failed = (error) => {
     if (error?.needsAsync) throw error;

@@ -262,6 +262,42 @@ pub fn relationship_type(relation_type: &str) -> String {
     }
 }
 
+/// The relationship FACT of a reference relation, true from `valid_at`:
+/// the exact names and type kept in its properties.
+fn relationship_of(relation: &Relation, valid_at: i64) -> types::Relationship {
+    types::Relationship {
+        from_entity: entity_key(&relation.from),
+        to_entity: entity_key(&relation.to),
+        relationship_type: relationship_type(&relation.relation_type),
+        valid_at,
+        invalid_at: None,
+        properties: json!({
+            "from": relation.from,
+            "to": relation.to,
+            "relationType": relation.relation_type,
+        })
+        .to_string(),
+        source_memories: Vec::new(),
+    }
+}
+
+/// A relation as named in what a refused write says.
+fn described(relation: &Relation) -> String {
+    format!(
+        "relation {:?} {:?} {:?}",
+        relation.from, relation.relation_type, relation.to
+    )
+}
+
+/// `entity` with `properties` as its properties' JSON text.
+fn with_properties(entity: types::Entity, properties: &EntityProperties) -> types::Entity {
+    types::Entity {
+        // A struct of strings and numbers always serializes.
+        properties: serde_json::to_string(properties).unwrap_or_default(),
+        ..entity
+    }
+}
+
 /// The graph of one domain, written by `component` (COGNITION online,
 /// MAINTENANCE for an import).
 pub struct KnowledgeGraph<'a> {
@@ -375,10 +411,7 @@ impl<'a> KnowledgeGraph<'a> {
     fn write_entity(&mut self, entity: types::Entity, properties: &EntityProperties) -> Result<()> {
         let key = entity_key(&entity.name);
         let what = format!("entity {:?}", entity.name);
-        let entity = types::Entity {
-            properties: serde_json::to_string(properties).map_err(|e| Error::Failed(e.into()))?,
-            ..entity
-        };
+        let entity = with_properties(entity, properties);
         self.write(key, types::FactPayload::Entity(entity), &what)
     }
 
@@ -434,25 +467,9 @@ impl<'a> KnowledgeGraph<'a> {
                 {
                     continue;
                 }
-                let payload = types::FactPayload::Relationship(types::Relationship {
-                    from_entity: entity_key(&relation.from),
-                    to_entity: entity_key(&relation.to),
-                    relationship_type: relationship_type(&relation.relation_type),
-                    valid_at: graph.now(),
-                    invalid_at: None,
-                    properties: json!({
-                        "from": relation.from,
-                        "to": relation.to,
-                        "relationType": relation.relation_type,
-                    })
-                    .to_string(),
-                    source_memories: Vec::new(),
-                });
-                let what = format!(
-                    "relation {:?} {:?} {:?}",
-                    relation.from, relation.relation_type, relation.to
-                );
-                graph.write(relation_key(relation), payload, &what)?;
+                let payload =
+                    types::FactPayload::Relationship(relationship_of(relation, graph.now()));
+                graph.write(relation_key(relation), payload, &described(relation))?;
                 created.push(relation.clone());
             }
             Ok(created)
@@ -463,19 +480,23 @@ impl<'a> KnowledgeGraph<'a> {
     /// that does not exist refuses the call before anything is written.
     pub fn add_observations(&mut self, additions: &[NewObservations]) -> Result<Vec<Added>> {
         self.exclusively(|graph| {
+            // Each entity read once, all before anything is written.
+            let mut entities = std::collections::HashMap::new();
             for addition in additions {
-                if !graph
-                    .stored_entity(&addition.entity_name)?
-                    .is_some_and(|e| e.current())
-                {
-                    return Err(not_found(&addition.entity_name));
+                let name = addition.entity_name.as_str();
+                if entities.contains_key(name) {
+                    continue;
                 }
+                match graph.stored_entity(name)?.filter(StoredEntity::current) {
+                    Some(stored) => entities.insert(name, stored),
+                    None => return Err(not_found(name)),
+                };
             }
             let mut results = Vec::new();
             for addition in additions {
-                let Some(mut stored) = graph.stored_entity(&addition.entity_name)? else {
-                    return Err(not_found(&addition.entity_name));
-                };
+                let stored = entities
+                    .get_mut(addition.entity_name.as_str())
+                    .expect("every entity was read above");
                 let mut added = Vec::new();
                 for content in &addition.contents {
                     if !stored.properties.observations.contains(content) {
@@ -484,8 +505,8 @@ impl<'a> KnowledgeGraph<'a> {
                     }
                 }
                 if !added.is_empty() {
-                    let record = graph.entity_record(&stored.answer(), Some(&stored));
-                    graph.write_entity(record, &stored.properties)?;
+                    stored.entity = graph.entity_record(&stored.answer(), Some(stored));
+                    graph.write_entity(stored.entity.clone(), &stored.properties)?;
                 }
                 results.push(Added {
                     entity_name: addition.entity_name.clone(),
@@ -582,10 +603,7 @@ impl<'a> KnowledgeGraph<'a> {
             return Ok(false);
         }
         let now = self.now().max(stored.valid_at);
-        let what = format!(
-            "relation {:?} {:?} {:?}",
-            relation.from, relation.relation_type, relation.to
-        );
+        let what = described(relation);
         let closed = types::Relationship {
             invalid_at: Some(now),
             ..stored
@@ -744,25 +762,20 @@ impl<'a> KnowledgeGraph<'a> {
                 match item {
                     Item::Entity(entity) => {
                         merged.entities += 1;
-                        let before = graph.stored_entity(&entity.name)?;
-                        match before {
-                            Some(stored) if stored.current() => {
-                                let added = graph.add_observations(&[NewObservations {
-                                    entity_name: entity.name.clone(),
-                                    contents: entity.observations.clone(),
-                                }])?;
-                                merged.new_observations += added
-                                    .iter()
-                                    .map(|a| a.added_observations.len())
-                                    .sum::<usize>();
-                            }
-                            _ => {
-                                let created =
-                                    graph.create_entities(std::slice::from_ref(entity))?;
-                                merged.new_entities += created.len();
-                                merged.new_observations +=
-                                    created.iter().map(|e| e.observations.len()).sum::<usize>();
-                            }
+                        // Created when absent or deleted; else it gets the observations it lacks.
+                        let created = graph.create_entities(std::slice::from_ref(entity))?;
+                        merged.new_entities += created.len();
+                        merged.new_observations +=
+                            created.iter().map(|e| e.observations.len()).sum::<usize>();
+                        if created.is_empty() {
+                            let added = graph.add_observations(&[NewObservations {
+                                entity_name: entity.name.clone(),
+                                contents: entity.observations.clone(),
+                            }])?;
+                            merged.new_observations += added
+                                .iter()
+                                .map(|a| a.added_observations.len())
+                                .sum::<usize>();
                         }
                     }
                     Item::Relation(relation) => {
@@ -790,26 +803,12 @@ impl<'a> KnowledgeGraph<'a> {
                         observations: entity.observations.clone(),
                         deleted_at: None,
                     };
-                    let mut record = self.entity_record(entity, None);
-                    record.properties = serde_json::to_string(&properties).unwrap_or_default();
+                    let record = with_properties(self.entity_record(entity, None), &properties);
                     (entity_key(&entity.name), types::FactPayload::Entity(record))
                 }
                 Item::Relation(relation) => (
                     relation_key(relation),
-                    types::FactPayload::Relationship(types::Relationship {
-                        from_entity: entity_key(&relation.from),
-                        to_entity: entity_key(&relation.to),
-                        relationship_type: relationship_type(&relation.relation_type),
-                        valid_at: 0,
-                        invalid_at: None,
-                        properties: json!({
-                            "from": relation.from,
-                            "to": relation.to,
-                            "relationType": relation.relation_type,
-                        })
-                        .to_string(),
-                        source_memories: Vec::new(),
-                    }),
+                    types::FactPayload::Relationship(relationship_of(relation, 0)),
                 ),
             };
             let record = types::MemoryRecord::Fact(types::Fact { key, payload });
