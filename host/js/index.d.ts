@@ -55,10 +55,13 @@ export interface Backend {
   appendAudit(rows: AuditRow[]): void;
   auditRows(query: AuditQuery): AuditRow[];
   close(): void;
-  /** For a store several writers share at once: waits for the domain's turn (keys starting with `prefix`). */
-  lockDomain?(prefix: Uint8Array): void;
+  /**
+   * For a store several writers share at once: waits for the domain's turn
+   * (keys starting with `prefix`; `key` is its lock key, the same in every host).
+   */
+  lockDomain?(prefix: Uint8Array, key: bigint): void;
   /** Lets the next writer of the domain in. */
-  unlockDomain?(prefix: Uint8Array): void;
+  unlockDomain?(prefix: Uint8Array, key: bigint): void;
 }
 
 /** A value, or a promise of it. */
@@ -76,8 +79,8 @@ export interface AsyncBackend {
   appendAudit(rows: AuditRow[]): MaybePromise<void>;
   auditRows(query: AuditQuery): MaybePromise<AuditRow[]>;
   close(): MaybePromise<void>;
-  lockDomain?(prefix: Uint8Array): MaybePromise<void>;
-  unlockDomain?(prefix: Uint8Array): MaybePromise<void>;
+  lockDomain?(prefix: Uint8Array, key: bigint): MaybePromise<void>;
+  unlockDomain?(prefix: Uint8Array, key: bigint): MaybePromise<void>;
 }
 
 /** A store in memory. */

@@ -79,14 +79,16 @@
  *   The newest `query.limit` rows that match `query`, oldest first.
  * @property {() => void} close
  *   Lets the store go; no call may follow.
- * @property {(prefix: Uint8Array) => void} [lockDomain]
+ * @property {(prefix: Uint8Array, key: bigint) => void} [lockDomain]
  *   Optional, for a store several writers share at once: waits until no
  *   other writer writes the domain whose keys start with `prefix`;
- *   `unlockDomain` follows. A writer reads, then commits on the condition
+ *   `unlockDomain` follows. `key` is the domain's lock key, the same in
+ *   every host (a signed 64-bit number; docs/store-format.md, "Sharing a
+ *   file"): a PostgreSQL store takes it as its advisory lock. A writer reads, then commits on the condition
  *   that nothing it read changed: writers that do not take turns keep
  *   undoing each other's work. (JavaScript runs one call at a time; the
  *   package's stores need none.)
- * @property {(prefix: Uint8Array) => void} [unlockDomain]
+ * @property {(prefix: Uint8Array, key: bigint) => void} [unlockDomain]
  *   Lets the next writer of the domain in.
  */
 

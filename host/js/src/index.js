@@ -20,7 +20,7 @@ import { drive, then } from './maybe.js';
 import { rowsOf, storeInterface } from './store.js';
 
 /** Host-layer calls that leave no audit rows behind. */
-const UNAUDITED = new Set(['prefix', 'stoppedRow', 'takeTrail']);
+const UNAUDITED = new Set(['prefix', 'lockKey', 'stoppedRow', 'takeTrail']);
 
 export { MemoryBackend } from './backends/memory.js';
 export { DEFAULT_LIMITS } from '../gen/limits.js';
@@ -288,8 +288,9 @@ export class Domain {
   #instance;
   /** The value of the maintenance lock while this domain holds it. */
   #held;
-  /** The prefix of the domain's keys, for a store's writers' turns. */
+  /** The prefix of the domain's keys and its lock key, for a store's writers' turns. */
   #prefix;
+  #lockKey;
   #closed = false;
   /** Counts instances: a cycle of an earlier instance is gone. */
   #generation = 0;
@@ -409,7 +410,8 @@ export class Domain {
     const turns = writes && typeof this.#backend.lockDomain === 'function';
     if (turns) {
       this.#prefix ??= bytesOf(yield this._control('prefix'));
-      yield this.#backend.lockDomain(this.#prefix);
+      this.#lockKey ??= yield this._control('lockKey');
+      yield this.#backend.lockDomain(this.#prefix, this.#lockKey);
     }
     try {
       let answer;
@@ -431,7 +433,7 @@ export class Domain {
       if (audited !== undefined) yield this.#auditStopped(audited, stopped);
       throw error;
     } finally {
-      if (turns) yield this.#backend.unlockDomain(this.#prefix);
+      if (turns) yield this.#backend.unlockDomain(this.#prefix, this.#lockKey);
     }
   }
 

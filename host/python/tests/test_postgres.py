@@ -22,8 +22,7 @@ from conftest import by_key, cli, fact, needs_postgres, postgres_url, python_and
 from test_sqlite import check_every_write_kept, put, row
 
 from engram import Engram, SqliteStore, StoreError
-from engram._store import domain_lock_key
-from engram.postgres import PostgresStore, redacted, signed
+from engram.postgres import PostgresStore, redacted
 
 
 def url() -> str:
@@ -69,16 +68,12 @@ def test_without_psycopg_a_postgres_url_says_how_to_install_it() -> None:
     )
 
 
-def test_the_lock_key_is_the_same_64_bits_signed() -> None:
-    assert signed(0) == 0
-    assert signed(2**63 - 1) == 2**63 - 1
-    assert signed(2**63) == -(2**63)
-    assert signed(2**64 - 1) == -1
+def test_the_lock_key_is_the_host_layers_a_signed_64_bit_number_of_each_domain() -> None:
     with Engram() as mem:
-        prefixes = [mem.open(agent)._prefix for agent in ("alice", "bob", "carol", "dave")]
-    for prefix in prefixes:
-        key = domain_lock_key(prefix)
-        assert -(2**63) <= signed(key) < 2**63 and signed(key) % 2**64 == key
+        keys = [mem.open(agent)._lock_key for agent in ("alice", "bob", "carol", "dave")]
+        again = mem.open("alice")._lock_key
+    assert all(-(2**63) <= key < 2**63 for key in keys)
+    assert len(set(keys)) == len(keys) and again == keys[0]
 
 
 @needs_postgres
@@ -295,9 +290,9 @@ def test_a_python_writer_holding_a_domain_makes_the_command_line_wait(
     # The command line compiles the engine at its first run on a machine.
     cli(engram_bin, store_url, ["read", "--agent", "someone-else"], json.dumps(by_key("warm")))
     with Engram() as mem:
-        prefix = mem.open("alice")._prefix  # the adapter's, the command line's
-    key = signed(domain_lock_key(prefix))
-    store.lock_domain(prefix)
+        opened = mem.open("alice")  # the host layer's prefix and key, the command line's
+        prefix, key = opened._prefix, opened._lock_key
+    store.lock_domain(prefix, key)
     request = tmp_path / "fact.json"
     request.write_text(json.dumps(fact("w1", "Alice is vegetarian")))
     writer = subprocess.Popen(
@@ -322,7 +317,7 @@ def test_a_python_writer_holding_a_domain_makes_the_command_line_wait(
     assert waiting, "the command line's writer did not wait for the domain's lock"
     time.sleep(0.5)
     assert writer.poll() is None, "the command line wrote while Python held the domain"
-    store.unlock_domain(prefix)
+    store.unlock_domain(prefix, key)
     out, err = writer.communicate(timeout=60)
     assert writer.returncode == 0, err
     assert "ACCEPTED" in json.loads(out)

@@ -713,6 +713,10 @@ impl control::Guest for Adapter {
         with(|state| text(state.scope.prefix()))
     }
 
+    fn lock_key() -> i64 {
+        with(|state| engram_store::domain_lock_key(state.scope.prefix()))
+    }
+
     fn take_trail() -> String {
         <Adapter as host::Guest>::take_trail()
     }

@@ -366,6 +366,8 @@ class Domain:
         self._lock: str | None = None
         self._lock = self._open() or None
         self._prefix = self._control("prefix").encode("latin-1")
+        #: The key of the domain's writers' turns, the same in every host.
+        self._lock_key = int(self._control("lock-key"))
 
     @property
     def agent(self) -> str:
@@ -418,7 +420,7 @@ class Domain:
             instance = self._live()
             backend = self._binding.backend
             if writes:
-                backend.lock_domain(self._prefix)
+                backend.lock_domain(self._prefix, self._lock_key)
             try:
                 return f(instance)
             except Failure as failure:
@@ -442,7 +444,7 @@ class Domain:
                 raise EngineStopped(why) from error
             finally:
                 if writes:
-                    backend.unlock_domain(self._prefix)
+                    backend.unlock_domain(self._prefix, self._lock_key)
 
     def _batch(self, request: Any, batch: bool | None) -> tuple:
         if isinstance(request, (list, tuple)):

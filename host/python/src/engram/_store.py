@@ -78,14 +78,16 @@ class Backend(Protocol):
     def append_audit(self, rows: Sequence[AuditRow]) -> None:
         """Appends the rows of calls that commit nothing (reads, refusals)."""
 
-    def lock_domain(self, prefix: bytes) -> None:
+    def lock_domain(self, prefix: bytes, key: int) -> None:
         """Waits until no other thread or process writes the domain whose
-        keys start with ``prefix``; :meth:`unlock_domain` must follow. A
+        keys start with ``prefix``; :meth:`unlock_domain` must follow.
+        ``key`` is the domain's lock key, the same in every host (a signed
+        64-bit number, from the host layer; docs/store-format.md). A
         writer reads, then commits on the condition that nothing it read
         changed: writers that do not take turns keep undoing each other's
         work, and one can lose every retry."""
 
-    def unlock_domain(self, prefix: bytes) -> None:
+    def unlock_domain(self, prefix: bytes, key: int) -> None:
         """Lets the next writer of the domain in."""
 
     def audit_rows(
@@ -116,15 +118,6 @@ def packaged(name: str) -> bytes:
     except FileNotFoundError:
         where = (f"{override} nor in " if override else "") + "the package (install it with pip, which builds it)"
         raise RuntimeError(f"engram: the file {name} is not in {where}") from None
-
-
-def domain_lock_key(prefix: bytes) -> int:
-    """The write-lock key of a domain, as an unsigned 64-bit number: FNV-1a
-    of its prefix from a basis of its own, the same in every host."""
-    value = 0xCBF29CE484222325 ^ 0x656E6772616D  # "engram"
-    for byte in prefix:
-        value = ((value ^ byte) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
-    return value
 
 
 class Turns:

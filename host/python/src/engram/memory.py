@@ -7,7 +7,7 @@ import bisect
 import threading
 from collections.abc import Sequence
 
-from ._store import AuditRow, Change, Condition, Turns, audit_matches, domain_lock_key, rows_of
+from ._store import AuditRow, Change, Condition, Turns, audit_matches, rows_of
 
 
 class MemoryStore:
@@ -22,12 +22,12 @@ class MemoryStore:
         self._writers = Turns()
         self._closed = False
 
-    def lock_domain(self, prefix: bytes) -> None:
+    def lock_domain(self, prefix: bytes, key: int) -> None:
         """Threads writing one domain take turns."""
-        self._writers.take(domain_lock_key(prefix))
+        self._writers.take(key)
 
-    def unlock_domain(self, prefix: bytes) -> None:
-        self._writers.give(domain_lock_key(prefix))
+    def unlock_domain(self, prefix: bytes, key: int) -> None:
+        self._writers.give(key)
 
     def _open(self) -> None:
         if self._closed:

@@ -36,7 +36,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-from ._store import AuditRow, Change, Condition, StoreError, Turns, domain_lock_key, packaged
+from ._store import AuditRow, Change, Condition, StoreError, Turns, packaged
 
 try:
     import psycopg
@@ -385,15 +385,14 @@ class PostgresStore:
         except _Conflict:  # pragma: no cover - an insert of new rows conflicts with nothing
             raise StoreError("PostgreSQL: the audit rows could not be inserted; try again") from None
 
-    def lock_domain(self, prefix: bytes) -> None:
+    def lock_domain(self, prefix: bytes, key: int) -> None:
         """Threads of this process writing the domain take turns; other
         processes and hosts are kept out by a session advisory lock on the
         domain's lock key, waited for at most the statement timeout. A lost
         connection lets it go."""
-        key = domain_lock_key(prefix)
         self._writers.take(key)
         try:
-            self._call(lambda c: c.execute("SELECT pg_advisory_lock(%s)", (signed(key),)))
+            self._call(lambda c: c.execute("SELECT pg_advisory_lock(%s)", (key,)))
         except _Conflict:
             self._writers.give(key)
             raise StoreError("PostgreSQL: waiting for the domain's writer ended in a deadlock; try again") from None
@@ -401,10 +400,9 @@ class PostgresStore:
             self._writers.give(key)
             raise
 
-    def unlock_domain(self, prefix: bytes) -> None:
-        key = domain_lock_key(prefix)
+    def unlock_domain(self, prefix: bytes, key: int) -> None:
         try:
-            self._call(lambda c: c.execute("SELECT pg_advisory_unlock(%s)", (signed(key),)))
+            self._call(lambda c: c.execute("SELECT pg_advisory_unlock(%s)", (key,)))
         except (StoreError, _Conflict):
             pass  # a lost connection let the lock go with it
         finally:
@@ -459,12 +457,6 @@ class PostgresStore:
 
     def __exit__(self, *_: Any) -> None:
         self.close()
-
-
-def signed(key: int) -> int:
-    """An unsigned 64-bit lock key as the signed ``bigint`` PostgreSQL
-    takes: the same 64 bits."""
-    return key - (1 << 64) if key >= 1 << 63 else key
 
 
 def check_schema_name(schema: str) -> None:

@@ -38,7 +38,6 @@ from ._store import (
     Turns,
     audit_line,
     compact,
-    domain_lock_key,
     packaged,
     row_of_line,
 )
@@ -449,11 +448,10 @@ class SqliteStore:
                     self._share()
             return True
 
-    def lock_domain(self, prefix: bytes) -> None:
+    def lock_domain(self, prefix: bytes, key: int) -> None:
         """Threads of this process writing the domain take turns; other
         processes are kept out by a lock on one byte of the trail file,
         waited for at most the busy timeout (docs/store-format.md)."""
-        key = domain_lock_key(prefix)
         self._writers.take(key)
         try:
             deadline = time.monotonic() + self._busy_timeout
@@ -469,8 +467,7 @@ class SqliteStore:
             self._writers.give(key)
             raise
 
-    def unlock_domain(self, prefix: bytes) -> None:
-        key = domain_lock_key(prefix)
+    def unlock_domain(self, prefix: bytes, key: int) -> None:
         try:
             self._range_lock(key, False)
         finally:
@@ -483,7 +480,7 @@ class SqliteStore:
         host's; elsewhere one of the process."""
         if fcntl is None:
             return True
-        start = (1 << 62) + (key >> 3)
+        start = (1 << 62) + ((key % (1 << 64)) >> 3)  # the key as unsigned
         try:
             if _OFD is not None:
                 kind = fcntl.F_WRLCK if lock else fcntl.F_UNLCK
