@@ -5,19 +5,22 @@
 //! shared scenarios on the Node host over node:sqlite and in memory and in
 //! workerd through miniflare, the store format shared with the `engram`
 //! command line (this crate's binary), BigInt timestamps and the jco
-//! import names. The package's npm dependencies are installed (`npm
-//! install` from `package-lock.json`) when the lock file changed since the
-//! last install. Nothing may be skipped.
+//! import names; the example page in a headless Chromium; and, on the
+//! database `ENGRAM_TEST_POSTGRES_URL` names, the PostgreSQL store. The package's
+//! npm dependencies are installed (`npm install` from `package-lock.json`)
+//! when the lock file changed since the last install. Nothing may be skipped.
 
 mod support;
 
-use support::javascript::{npm, ready};
+use std::path::Path;
+use std::process::{Command, Output};
 
-// Every shared scenario on every JavaScript host: each line names its rule in its `note`.
-#[test]
-fn the_javascript_package_passes_its_tests_on_node_and_in_workerd() {
-    ready();
-    let output = npm(&["test"], &[("ENGRAM_BIN", env!("CARGO_BIN_EXE_engram"))]);
+use support::javascript::{npm, ready};
+use support::postgres_test;
+
+/// Asserts that a `node --test` run (spec reporter) passed something and
+/// failed and skipped nothing; the number passed.
+fn all_passed(what: &str, output: &Output) -> u64 {
     let report = String::from_utf8_lossy(&output.stdout);
     let count = |name: &str| -> Option<u64> {
         report
@@ -28,7 +31,102 @@ fn the_javascript_package_passes_its_tests_on_node_and_in_workerd() {
     let (pass, fail, skipped) = (count("pass"), count("fail"), count("skipped"));
     assert!(
         pass.is_some_and(|n| n > 0) && fail == Some(0) && skipped == Some(0),
-        "the JavaScript tests: pass {pass:?}, fail {fail:?}, skipped {skipped:?}\n{report}"
+        "{what}: pass {pass:?}, fail {fail:?}, skipped {skipped:?}\n{report}"
     );
-    eprintln!("JavaScript tests: {} passed", pass.unwrap());
+    pass.unwrap()
+}
+
+// Every shared scenario on every JavaScript host: each line names its rule in its `note`.
+#[test]
+fn the_javascript_package_passes_its_tests_on_node_and_in_workerd() {
+    ready();
+    let output = npm(&["test"], &[("ENGRAM_BIN", env!("CARGO_BIN_EXE_engram"))]);
+    let passed = all_passed("the JavaScript tests", &output);
+    eprintln!("JavaScript tests: {passed} passed");
+}
+
+postgres_test! {
+    // The shared scenarios on PostgreSQL from Node, and Node and the command line writing one
+    // domain at once: test-postgres/postgres.test.js names the rule of each.
+    fn the_javascript_package_keeps_its_memory_in_postgresql_beside_the_command_line() {
+        let url = support::required_postgres_url();
+        ready();
+        let output = npm(
+            &["run", "test:postgres"],
+            &[
+                ("ENGRAM_BIN", env!("CARGO_BIN_EXE_engram")),
+                (support::POSTGRES_URL_VAR, &url),
+            ],
+        );
+        let passed = all_passed("the JavaScript PostgreSQL tests", &output);
+        eprintln!("JavaScript PostgreSQL tests: {passed} passed");
+    }
+}
+
+/// Debian's Chromium, where the browser test runs it.
+const CHROMIUM: &str = "/usr/bin/chromium";
+
+/// The Chromium the browser test runs (`ENGRAM_CHROMIUM`, else Debian's):
+/// installed with apt-get when it is Debian's, missing, and this test runs
+/// as root where apt-get is; a failure saying what is missing otherwise.
+fn chromium() -> String {
+    if let Ok(path) = std::env::var("ENGRAM_CHROMIUM") {
+        assert!(
+            Path::new(&path).exists(),
+            "ENGRAM_CHROMIUM names {path}, which does not exist"
+        );
+        return path;
+    }
+    let root = std::fs::read_to_string("/proc/self/status").is_ok_and(|status| {
+        status
+            .lines()
+            .find_map(|line| line.strip_prefix("Uid:"))
+            .and_then(|ids| ids.split_whitespace().nth(1))
+            == Some("0")
+    });
+    if !Path::new(CHROMIUM).exists() && root && Path::new("/usr/bin/apt-get").exists() {
+        eprintln!(
+            "{CHROMIUM} is missing: installing Debian's chromium package (apt-get update; apt-get install -y --no-install-recommends chromium)"
+        );
+        for args in [
+            &["update"][..],
+            &["install", "-y", "--no-install-recommends", "chromium"],
+        ] {
+            let status = Command::new("apt-get")
+                .args(args)
+                .env("DEBIAN_FRONTEND", "noninteractive")
+                .status();
+            eprintln!("apt-get {}: {status:?}", args.join(" "));
+        }
+    }
+    assert!(
+        Path::new(CHROMIUM).exists(),
+        "headless Chromium is missing: no {CHROMIUM}; install Debian's chromium package (apt-get install chromium) or set ENGRAM_CHROMIUM to a Chromium"
+    );
+    CHROMIUM.to_owned()
+}
+
+// The example page (host/js/examples/browser) in a headless Chromium over
+// IndexedDB: a remembered turn recalled after a reload and a restart, one
+// database per agent, two tabs writing one domain at once, a screenshot.
+#[test]
+fn the_example_page_keeps_memory_across_a_reload_in_headless_chromium() {
+    let chromium = chromium();
+    ready();
+    let screenshots = Path::new(env!("CARGO_TARGET_TMPDIR")).join("browser");
+    let output = npm(
+        &["run", "test:browser"],
+        &[
+            ("ENGRAM_CHROMIUM", chromium.as_str()),
+            (
+                "ENGRAM_SCREENSHOT_DIR",
+                screenshots.to_str().expect("a UTF-8 path"),
+            ),
+        ],
+    );
+    let passed = all_passed("the browser tests", &output);
+    eprintln!(
+        "browser tests: {passed} passed; the page's screenshot: {}",
+        screenshots.join("engram-browser-example.png").display()
+    );
 }

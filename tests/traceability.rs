@@ -379,6 +379,8 @@ fn every_test() -> (Vec<Test>, Vec<Problem>) {
             Host::CommandLine
         } else if file.starts_with("tests/wasi_") {
             Host::Wasi
+        } else if file == "tests/javascript.rs" {
+            Host::JavaScript
         } else {
             Host::Library
         };
@@ -398,7 +400,11 @@ fn every_test() -> (Vec<Test>, Vec<Problem>) {
         };
         add(tests_in(&file, host, &read(&path), &RUST));
     }
-    for path in files(&root.join("host/js/test"), ".test.js") {
+    // The package's tests, on PostgreSQL and in Chromium too.
+    let javascript = ["test", "test-postgres", "test-browser"]
+        .into_iter()
+        .flat_map(|folder| files(&root.join("host/js").join(folder), ".test.js"));
+    for path in javascript {
         add(tests_in(
             &relative(&path),
             Host::JavaScript,
@@ -451,8 +457,8 @@ fn traceability() -> String {
          Hosts: **Rust library** — `tests/` over the library, and the crates' own tests; \
          **command\nline** — the `engram` binary (`tests/cli.rs`, `scenarios.rs`, \
          `io_faults.rs`,\n`crash_consistency.rs`, `cache.rs`, `multihost.rs`); **WASI** — \
-         `tests/wasi_*.rs` and `host/wasi`; **JavaScript** —\n`host/js/test` and \
-         `host/components`; **Python** \
+         `tests/wasi_*.rs` and `host/wasi`; **JavaScript** —\n`host/js/test`, \
+         `test-postgres`, `test-browser`, `tests/javascript.rs` and `host/components`; **Python** \
          and **MCP** — `host/python/tests` (MCP: `test_mcp.py`, `test_knowledge_graph.py`); \
          **scenarios** —\nthe lines of \
          `tests/scenarios/`, which every host runs.\n\n",

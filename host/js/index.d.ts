@@ -95,6 +95,20 @@ export class MemoryBackend implements Backend {
   close(): void;
 }
 
+/** Options of a PostgreSQL store (`engram-memory/backends/postgres`); times in ms, the Rust host's defaults. */
+export interface PostgresOptions {
+  /** The schema of the tables, created if absent; the URL's search path (`public`) by default. */
+  schema?: string;
+  /** 5000 */
+  connectTimeout?: number;
+  /** One statement, lock waits included; 30000 */
+  statementTimeout?: number;
+  /** A session idle inside a transaction; 60000 */
+  idleInTransactionTimeout?: number;
+  /** Silence before TCP keepalive probes; 15000 */
+  keepalivesIdle?: number;
+}
+
 export interface SqliteOptions {
   synchronous?: 'FULL' | 'NORMAL';
   busyTimeout?: number;
@@ -158,7 +172,10 @@ export interface OpenOptions {
  */
 export interface AsyncOpenOptions extends Omit<OpenOptions, 'async' | 'store' | 'summarizer' | 'ranker' | 'tokenizer'> {
   async: true;
+  /** A backend, the path of a SQLite file or a PostgreSQL URL (`postgres://…`); a fresh memory store when absent. */
   store?: AsyncBackend | string;
+  /** For a store given by PostgreSQL URL. */
+  postgres?: PostgresOptions;
   summarizer?: (...args: Parameters<Summarizer>) => MaybePromise<ReturnType<Summarizer>>;
   ranker?: (...args: Parameters<Ranker>) => MaybePromise<ReturnType<Ranker>>;
   tokenizer?: (...args: Parameters<Tokenizer>) => MaybePromise<ReturnType<Tokenizer>>;
@@ -325,3 +342,55 @@ export function componentImports(interfaces: Record<string, object>, version?: s
 export function stringify(value: unknown): string;
 /** JSON with integers beyond 2^53 as BigInt. */
 export function parse(text: string): any;
+
+// ---------------------------------------------------------------------------
+// `engram-memory/backends/indexeddb` (src/backends/indexeddb.js): a store in
+// the browser over IndexedDB, one database per agent domain (`engram:<agent>`),
+// for `open(agent, {async: true, store})`. Its module's shape, for
+// `import type { IndexedDbModule } from 'engram-memory'`.
+// ---------------------------------------------------------------------------
+
+/** How an IndexedDB store is opened. */
+export interface IndexedDbOptions {
+  /** The database's name is `<prefix>:<agent>`; `engram` by default. */
+  prefix?: string;
+  /** The IndexedDB factory; `globalThis.indexedDB` by default. */
+  indexedDB?: object;
+  /** The Web Locks manager two tabs' writers take turns by; `navigator.locks` by default, `null` for none. */
+  locks?: { request(name: string, options: object, callback: (lock: unknown) => Promise<unknown>): Promise<unknown> } | null;
+}
+
+/**
+ * A store over one IndexedDB database: every call answers a promise; a
+ * commit is one readwrite transaction (`durability: 'strict'`) over the keys
+ * and the audit trail; writers of a domain take turns by a Web Lock.
+ */
+export interface IndexedDbBackend extends AsyncBackend {
+  /** The database's name. */
+  readonly name: string;
+  get(key: Uint8Array): Promise<Uint8Array | undefined>;
+  getMany(keys: Uint8Array[]): Promise<Array<Uint8Array | undefined>>;
+  scan(start: Uint8Array, end: Uint8Array, limit: number, descending: boolean): Promise<Array<[Uint8Array, Uint8Array]>>;
+  /** `true` when committed, `false` when a precondition failed (nothing changed). */
+  commit(preconditions: Precondition[], ops: Op[], auditRows: AuditRow[]): Promise<boolean>;
+  appendAudit(rows: AuditRow[]): Promise<void>;
+  auditRows(query: AuditQuery): Promise<AuditRow[]>;
+  /** Waits for the domain's Web Lock (every tab of the origin), held until `unlockDomain`. */
+  lockDomain(prefix: Uint8Array, key: bigint): Promise<void>;
+  unlockDomain(prefix: Uint8Array, key: bigint): void;
+  close(): void;
+}
+
+/** What `engram-memory/backends/indexeddb` exports. */
+export interface IndexedDbModule {
+  IndexedDbBackend: {
+    /** Opens (creating it when new) the database `name` as a store. */
+    open(name: string, options?: Omit<IndexedDbOptions, 'prefix'>): Promise<IndexedDbBackend>;
+  };
+  /** The store of one agent's domain: the database `<prefix>:<agent>` of this origin. */
+  openIndexedDb(agent: string, options?: IndexedDbOptions): Promise<IndexedDbBackend>;
+  /** Deletes the database of an agent's domain: its memory and its audit trail. */
+  deleteIndexedDb(agent: string, options?: Omit<IndexedDbOptions, 'locks'>): Promise<void>;
+  /** The database name of an agent's domain: `<prefix>:<agent>`. */
+  databaseName(agent: string, prefix?: string): string;
+}

@@ -204,10 +204,18 @@ fn tarball(out: &Path) -> Result<PathBuf> {
         serde_json::from_slice(&manifest.1).with_context(|| format!("{name}'s package.json"))?;
     for field in ["dependencies", "optionalDependencies", "peerDependencies"] {
         if let Some(listed) = manifest[field].as_object() {
+            // A peer marked optional (the PostgreSQL store's `pg`) is one npm
+            // never installs for the package: the user adds it.
+            let downloaded: Vec<&String> = listed
+                .keys()
+                .filter(|dependency| {
+                    field != "peerDependencies"
+                        || manifest["peerDependenciesMeta"][dependency.as_str()]["optional"] != true
+                })
+                .collect();
             ensure!(
-                listed.is_empty(),
-                "{name}'s package.json lists {field}, which an install would download: {:?}",
-                listed.keys().collect::<Vec<_>>()
+                downloaded.is_empty(),
+                "{name}'s package.json lists {field}, which an install would download: {downloaded:?}"
             );
         }
     }

@@ -1,10 +1,11 @@
 // `npm run build`: transpiles the components with jco into gen/ (one
 // folder each), for instantiation with imports of each domain's own
 // (`--instantiation async`; `--multi-memory`: the copies between the
-// composed components' memories are wasm, not a JS call a byte), and writes gen/sqlite-schema.js from the
-// SQLite schema every host runs (host/store/src/sqlite-schema.sql) and
-// gen/limits.js from the limits' defaults of every host (limits.json, of
-// engram-store), both put beside the components by the Rust build. The
+// composed components' memories are wasm, not a JS call a byte), and writes
+// gen/sqlite-schema.js and gen/postgres-schema.js from the schemas every host
+// runs (host/store/src/*-schema.sql) and gen/limits.js from the limits'
+// defaults of every host (limits.json, of engram-store), all put beside the
+// components by the Rust build. The
 // components are taken from ENGRAM_JS_WASM_DIR, by default from the folder
 // `cargo run -q -p engram-host-components` builds them in and prints.
 
@@ -141,6 +142,20 @@ writeFileSync(
     `export const SCHEMA_VERSIONS = Object.freeze(${JSON.stringify(versions, null, 2)});\n`,
 );
 console.log('build: sqlite-schema.sql -> gen/sqlite-schema.js');
+
+// The PostgreSQL schema's text, version by version (PostgreSQL runs a
+// version's statements as one text).
+const postgresVersions = readFileSync(built('postgres-schema.sql'), 'utf8')
+  .split(/^-- version /m)
+  .slice(1)
+  .map((part) => ({ version: Number.parseInt(part, 10), text: part.slice(part.indexOf('\n') + 1).trim() }));
+writeFileSync(
+  join(gen, 'postgres-schema.js'),
+  '// Written by scripts/build.js from postgres-schema.sql (host/store/src): do not edit.\n\n' +
+    '/** The text of each version of the PostgreSQL schema, oldest first. */\n' +
+    `export const SCHEMA_VERSIONS = Object.freeze(${JSON.stringify(postgresVersions, null, 2)});\n`,
+);
+console.log('build: postgres-schema.sql -> gen/postgres-schema.js');
 
 // The limits' defaults, named as JavaScript names them (`maxBatchOps` for
 // `max_batch_ops`).

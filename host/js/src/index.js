@@ -110,10 +110,27 @@ export async function openStore(path, options) {
   return new SqliteBackend(path, options);
 }
 
-/** A store given as a backend or a path, and whether the caller owns it. */
+/** Whether `store` names a PostgreSQL database rather than a file. */
+function isPostgresUrl(store) {
+  return /^postgres(ql)?:\/\//i.test(store);
+}
+
+/**
+ * A store given as a backend, a path or a PostgreSQL URL, and whether the
+ * caller owns it.
+ * @param {import('./backend.js').Backend|string|undefined} store
+ * @param {{sqlite?: object, postgres?: object, async?: boolean}} options
+ */
 async function storeOf(store, options) {
   if (store === undefined) return { backend: new MemoryBackend(), owned: true };
-  if (typeof store === 'string') return { backend: await openStore(store, options), owned: true };
+  if (typeof store === 'string' && isPostgresUrl(store)) {
+    if (options.async !== true) {
+      throw new Error('a PostgreSQL store answers promises: open it with {async: true} (JavaScript Promise Integration)');
+    }
+    const { openPostgres } = await import('./backends/postgres.js');
+    return { backend: await openPostgres(store, options.postgres), owned: true };
+  }
+  if (typeof store === 'string') return { backend: await openStore(store, options.sqlite), owned: true };
   return { backend: store, owned: false };
 }
 
@@ -121,8 +138,9 @@ async function storeOf(store, options) {
  * How a domain is opened.
  * @typedef {object} OpenOptions
  * @property {import('./backend.js').Backend|string} [store] a backend, or
- *   the path of a SQLite file (opened for this domain and closed with
- *   it); a fresh in-memory store when absent
+ *   the path of a SQLite file, or a PostgreSQL URL (`postgres://…`, with
+ *   `async`), opened for this domain and closed with it; a fresh
+ *   in-memory store when absent
  * @property {'online'|'maintenance'} [mode] `online` (the default): only
  *   COGNITION may write; `maintenance`: only MAINTENANCE may write, the
  *   domain's maintenance lock is taken and held until `close`
@@ -140,6 +158,8 @@ async function storeOf(store, options) {
  *   `expire` removes it; kept until removed otherwise when absent
  * @property {import('./backends/sqlite.js').SqliteOptions} [sqlite] for a
  *   store given by path
+ * @property {import('./backends/postgres.js').PostgresOptions} [postgres]
+ *   for a store given by PostgreSQL URL
  * @property {string} [input] the name of the input in input errors;
  *   `request` by default
  * @property {import('./component.js').CoreModuleLoader} [coreModule] how
@@ -191,7 +211,7 @@ export async function open(agent, options = {}) {
     ranker ??= defaults.ranker;
     tokenizer ??= defaults.tokenizer;
   }
-  const { backend, owned } = await storeOf(options.store, options.sqlite);
+  const { backend, owned } = await storeOf(options.store, options);
   try {
     const clock = options.clock ?? Date.now;
     const mode = options.mode ?? 'online';
@@ -214,7 +234,7 @@ export async function open(agent, options = {}) {
     await domain._start(exports);
     return domain;
   } catch (error) {
-    if (owned) backend.close();
+    if (owned) await backend.close();
     throw error;
   }
 }
@@ -891,7 +911,7 @@ export async function expireStore(store, options = {}) {
  * @returns {Promise<T[]>}
  */
 async function eachMaintenanceDomain(store, options, f) {
-  const { backend, owned } = await storeOf(store, options.sqlite);
+  const { backend, owned } = await storeOf(store, options);
   try {
     const answers = [];
     for (const agent of options.agents ?? (await domains(backend, options))) {
@@ -918,7 +938,7 @@ async function eachMaintenanceDomain(store, options, f) {
  * @returns {Promise<object[]>}
  */
 export async function importStore(store, lines, options = {}) {
-  const { backend, owned } = await storeOf(store, options.sqlite);
+  const { backend, owned } = await storeOf(store, options);
   try {
     const groups = [];
     for (const line of lines) {
@@ -977,7 +997,7 @@ export async function unlock(store, agent) {
 
 /** Runs `f` with an online domain of `agent` in `store`, closed after. */
 async function withDomain(store, agent, options, f) {
-  const { backend, owned } = await storeOf(store, options.sqlite);
+  const { backend, owned } = await storeOf(store, options);
   try {
     const { coreModule, instantiate, clock, async } = options;
     const domain = await open(agent, { coreModule, instantiate, clock, async, store: backend });

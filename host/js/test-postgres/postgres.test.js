@@ -1,0 +1,269 @@
+// The PostgreSQL store from Node (src/backends/postgres.js) on a real
+// database, the one ENGRAM_TEST_POSTGRES_URL names (`cargo test` passes
+// it on, and runs this file only when the variable is set): the shared
+// scenarios through the async domain, the engram command line writing the
+// same domain at once, the writers' turns on the lock key every host
+// takes, and what an unreachable database or a lost connection answers.
+// Each test works in a schema of its own, dropped afterwards.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import pg from 'pg';
+import { open } from '../src/index.js';
+import { openPostgres } from '../src/backends/postgres.js';
+import { loadScenarios, runScenario } from '../test/scenarios.js';
+import { libraryHost } from '../test/node-host.js';
+import { notBuilt } from '../test/built.js';
+
+const URL_VAR = 'ENGRAM_TEST_POSTGRES_URL';
+const url = process.env[URL_VAR];
+const engram = process.env.ENGRAM_BIN;
+const missing = [
+  url ? undefined : `${URL_VAR} is not set (e.g. postgres://postgres@127.0.0.1:5432/test)`,
+  engram ? undefined : 'ENGRAM_BIN does not name the engram command line',
+  notBuilt,
+].filter(Boolean);
+
+// Run without what it needs, this file fails saying so: it is never skipped.
+test('what the PostgreSQL tests need is here', () => {
+  assert.deepEqual(missing, [], missing.join('; '));
+});
+
+let next = 0;
+const schemas = [];
+/** A schema name no other test or run uses; dropped after the tests. */
+function freshSchema(what) {
+  const name = `engram_js_${what}_${process.pid}_${next++}_${Date.now() % 1e6}`;
+  schemas.push(name);
+  return name;
+}
+/** The test database's URL with `schema` first on the search path (what the command line takes). */
+function withSchema(schema, extra = '') {
+  const separator = url.includes('?') ? '&' : '?';
+  return `${url}${separator}options=-csearch_path%3D${schema}${extra}`;
+}
+/** Runs `f` with a plain connection to the test database. */
+async function direct(f) {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    return await f(client);
+  } finally {
+    await client.end();
+  }
+}
+test.after(async () => {
+  if (!url || schemas.length === 0) return;
+  await direct(async (client) => {
+    for (const schema of schemas) await client.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+  });
+});
+
+/** The engram command line on `store`; its exit code, standard output and error. */
+function cli(store, args, input = '') {
+  return new Promise((resolve, reject) => {
+    const env = { ...process.env };
+    delete env.ENGRAM_STORE;
+    delete env.ENGRAM_AGENT;
+    const child = spawn(engram, ['--store', store, ...args], { env });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk) => (stdout += chunk));
+    child.stderr.on('data', (chunk) => (stderr += chunk));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+    child.stdin.end(input);
+  });
+}
+
+/**
+ * `backend` as a domain's store that notes the prefix and lock key the
+ * domain hands it when it writes (`turn()`: the last).
+ */
+function recording(backend) {
+  let last;
+  const store = new Proxy(backend, {
+    get(target, name) {
+      if (name === 'lockDomain') return (prefix, key) => ((last = { prefix, key }), target.lockDomain(prefix, key));
+      const value = Reflect.get(target, name);
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+  return {
+    store,
+    turn() {
+      assert.equal(typeof last?.key, 'bigint', 'the domain handed its store no lock key');
+      return last;
+    },
+  };
+}
+
+/**
+ * Whether a session waits for the advisory lock `key` within 30 s (until
+ * `gone()`): PostgreSQL shows a bigint key as its high and low 32 bits.
+ */
+async function waitedOn(key, gone) {
+  const unsigned = BigInt.asUintN(64, key);
+  const [high, low] = [Number(unsigned >> 32n), Number(unsigned & 0xffffffffn)];
+  return direct(async (client) => {
+    const deadline = Date.now() + 30000;
+    while (Date.now() < deadline && !gone()) {
+      const { rows } = await client.query(
+        "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND classid = $1 AND objid = $2 AND objsubid = 1",
+        [high, low],
+      );
+      if (rows.length > 0) return true;
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    return false;
+  });
+}
+
+const ready = missing.length === 0 ? {} : { skip: missing.join('; ') };
+const folder = fileURLToPath(new URL('../../../tests/scenarios/', import.meta.url));
+const scenarios = missing.length === 0 ? loadScenarios(folder) : [];
+
+// Every shared scenario on PostgreSQL, through the async domain.
+for (const scenario of scenarios) {
+  test(`async postgres: ${scenario.name}`, async () => {
+    const backend = await openPostgres(url, { schema: freshSchema('scenario') });
+    try {
+      const { ran } = await runScenario(scenario, libraryHost(backend, { async: true }));
+      assert.ok(ran > 0);
+    } finally {
+      await backend.close();
+    }
+  });
+}
+
+const state = (requestId, i) => ({
+  request_id: requestId,
+  source: { agent_id: 'alice', component: 'COGNITION', actor: 'USER' },
+  record: { record_type: 'STATE', timestamp: 1_700_000_000_000 + i, payload: { subject: requestId, properties: { n: i } } },
+});
+
+// proves IO-W2 IO-W8 IO-G1: a Node process and the engram command line writing one PostgreSQL domain at once
+// take turns: every write ACCEPTED, none lost, no id handed out twice, each audited once
+test('io_w8 a Node process and the command line writing one PostgreSQL domain at once keep every write', ready, async () => {
+  const store = withSchema(freshSchema('mixed'));
+  // The command line compiles the engine at its first run on a machine:
+  // done here, so that the writers below start together.
+  const warm = await cli(store, ['read', '--agent', 'someone-else'], JSON.stringify({ record_type: 'STATE', selector: { Latest: { limit: 1 } }, request_id: 'warm' }));
+  assert.equal(warm.code, 0, warm.stderr);
+  const count = 150;
+  const batch = Array.from({ length: count }, (_, i) => JSON.stringify(state(`c-${i}`, i))).join('\n');
+  const domain = await open('alice', { store, async: true });
+  const acknowledged = new Map();
+  try {
+    const command = cli(store, ['write', '--agent', 'alice', '--batch'], batch);
+    for (let i = 0; i < count; i++) {
+      const answer = await domain.write(state(`n-${i}`, i));
+      acknowledged.set(`n-${i}`, answer.ACCEPTED.stored_id);
+      await domain.read({ record_type: 'STATE', selector: { Latest: { limit: 1 } }, request_id: `n-${i}-r` });
+    }
+    const done = await command;
+    assert.equal(done.code, 0, done.stderr);
+    done.stdout
+      .trim()
+      .split('\n')
+      .forEach((line, i) => acknowledged.set(`c-${i}`, JSON.parse(line).ACCEPTED.stored_id));
+    assert.equal(acknowledged.size, 2 * count, `only ${acknowledged.size} of ${2 * count} writes were ACCEPTED`);
+    assert.equal(new Set(acknowledged.values()).size, 2 * count, 'an id was handed out twice');
+    for (const [requestId, id] of acknowledged) {
+      const read = await domain.read({ record_type: 'STATE', selector: { ById: { id } }, request_id: 'check' });
+      assert.deepEqual(read.records.map((r) => r.id), [id], requestId);
+    }
+    const trail = await domain.audit({ limit: 100000 });
+    const accepted = trail.filter((e) => e.operation === 'WRITE' && e.outcome === 'ACCEPTED').map((e) => e.request_id);
+    assert.deepEqual([...accepted].sort(), [...acknowledged.keys()].sort(), 'each acknowledged write audited once');
+    // The writers ran at once: their writes interleave in the trail.
+    const switches = accepted.filter((id, i) => i > 0 && id[0] !== accepted[i - 1][0]).length;
+    assert.ok(switches > 1, `the writers did not overlap: ${switches} switches`);
+    const reads = trail.filter((e) => e.operation === 'READ' && e.request_id.startsWith('n-'));
+    assert.equal(new Set(reads.map((e) => e.request_id)).size, count, 'each read audited once');
+    assert.equal(reads.length, count, 'each read audited once');
+  } finally {
+    await domain.close();
+  }
+});
+
+// proves IO-W8 IO-G1: a Node domain holding its write lock keeps the command line's writer of that domain
+// waiting, on the advisory lock key every host takes (the host layer's), and it goes on when let go
+test('a Node writer holding a domain makes the command line wait on the same lock key', ready, async () => {
+  const url = withSchema(freshSchema('lockwait'));
+  const backend = await openPostgres(url);
+  const { store, turn } = recording(backend);
+  const domain = await open('alice', { store, async: true });
+  try {
+    await domain.write(state('first', 0));
+    const { prefix, key } = turn();
+    const warm = await cli(url, ['read', '--agent', 'someone-else'], JSON.stringify({ record_type: 'STATE', selector: { Latest: { limit: 1 } }, request_id: 'warm' }));
+    assert.equal(warm.code, 0, warm.stderr);
+    await backend.lockDomain(prefix, key);
+    const writer = cli(url, ['write', '--agent', 'alice'], JSON.stringify(state('w1', 1)));
+    let exited = false;
+    writer.then(() => (exited = true));
+    assert.ok(await waitedOn(key, () => exited), "the command line's writer did not wait for the domain's lock");
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    assert.equal(exited, false, 'the command line wrote while Node held the domain');
+    await backend.unlockDomain(prefix, key);
+    const done = await writer;
+    assert.equal(done.code, 0, done.stderr);
+    assert.ok('ACCEPTED' in JSON.parse(done.stdout));
+  } finally {
+    await domain.close();
+    await backend.close();
+  }
+});
+
+// A connection lost under a call (killed while the write waits for its domain's turn) fails that call
+// with the store's words and stores nothing of it; the next call connects again, and nothing
+// acknowledged is lost.
+test('a connection lost under a call fails that call, and the next call connects again', ready, async () => {
+  const name = `engram_js_lost_${process.pid}`;
+  const backend = await openPostgres(withSchema(freshSchema('lost'), `&application_name=${name}`));
+  const { store, turn } = recording(backend);
+  const domain = await open('alice', { store, async: true });
+  try {
+    const first = await domain.write(state('before', 0));
+    const { key } = turn();
+    await direct(async (holder) => {
+      await holder.query('SELECT pg_advisory_lock($1)', [key.toString()]);
+      const during = domain.write(state('during', 1));
+      const outcome = during.then(
+        () => undefined,
+        (error) => error,
+      );
+      assert.ok(await waitedOn(key, () => false), "the write did not wait for the domain's lock");
+      await holder.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1', [name]);
+      const failed = await outcome;
+      assert.ok(failed instanceof Error, 'the call whose connection was lost did not fail');
+      assert.match(failed.message, /PostgreSQL: FATAL: terminating connection .*\(57P01\)/);
+      await holder.query('SELECT pg_advisory_unlock($1)', [key.toString()]);
+    });
+    const after = await domain.write(state('after', 2));
+    assert.ok('ACCEPTED' in after);
+    const stored = await domain.read({ record_type: 'STATE', selector: { Latest: { limit: 10 } }, request_id: 'check' });
+    assert.deepEqual(
+      stored.records.map((r) => r.id).sort(),
+      [first.ACCEPTED.stored_id, after.ACCEPTED.stored_id].sort(),
+    );
+  } finally {
+    await domain.close();
+    await backend.close();
+  }
+});
+
+test('opening an unreachable database, a schema of other tables or a synchronous domain says why in one line', ready, async () => {
+  await assert.rejects(openPostgres('postgres://someone:secret@127.0.0.1:1/nothing', { connectTimeout: 2000 }), (error) => {
+    assert.match(error.message, /^postgres:\/\/someone:\*\*\*@127\.0\.0\.1:1\/nothing: cannot connect: /);
+    assert.doesNotMatch(error.message, /secret|\n/);
+    return true;
+  });
+  const foreign = freshSchema('foreign');
+  await direct((client) => client.query(`CREATE SCHEMA ${foreign}; CREATE TABLE ${foreign}.engram_kv (x int)`));
+  await assert.rejects(openPostgres(url, { schema: foreign }), /not an Engram store/);
+  await assert.rejects(openPostgres(url, { schema: 'Not-A-Schema' }), /not a schema name Engram uses/);
+  await assert.rejects(open('alice', { store: withSchema(freshSchema('sync')) }), /open it with \{async: true\}/);
+});
