@@ -6,8 +6,13 @@
 // asynchronous I/O pays that hop too). Prints one JSON line per case, mean
 // µs per call and the ratio to the synchronous domain:
 // `node bench/jspi.js [N]` (N = 2000), on a Node with JSPI (24 or later).
+// With ENGRAM_TEST_POSTGRES_URL set, an async domain on PostgreSQL too (in
+// a schema of its own, dropped after).
 import { MemoryBackend, open } from '../src/index.js';
 import { DeferredBackend } from '../test/deferred-backend.js';
+
+const postgres = process.env.ENGRAM_TEST_POSTGRES_URL;
+const schemas = [];
 
 const n = Number(process.argv[2] ?? 2000);
 
@@ -40,6 +45,17 @@ const cases = [
   ['async domain (JSPI), memory store', () => ({ store: new MemoryBackend(), async: true })],
   ['async domain (JSPI), store answering on a later turn', () => ({ store: new DeferredBackend(new MemoryBackend()), async: true })],
 ];
+if (postgres) {
+  const url = (schema) => `${postgres}${postgres.includes('?') ? '&' : '?'}options=-csearch_path%3D${schema}`;
+  cases.push([
+    'async domain (JSPI), PostgreSQL store',
+    () => {
+      const schema = `engram_bench_${process.pid}_${schemas.length}`;
+      schemas.push(schema);
+      return { store: url(schema), async: true };
+    },
+  ]);
+}
 await run({ store: new MemoryBackend() }); // warm-up: compiles the components
 // Three rounds, the cases interleaved; the median of each.
 const rounds = cases.map(() => []);
@@ -62,4 +78,12 @@ for (const [i, [name]] of cases.entries()) {
       read_ratio: round1(read_us / base.read_us),
     }),
   );
+}
+
+if (schemas.length > 0) {
+  const { default: pg } = await import('pg');
+  const client = new pg.Client({ connectionString: postgres });
+  await client.connect();
+  for (const schema of schemas) await client.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+  await client.end();
 }
