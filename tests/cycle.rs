@@ -827,7 +827,10 @@ backend_test! {
                 candidates: &[Candidate],
                 k: u32,
             ) -> Result<Vec<String>, String> {
-                let mut sorted = candidates.to_vec();
+                // Oldest first; two of one millisecond (a loaded machine
+                // ingests some in the same one) in the reverse of the
+                // candidates' order, which is newest first.
+                let mut sorted: Vec<Candidate> = candidates.iter().rev().cloned().collect();
                 sorted.sort_by_key(|c| c.timestamp);
                 Ok(sorted.into_iter().take(k as usize).map(|c| c.id).collect())
             }

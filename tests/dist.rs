@@ -22,6 +22,8 @@ use std::process::{Command, Output};
 use std::sync::OnceLock;
 use std::time::Instant;
 
+mod support;
+
 /// The repository's top folder.
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -71,7 +73,10 @@ fn run(command: &mut Command, what: &str, needs: &str) -> Output {
 /// The built artifacts.
 struct Dist {
     wheel: PathBuf,
+    /// The npm package, `engram-memory-<version>.tgz`.
     tarball: PathBuf,
+    /// Its addon for each platform, `engram-memory-<platform>-<version>.tgz`, by platform.
+    platforms: Vec<(&'static engram_dist::javascript::Platform, PathBuf)>,
     cli: PathBuf,
 }
 
@@ -111,9 +116,14 @@ fn dist() -> &'static Dist {
             );
             found.into_iter().next().unwrap()
         };
+        let platforms = engram_dist::javascript::PLATFORMS
+            .iter()
+            .map(|platform| (platform, find(&format!("{}-", platform.package()), ".tgz")))
+            .collect();
         let dist = Dist {
             wheel: find("engram_memory-", ".whl"),
-            tarball: find("engram-memory-", ".tgz"),
+            tarball: find("engram-memory-0", ".tgz"),
+            platforms,
             cli: out.join("engram-cli.wasm"),
         };
         assert!(dist.cli.is_file(), "{} is missing", dist.cli.display());
@@ -267,9 +277,11 @@ struct Npm {
     version: String,
 }
 
-/// `npm init -y` in an empty folder, then `npm install` of the tarball,
-/// under the Node the package pins (first on the `PATH`); once per test
-/// binary.
+/// `npm init -y` in an empty folder, then `npm install --offline` of the
+/// package's tarball and of its addon's for this machine, under the Node
+/// the package pins (first on the `PATH`): from `dist/` alone, nothing
+/// fetched from the registry (npm passes over the optional platform
+/// packages it cannot find, those of other machines); once per test binary.
 fn npm() -> &'static Npm {
     static NPM: OnceLock<Npm> = OnceLock::new();
     NPM.get_or_init(|| {
@@ -304,14 +316,22 @@ fn npm() -> &'static Npm {
             .as_str()
             .expect("npm version names its Node")
             .to_string();
+        let host = dist
+            .platforms
+            .iter()
+            .find(|(platform, _)| platform.is_host())
+            .map(|(_, tarball)| tarball)
+            .expect("dist/ holds the addon's package of this machine");
         npm(
             &[
                 "install",
+                "--offline",
                 "--no-audit",
                 "--no-fund",
                 dist.tarball.to_str().unwrap(),
+                host.to_str().unwrap(),
             ],
-            "npm install the tarball",
+            "npm install --offline the tarballs",
         );
         Npm {
             project,
@@ -325,7 +345,7 @@ fn npm() -> &'static Npm {
 // ---- the README's examples ---------------------------------------------------
 
 /// The kinds of example a README marks.
-const KINDS: [&str; 4] = ["python", "javascript", "rust", "cli"];
+const KINDS: [&str; 5] = ["python", "javascript", "rust", "cli", "mcp"];
 
 /// The README the examples come from: `ENGRAM_README`, else the repository's.
 fn readme() -> (PathBuf, String) {
@@ -417,12 +437,15 @@ fn quoted(path: &Path) -> String {
     format!("'{text}'")
 }
 
-/// One run of an example: its name, whether it exited 0, what it printed.
+/// One run of an example: its name, whether it exited 0, what it printed,
+/// and, for an example that is not to print the recalled memory, what else
+/// is wrong with it (none when nothing is).
 struct Ran {
     what: String,
     succeeded: bool,
     stdout: String,
     stderr: String,
+    checked: Option<Option<String>>,
 }
 
 /// Runs `command` (an example, on a `PATH` without Rust) to its end, and
@@ -444,6 +467,87 @@ fn example(what: String, command: &mut Command) -> Ran {
         succeeded: output.status.success(),
         stdout,
         stderr,
+        checked: None,
+    }
+}
+
+/// A client of the MCP Python SDK (from the tests' virtual environment)
+/// that starts the server `argv[1]` names (`{"command","args"}`) in the
+/// folder `argv[2]`, lists its tools, creates an entity with an observation
+/// and reads the graph back: it prints the tools' names and the graph.
+const MCP_CLIENT: &str = r#"
+import asyncio, json, os, sys
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+async def main():
+    server, cwd = json.loads(sys.argv[1]), sys.argv[2]
+    params = StdioServerParameters(command=server["command"], args=server["args"], cwd=cwd, env=dict(os.environ))
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        tools = sorted(tool.name for tool in (await session.list_tools()).tools)
+        entity = {"name": "Hotel Avenida", "entityType": "place", "observations": ["booked Hotel Avenida Lisbon."]}
+        await session.call_tool("create_entities", {"entities": [entity]})
+        graph = await session.call_tool("read_graph", {})
+        print(json.dumps({"tools": tools, "graph": graph.structured_content}))
+
+asyncio.run(main())
+"#;
+
+/// The README's MCP example, a desktop client's config line (`+      "command":
+/// …, "args": […],`): its server started in the npm project (where
+/// `npx engram-memory` finds the installed package; npm told to fetch
+/// nothing), its store put in `dir`, driven by the MCP Python SDK's client.
+fn mcp_example(what: String, body: &str, project: &Path, path: &OsString, dir: &Path) -> Ran {
+    let line = body
+        .lines()
+        .find_map(|line| line.strip_prefix('+'))
+        .expect("the MCP example adds a config line");
+    let server: serde_json::Value =
+        serde_json::from_str(&format!("{{{}}}", line.trim().trim_end_matches(','))).unwrap_or_else(
+            |e| panic!("the MCP example's config line is not JSON members: {e}: {line}"),
+        );
+    let mut server = server;
+    let store = dir.join("memory.db");
+    for arg in server["args"]
+        .as_array_mut()
+        .expect("the config line has args")
+    {
+        if arg.as_str().is_some_and(|a| a.ends_with("memory.db")) {
+            *arg = serde_json::Value::String(store.to_str().unwrap().to_owned());
+        }
+    }
+    let python = support::python::environment();
+    let ran = example(
+        what,
+        without_rust(&mut Command::new(python), path)
+            .args(["-c", MCP_CLIENT])
+            .arg(server.to_string())
+            .arg(project)
+            .env("npm_config_offline", "true"),
+    );
+    let answer: serde_json::Value = serde_json::from_str(ran.stdout.trim()).unwrap_or_default();
+    let tools = answer["tools"].as_array().map(Vec::len).unwrap_or(0);
+    let problem = if tools != 9 {
+        Some(format!(
+            "it served {tools} tools, not the knowledge graph's nine"
+        ))
+    } else if !answer["graph"]
+        .to_string()
+        .contains("booked Hotel Avenida Lisbon.")
+    {
+        Some(format!(
+            "read_graph did not answer the entity created: {}",
+            answer["graph"]
+        ))
+    } else if !store.is_file() {
+        Some(format!("the store {} was not made", store.display()))
+    } else {
+        None
+    };
+    Ran {
+        checked: Some(problem),
+        ..ran
     }
 }
 
@@ -509,7 +613,7 @@ fn the_python_wheel_is_platform_independent_and_installs_only_wasmtime() {
 }
 
 #[test]
-fn the_npm_tarball_installs_under_the_pinned_node_and_adds_nothing_but_itself() {
+fn the_npm_tarballs_install_offline_under_the_pinned_node_and_add_nothing_but_themselves() {
     let npm = npm();
     let manifest: serde_json::Value = serde_json::from_slice(
         &std::fs::read(engram_dist::javascript::package().join("package.json"))
@@ -523,24 +627,20 @@ fn the_npm_tarball_installs_under_the_pinned_node_and_adds_nothing_but_itself() 
         npm.version, pinned,
         "npm ran under another Node than the pinned one"
     );
-    let version: Vec<u64> = npm
-        .version
-        .trim_start_matches('v')
-        .split('.')
-        .map(|part| part.parse().unwrap_or(0))
-        .collect();
-    assert!(
-        version[..] >= [22, 13][..],
-        "npm ran under Node {}, not the pinned Node (node:sqlite needs 22.13 or later)",
-        npm.version
-    );
+    let host = engram_dist::javascript::host_platform()
+        .expect("the package ships an addon for this machine")
+        .package();
     let mut added: Vec<String> = std::fs::read_dir(npm.project.join("node_modules"))
         .expect("node_modules")
         .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
         .filter(|name| !name.starts_with('.'))
         .collect();
     added.sort();
-    assert_eq!(added, ["engram-memory"], "what npm install added");
+    assert_eq!(
+        added,
+        ["engram-memory", host.as_str()],
+        "what npm install added"
+    );
     let listed = run(
         without_rust(&mut Command::new("npm"), &npm.path)
             .args(["ls", "--all", "--json"])
@@ -552,23 +652,115 @@ fn the_npm_tarball_installs_under_the_pinned_node_and_adds_nothing_but_itself() 
     let dependencies = tree["dependencies"]
         .as_object()
         .expect("npm ls lists dependencies");
-    assert_eq!(
-        dependencies.keys().collect::<Vec<_>>(),
-        ["engram-memory"],
-        "npm ls --all: {tree:#}"
-    );
-    // An optional peer (`pg`, for the PostgreSQL store) is listed with no
-    // version: named, not installed.
-    assert!(
-        dependencies["engram-memory"]["dependencies"]
-            .as_object()
-            .is_none_or(|deps| deps.values().all(|dep| dep.get("version").is_none())),
-        "engram-memory brought dependencies: {tree:#}"
-    );
+    let mut top: Vec<&String> = dependencies.keys().collect();
+    top.sort();
+    assert_eq!(top, ["engram-memory", &host], "npm ls --all: {tree:#}");
+    // The platform packages are optional dependencies of engram-memory: this
+    // machine's is the one installed beside it; another's is named, not installed.
+    let nested = dependencies["engram-memory"]["dependencies"]
+        .as_object()
+        .cloned()
+        .unwrap_or_default();
+    for (name, dependency) in &nested {
+        assert!(
+            name.starts_with("engram-memory-"),
+            "engram-memory brought {name}: {tree:#}"
+        );
+        assert!(
+            *name == host || dependency.get("version").is_none(),
+            "npm installed {name}, another machine's addon: {tree:#}"
+        );
+    }
+    // What `npm install` brings for this machine, unpacked.
+    let size = |dir: &Path| -> u64 {
+        fn walk(dir: &Path) -> u64 {
+            std::fs::read_dir(dir)
+                .map(|entries| {
+                    entries
+                        .flatten()
+                        .map(|e| match e.file_type() {
+                            Ok(t) if t.is_dir() => walk(&e.path()),
+                            _ => e.metadata().map(|m| m.len()).unwrap_or(0),
+                        })
+                        .sum()
+                })
+                .unwrap_or(0)
+        }
+        walk(dir)
+    };
+    let modules = npm.project.join("node_modules");
     eprintln!(
-        "npm installed engram-memory alone, under Node {}",
+        "measured: npm installed engram-memory ({} bytes) and {host} ({} bytes), under Node {}",
+        size(&modules.join("engram-memory")),
+        size(&modules.join(&host)),
         npm.version
     );
+}
+
+/// The bytes of the one file named `name` in a gzipped npm tarball.
+fn tarball_file(tarball: &Path, name: &str) -> Vec<u8> {
+    let gzipped = std::fs::read(tarball).unwrap_or_else(|e| panic!("{}: {e}", tarball.display()));
+    engram_dist::tar_entries(&gzipped)
+        .unwrap_or_else(|e| panic!("{}: {e:#}", tarball.display()))
+        .into_iter()
+        .find(|(path, _)| path == name)
+        .unwrap_or_else(|| panic!("{} holds no {name}", tarball.display()))
+        .1
+}
+
+// Each platform package holds its addon: a shared library of the platform's
+// machine that registers the Node-API module, and says where npm installs it.
+#[test]
+fn each_platform_package_holds_the_addon_of_its_machine() {
+    for (platform, tarball) in &dist().platforms {
+        let addon = tarball_file(tarball, &format!("package/{}", platform.addon_file()));
+        assert_eq!(
+            &addon[..4],
+            b"\x7fELF",
+            "{}: not an ELF file",
+            tarball.display()
+        );
+        assert_eq!(addon[5], 1, "{}: not little-endian", tarball.display());
+        let machine = u16::from_le_bytes([addon[18], addon[19]]);
+        let expected = match platform.cpu {
+            "x64" => 62,    // EM_X86_64
+            "arm64" => 183, // EM_AARCH64
+            other => panic!("no ELF machine known for {other}"),
+        };
+        assert_eq!(
+            machine,
+            expected,
+            "{}: the addon is for ELF machine {machine}, not {}",
+            tarball.display(),
+            platform.cpu
+        );
+        assert_eq!(
+            u16::from_le_bytes([addon[16], addon[17]]),
+            3,
+            "a shared object (ET_DYN)"
+        );
+        assert!(
+            addon
+                .windows(b"napi_register_module_v1".len())
+                .any(|w| w == b"napi_register_module_v1"),
+            "{}: the addon registers no Node-API module",
+            tarball.display()
+        );
+        let manifest: serde_json::Value =
+            serde_json::from_slice(&tarball_file(tarball, "package/package.json"))
+                .expect("the platform package's package.json");
+        assert_eq!(manifest["name"], platform.package());
+        assert_eq!(manifest["os"], serde_json::json!([platform.os]));
+        assert_eq!(manifest["cpu"], serde_json::json!([platform.cpu]));
+        assert_eq!(manifest["libc"], serde_json::json!([platform.libc]));
+        assert_eq!(manifest["main"], platform.addon_file());
+        eprintln!(
+            "measured: {} ({} bytes), its addon {} bytes",
+            tarball.display(),
+            std::fs::metadata(tarball).map(|m| m.len()).unwrap_or(0),
+            addon.len()
+        );
+    }
 }
 
 #[test]
@@ -635,6 +827,11 @@ fn the_readme_examples_run_from_the_installed_artifacts_without_cargo() {
                         .current_dir(&dir),
                 ));
             }
+            "mcp" => {
+                let npm = npm();
+                let dir = fresh(&format!("readme-{n}-mcp"));
+                runs.push(mcp_example(what(""), body, &npm.project, &npm.path, &dir));
+            }
             _ => {
                 let engrams = [
                     (
@@ -666,6 +863,10 @@ fn the_readme_examples_run_from_the_installed_artifacts_without_cargo() {
     for ran in &runs {
         if !ran.succeeded {
             problems.push(format!("{} failed: {}", ran.what, ran.stderr.trim()));
+        } else if let Some(checked) = &ran.checked {
+            if let Some(problem) = checked {
+                problems.push(format!("{}: {problem}", ran.what));
+            }
         } else if !recalled_the_booking(&ran.stdout) {
             problems.push(format!(
                 "{} did not print the remembered booking as a dated memory line: {}",

@@ -130,3 +130,34 @@ fn the_example_page_keeps_memory_across_a_reload_in_headless_chromium() {
         screenshots.join("engram-browser-example.png").display()
     );
 }
+
+// The package's `engram` command (`npx engram-memory …`, its `bin`: the same Rust `main` as
+// the native binary, run in Node by the addon) serves MCP as `engram mcp` does: the Python
+// package's MCP tests, which drive a server through the MCP Python SDK's client (the
+// `engram` tools and the reference memory server's knowledge-graph tools, side by side with
+// that server), run against it. Each names its rules.
+#[test]
+fn the_package_command_serves_mcp_under_the_mcp_python_sdk_as_engram_mcp_does() {
+    ready();
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let engram = dir.path().join("engram");
+    let bin = support::javascript::package().join("bin/engram.js");
+    std::fs::write(
+        &engram,
+        format!(
+            "#!/bin/sh\nexec '{}' '{}' \"$@\"\n",
+            support::javascript::node().display(),
+            bin.display()
+        ),
+    )
+    .expect("writing the wrapper");
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&engram, std::fs::Permissions::from_mode(0o755))
+        .expect("making the wrapper executable");
+    support::python::pytest(
+        &["tests/test_mcp.py", "tests/test_knowledge_graph.py"],
+        &engram,
+        "npm-mcp-figures.txt",
+    )
+    .assert_passed("the MCP tests against the npm package's engram command");
+}

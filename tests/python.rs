@@ -12,259 +12,33 @@
 //! counted. The package's code is also held to its linter and formatter
 //! (ruff, configured in `pyproject.toml`) and its type checker (mypy).
 
-use std::path::{Path, PathBuf};
+use std::collections::BTreeMap;
+use std::path::Path;
 use std::process::{Command, Output};
 use std::sync::OnceLock;
 
 mod support;
 
-/// The package's folder.
-fn package() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../python")
-}
+use support::python::{POSTGRES_URL_VAR, Report, environment, installed, package, run};
 
-/// Runs `command`; its output, or a failure that says what it was.
-fn run(mut command: Command, what: &str) -> Output {
-    let output = command.output().unwrap_or_else(|e| {
-        panic!("{what}: {e}: the Python tests need Python 3 (python3) on the PATH")
-    });
-    if !output.status.success() {
-        panic!(
-            "{what}: {}\n--- stdout\n{}\n--- stderr\n{}",
-            output.status,
-            String::from_utf8_lossy(&output.stdout),
-            String::from_utf8_lossy(&output.stderr)
-        );
-    }
-    output
-}
-
-/// The virtual environment's Python, with the test requirements installed
-/// unless the requirements file is the one installed last (a copy is kept
-/// in the environment).
-fn environment() -> PathBuf {
-    static ENVIRONMENT: OnceLock<PathBuf> = OnceLock::new();
-    ENVIRONMENT.get_or_init(make_environment).clone()
-}
-
-fn make_environment() -> PathBuf {
-    let root = Path::new(env!("CARGO_TARGET_TMPDIR")).join("python-venv");
-    let python = root.join("bin/python");
-    let requirements = package().join("requirements-test.txt");
-    let wanted = std::fs::read(&requirements).expect("host/python/requirements-test.txt");
-    let stamp = root.join("engram-installed-requirements.txt");
-    if python.is_file() && std::fs::read(&stamp).ok().as_deref() == Some(&wanted[..]) {
-        return python;
-    }
-    if root.exists() {
-        std::fs::remove_dir_all(&root).expect("removing the old virtual environment");
-    }
-    let mut venv = Command::new("python3");
-    venv.args(["-m", "venv"]).arg(&root);
-    run(
-        venv,
-        "python3 -m venv (Debian and Ubuntu package it as python3-venv)",
-    );
-    let mut pip = Command::new(&python);
-    pip.args([
-        "-m",
-        "pip",
-        "install",
-        "--disable-pip-version-check",
-        "--no-input",
-        "--quiet",
-        "-r",
-    ])
-    .arg(&requirements);
-    run(pip, "installing the Python test requirements");
-    std::fs::write(&stamp, &wanted).expect("writing the install stamp");
-    python
-}
-
-/// The variable that names the PostgreSQL database of the PostgreSQL cases.
-const POSTGRES_URL_VAR: &str = "ENGRAM_TEST_POSTGRES_URL";
-
-/// Why a PostgreSQL case is skipped (`host/python/tests/conftest.py`).
-const NEEDS_POSTGRES: &str = "needs PostgreSQL: set ENGRAM_TEST_POSTGRES_URL";
-
-/// How many cases pytest's short summary (`-ra`) lists as skipped for a
-/// reason other than `reason`, and how many for it: lines `SKIPPED [N]
-/// file:line: reason`.
-fn skips(report: &str, reason: &str) -> (u64, u64) {
-    let (mut other, mut counted) = (0, 0);
-    for line in report.lines() {
-        let Some(rest) = line.strip_prefix("SKIPPED [") else {
-            continue;
-        };
-        let (n, rest) = rest.split_once(']').unwrap_or(("0", rest));
-        let n: u64 = n.parse().unwrap_or(0);
-        if rest.ends_with(reason) {
-            counted += n;
-        } else {
-            other += n;
-        }
-    }
-    (other, counted)
-}
-
-/// What pytest's run of the package's suite said.
-struct Report {
-    /// Whether pytest exited with success.
-    success: bool,
-    /// Its standard output, then its standard error.
-    text: String,
-    passed: u64,
-    failed: u64,
-    skipped: u64,
-    errors: u64,
-    /// The skips for want of PostgreSQL.
-    postgres_skips: u64,
-    /// The skips for any other reason.
-    other_skips: u64,
-}
-
-/// The package installed and its suite run, once for every test below.
+/// The package installed and its suite run against this build's `engram`,
+/// once for every test below.
 fn pytest() -> &'static Report {
     static REPORT: OnceLock<Report> = OnceLock::new();
-    REPORT.get_or_init(run_pytest)
-}
-
-/// The virtual environment's Python with the package installed as a user
-/// installs it, once per test binary.
-fn installed() -> PathBuf {
-    static INSTALLED: OnceLock<PathBuf> = OnceLock::new();
-    INSTALLED.get_or_init(install).clone()
-}
-
-fn install() -> PathBuf {
-    let python = environment();
-    let wasm_dir = Path::new(engram_host_components::HOST).parent().unwrap();
-    // The package as a user installs it (pip builds it from its folder),
-    // with the components of this build.
-    // setuptools builds in the package's `build/`: a fresh one each time, so
-    // nothing of an earlier build is packaged.
-    let _ = std::fs::remove_dir_all(package().join("build"));
-    let mut install = Command::new(&python);
-    install
-        .args([
-            "-m",
-            "pip",
-            "install",
-            "--disable-pip-version-check",
-            "--no-input",
-            "--quiet",
-        ])
-        .args(["--no-deps", "--no-build-isolation", "--force-reinstall"])
-        .arg(package())
-        .env("ENGRAM_WASM_DIR", wasm_dir);
-    run(install, "pip install host/python");
-    python
-}
-
-/// The peers the tests compare with (`tests/peers`: the reference MCP
-/// memory server), installed by `npm ci` from their lock file under this
-/// build's target folder, again only when the lock file changed: the
-/// reference server's `dist/index.js`.
-fn peers() -> PathBuf {
-    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/peers");
-    let root = Path::new(env!("CARGO_TARGET_TMPDIR")).join("peers");
-    let lock =
-        std::fs::read(source.join("package-lock.json")).expect("tests/peers/package-lock.json");
-    let stamp = root.join("node_modules/.engram-installed-lock.json");
-    if std::fs::read(&stamp).ok().as_deref() != Some(&lock[..]) {
-        std::fs::create_dir_all(&root).expect("making the peers' folder");
-        for file in ["package.json", "package-lock.json"] {
-            std::fs::copy(source.join(file), root.join(file)).expect("copying tests/peers");
-        }
-        let mut npm = Command::new("npm");
-        npm.args(["ci", "--no-audit", "--no-fund"])
-            .current_dir(&root);
-        run(
-            npm,
-            "npm ci in tests/peers (the reference MCP memory server; Node.js 20 or later with npm)",
-        );
-        std::fs::write(&stamp, &lock).expect("writing the install stamp");
-    }
-    root.join("node_modules/@modelcontextprotocol/server-memory/dist/index.js")
-}
-
-fn run_pytest() -> Report {
-    let python = installed();
-    let figures = Path::new(env!("CARGO_TARGET_TMPDIR")).join("python-figures.txt");
-    let _ = std::fs::remove_file(&figures);
-    let mut pytest = Command::new(&python);
-    pytest
-        .args(["-m", "pytest", "-q", "-p", "no:cacheprovider", "tests"])
-        .current_dir(package())
-        .env("ENGRAM_BIN", env!("CARGO_BIN_EXE_engram"))
-        .env("ENGRAM_REFERENCE_MEMORY", peers())
-        .env("ENGRAM_TEST_FIGURES", &figures)
-        // The installed package's own components, not a checkout's. The
-        // PostgreSQL cases run against the database ENGRAM_TEST_POSTGRES_URL
-        // names (inherited), each in schemas of its own.
-        .env_remove("ENGRAM_WASM_DIR");
-    let output = pytest.output().expect("running pytest");
-    let report = String::from_utf8_lossy(&output.stdout);
-    let summary = report.lines().last().unwrap_or_default();
-    let count = |name: &str| -> u64 {
-        summary
-            .split(',')
-            .filter_map(|part| part.trim().trim_start_matches('=').trim().split_once(' '))
-            .find_map(|(n, rest)| rest.starts_with(name).then(|| n.parse().ok()).flatten())
-            .unwrap_or(0)
-    };
-    let (other_skips, postgres_skips) = skips(&report, NEEDS_POSTGRES);
-    // What the tests measured (the reference server's losses under two
-    // clients among them): shown, never asserted.
-    for line in std::fs::read_to_string(&figures)
-        .unwrap_or_default()
-        .lines()
-    {
-        eprintln!("measured: {line}");
-    }
-    Report {
-        success: output.status.success(),
-        text: format!("{report}\n{}", String::from_utf8_lossy(&output.stderr)),
-        passed: count("passed"),
-        failed: count("failed"),
-        skipped: count("skipped"),
-        errors: count("error"),
-        postgres_skips,
-        other_skips,
-    }
+    REPORT.get_or_init(|| {
+        support::python::pytest(
+            &["tests"],
+            Path::new(env!("CARGO_BIN_EXE_engram")),
+            "python-figures.txt",
+        )
+    })
 }
 
 // Every shared scenario on the Python host with every backend: each line names its rule in
 // its `note`.
 #[test]
 fn the_python_package_installs_and_passes_its_tests() {
-    let r = pytest();
-    let postgres = std::env::var(POSTGRES_URL_VAR).is_ok_and(|url| !url.trim().is_empty());
-    // With a database nothing may be skipped; without one, only the
-    // PostgreSQL cases, each listed with why (and counted below).
-    let skips_allowed = if postgres {
-        r.skipped == 0
-    } else {
-        r.other_skips == 0 && r.postgres_skips == r.skipped
-    };
-    assert!(
-        r.success && r.passed > 0 && r.failed == 0 && skips_allowed && r.errors == 0,
-        "the Python tests: passed {}, failed {}, skipped {} ({} of them PostgreSQL cases), errors {}\n{}",
-        r.passed,
-        r.failed,
-        r.skipped,
-        r.postgres_skips,
-        r.errors,
-        r.text
-    );
-    if r.skipped == 0 {
-        eprintln!("Python tests: {} passed", r.passed);
-    } else {
-        eprintln!(
-            "Python tests: {} passed; {} PostgreSQL cases skipped ({NEEDS_POSTGRES})",
-            r.passed, r.skipped
-        );
-    }
+    pytest().assert_passed("the Python tests");
 }
 
 // The Python package's PostgreSQL cases (the shared scenarios and the store's tests on a
@@ -399,4 +173,310 @@ fn io_w2_a_write_from_node_retried_from_python_and_the_cli_with_keys_reordered_a
         .as_object()
         .and_then(|o| o.keys().next().cloned());
     assert_eq!(first_key.as_deref(), Some("10"), "{records:?}");
+}
+
+// ---- one SQLite file, every kind of host at once ----------------------------------
+
+/// The agent whose domain every process of the shared-file test writes and reads.
+const SHARED_AGENT: &str = "shared";
+/// Writes, and as many reads, of each Node and each Python process.
+const LANGUAGE_CALLS: usize = 300;
+/// Writes of each command-line process per round; the same request ids every round.
+const CLI_WRITES: usize = 100;
+/// Reads of each command-line process per round, each under an id of its own.
+const CLI_READS: usize = 300;
+/// Rounds of each command-line process: the later rounds' writes are retries.
+const CLI_ROUNDS: usize = 3;
+
+/// The STATE write a process makes under `request_id`.
+fn shared_write(request_id: &str, timestamp: usize) -> String {
+    serde_json::json!({
+        "request_id": request_id,
+        "source": {"agent_id": SHARED_AGENT, "component": "COGNITION", "actor": "USER"},
+        "record": {"record_type": "STATE", "timestamp": timestamp,
+            "payload": {"subject": "shared.file", "properties": {"by": request_id}}}
+    })
+    .to_string()
+}
+
+/// The read a process makes under `request_id`.
+fn shared_read(request_id: &str) -> String {
+    serde_json::json!({
+        "record_type": "STATE",
+        "selector": {"Latest": {"limit": 3}},
+        "request_id": request_id,
+    })
+    .to_string()
+}
+
+/// What a Node or Python process of the shared-file test does, once told
+/// to go: for each i, the write `<name>-w<i>` then the read `<name>-r<i>`,
+/// printing `W <request id> <answer>` and `R <request id> <records>` as
+/// each is answered.
+const NODE_SHARED: &str = r#"
+const { open } = await import(process.env.ENGRAM_INDEX);
+const [store, agent, name, n] = process.argv.slice(1);
+const domain = await open(agent, { store });
+const write = (id, t) => JSON.stringify({request_id: id, source: {agent_id: agent, component: 'COGNITION', actor: 'USER'},
+  record: {record_type: 'STATE', timestamp: t, payload: {subject: 'shared.file', properties: {by: id}}}});
+console.log('ready');
+process.stdin.once('data', () => {
+  for (let i = 0; i < Number(n); i++) {
+    const answer = domain.write(write(`${name}-w${i}`, i));
+    console.log(`W ${name}-w${i} ${JSON.stringify(answer)}`);
+    const read = domain.read(JSON.stringify({record_type: 'STATE', selector: {Latest: {limit: 3}}, request_id: `${name}-r${i}`}));
+    console.log(`R ${name}-r${i} ${read.records.length}`);
+  }
+  domain.close();
+  process.exit(0);
+});
+"#;
+
+const PYTHON_SHARED: &str = r#"
+import json, sys
+from engram import Engram
+store, agent, name, n = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+with Engram(store) as engram:
+    domain = engram.open(agent)
+    print("ready", flush=True)
+    sys.stdin.readline()
+    for i in range(n):
+        request = {"request_id": f"{name}-w{i}",
+                   "source": {"agent_id": agent, "component": "COGNITION", "actor": "USER"},
+                   "record": {"record_type": "STATE", "timestamp": i,
+                              "payload": {"subject": "shared.file", "properties": {"by": f"{name}-w{i}"}}}}
+        print(f"W {name}-w{i} {json.dumps(domain.write(request))}", flush=True)
+        read = domain.read({"record_type": "STATE", "selector": {"Latest": {"limit": 3}},
+                            "request_id": f"{name}-r{i}"})
+        print(f"R {name}-r{i} {len(read['records'])}", flush=True)
+    domain.close()
+"#;
+
+/// Starts a Node or Python process of the shared-file test and waits until
+/// it has opened the store.
+fn start_language_process(mut command: Command, what: &str) -> std::process::Child {
+    use std::io::BufRead;
+    command
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let mut child = command
+        .spawn()
+        .unwrap_or_else(|e| panic!("starting {what}: {e}"));
+    let mut first = String::new();
+    let stdout = child.stdout.as_mut().expect("a piped stdout");
+    std::io::BufReader::new(stdout)
+        .read_line(&mut first)
+        .unwrap_or_else(|e| panic!("{what}: {e}"));
+    if first.trim() != "ready" {
+        let output = child.wait_with_output().expect("its output");
+        panic!(
+            "{what} did not open the store: {first}{}\n{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    child
+}
+
+/// The request ids of the calls a process's output says were answered:
+/// `(operation, request id)` per `W`/`R` line, every write ACCEPTED.
+fn answered_calls(what: &str, stdout: &str) -> Vec<(&'static str, String)> {
+    stdout
+        .lines()
+        .filter(|line| !line.trim().is_empty())
+        .map(|line| {
+            let mut parts = line.splitn(3, ' ');
+            let (kind, id, answer) = (parts.next(), parts.next(), parts.next());
+            match (kind, id, answer) {
+                (Some("W"), Some(id), Some(answer)) => {
+                    assert!(answer.contains("ACCEPTED"), "{what}: {line}");
+                    ("WRITE", id.to_owned())
+                }
+                (Some("R"), Some(id), Some(_)) => ("READ", id.to_owned()),
+                _ => panic!("{what} printed {line:?}"),
+            }
+        })
+        .collect()
+}
+
+// proves IO-W8 proves S-AUDIT
+#[test]
+fn io_w8_s_audit_node_python_and_the_cli_sharing_one_sqlite_file_audit_every_answered_call_exactly_once()
+ {
+    // Two Node processes, two Python processes and four `engram` processes
+    // write and read one domain of one SQLite file at once. Every call that
+    // was answered (a write, each retry of one, a read) has exactly one
+    // entry in the audit trail afterwards, under its request id; nothing
+    // else does.
+    support::javascript::ready();
+    let python = installed();
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("shared.db");
+    let store_arg = store.to_str().unwrap();
+    let index = support::javascript::package().join("src/index.js");
+
+    let mut languages = Vec::new();
+    for p in 0..2 {
+        let mut node = Command::new(support::javascript::node());
+        node.args(["--input-type=module", "-e", NODE_SHARED, "--"])
+            .args([store_arg, SHARED_AGENT, &format!("node{p}")])
+            .arg(LANGUAGE_CALLS.to_string())
+            .env("ENGRAM_INDEX", format!("file://{}", index.display()));
+        languages.push((
+            format!("node{p}"),
+            start_language_process(node, "a Node process"),
+        ));
+        let mut py = Command::new(&python);
+        py.args(["-c", PYTHON_SHARED])
+            .args([store_arg, SHARED_AGENT, &format!("python{p}")])
+            .arg(LANGUAGE_CALLS.to_string());
+        languages.push((
+            format!("python{p}"),
+            start_language_process(py, "a Python process"),
+        ));
+    }
+    // The command line's batches: the same writes every round, fresh reads.
+    let mut made: BTreeMap<(&'static str, String), usize> = BTreeMap::new();
+    let mut cli_inputs = Vec::new();
+    for p in 0..4 {
+        let writes = dir.path().join(format!("cli{p}-writes.jsonl"));
+        let lines: Vec<String> = (0..CLI_WRITES)
+            .map(|i| shared_write(&format!("cli{p}-w{i}"), 1_000 + i))
+            .collect();
+        std::fs::write(&writes, lines.join("\n")).unwrap();
+        let mut reads = Vec::new();
+        for round in 0..CLI_ROUNDS {
+            let file = dir.path().join(format!("cli{p}-reads-{round}.jsonl"));
+            let lines: Vec<String> = (0..CLI_READS)
+                .map(|i| shared_read(&format!("cli{p}-r{round}-{i}")))
+                .collect();
+            std::fs::write(&file, lines.join("\n")).unwrap();
+            reads.push(file);
+        }
+        cli_inputs.push((writes, reads));
+    }
+
+    use std::io::Write;
+    for (_, child) in &mut languages {
+        child.stdin.as_mut().unwrap().write_all(b"go\n").unwrap();
+    }
+    let cli_runs: Vec<_> = cli_inputs
+        .into_iter()
+        .enumerate()
+        .map(|(p, (writes, reads))| {
+            let store = store.clone();
+            std::thread::spawn(move || {
+                let mut answered: Vec<(&'static str, String)> = Vec::new();
+                for (round, reads) in reads.iter().enumerate() {
+                    for (command, file, operation) in
+                        [("write", &writes, "WRITE"), ("read", reads, "READ")]
+                    {
+                        let output = Command::new(env!("CARGO_BIN_EXE_engram"))
+                            .arg("--store")
+                            .arg(&store)
+                            .args([command, "--agent", SHARED_AGENT, "--batch"])
+                            .arg(file)
+                            .output()
+                            .expect("running engram");
+                        let stdout = String::from_utf8_lossy(&output.stdout);
+                        assert!(
+                            output.status.success(),
+                            "engram {command}, process {p}, round {round}: {}\n{stdout}\n{}",
+                            output.status,
+                            String::from_utf8_lossy(&output.stderr)
+                        );
+                        let requests = std::fs::read_to_string(file).unwrap();
+                        let answers: Vec<&str> = stdout.lines().collect();
+                        let requests: Vec<&str> = requests.lines().collect();
+                        assert_eq!(answers.len(), requests.len(), "engram {command}: {stdout}");
+                        for (request, answer) in requests.iter().zip(answers) {
+                            let id = serde_json::from_str::<serde_json::Value>(request).unwrap()
+                                ["request_id"]
+                                .as_str()
+                                .unwrap()
+                                .to_owned();
+                            if operation == "WRITE" {
+                                assert!(answer.contains("ACCEPTED"), "{id}: {answer}");
+                            } else {
+                                assert!(answer.contains("records"), "{id}: {answer}");
+                            }
+                            answered.push((operation, id));
+                        }
+                    }
+                }
+                answered
+            })
+        })
+        .collect();
+
+    for (name, child) in languages {
+        let output = child.wait_with_output().expect("waiting for a process");
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(
+            output.status.success(),
+            "{name}: {}\n{stdout}\n{}",
+            output.status,
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let calls = answered_calls(&name, &stdout);
+        assert_eq!(calls.len(), 2 * LANGUAGE_CALLS, "{name}: {stdout}");
+        for call in calls {
+            *made.entry(call).or_default() += 1;
+        }
+    }
+    for run in cli_runs {
+        for call in run.join().expect("a command-line process") {
+            *made.entry(call).or_default() += 1;
+        }
+    }
+    let calls: usize = made.values().sum();
+    assert!(calls >= 5_000, "{calls} calls made");
+
+    // What the trail holds, by request id and operation.
+    let file = engram::SqliteBackend::open(&store).unwrap();
+    let trail = engram::AuditSink::trail(
+        &file,
+        &engram::AuditQuery {
+            agent: Some(SHARED_AGENT.into()),
+            limit: 100_000,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let mut audited: BTreeMap<(&'static str, String), usize> = BTreeMap::new();
+    for entry in &trail {
+        let operation = match entry.operation {
+            engram::audit::Operation::Write => "WRITE",
+            engram::audit::Operation::Read => "READ",
+            other => panic!("an entry of {other:?}: {entry:?}"),
+        };
+        *audited
+            .entry((operation, entry.request_id.clone()))
+            .or_default() += 1;
+    }
+    let mut lost = BTreeMap::<String, usize>::new();
+    let mut twice = Vec::new();
+    for (call, times) in &made {
+        let found = audited.get(call).copied().unwrap_or(0);
+        let host = call.1.split('-').next().unwrap_or_default();
+        let kind = format!("{} of {}", call.0, host.trim_end_matches(char::is_numeric));
+        if found < *times {
+            *lost.entry(kind).or_default() += times - found;
+        } else if found > *times {
+            twice.push(format!("{call:?}: {found} entries for {times} calls"));
+        }
+    }
+    let unknown: Vec<_> = audited
+        .keys()
+        .filter(|call| !made.contains_key(*call))
+        .collect();
+    eprintln!(
+        "measured: the shared-file test made {calls} calls from Node, Python and the CLI; the trail holds {} entries of them",
+        trail.len()
+    );
+    assert!(
+        lost.is_empty() && twice.is_empty() && unknown.is_empty(),
+        "of {calls} answered calls, entries missing: {lost:?}; audited more than made: {twice:?}; entries of no call made: {unknown:?}"
+    );
 }

@@ -393,7 +393,10 @@ fn every_test() -> (Vec<Test>, Vec<Problem>) {
         let file = relative(&path);
         let host = if file.starts_with("host/wasi/") {
             Host::Wasi
-        } else if file.starts_with("host/js/") || file.starts_with("host/components/") {
+        } else if file.starts_with("host/js/")
+            || file.starts_with("host/node/")
+            || file.starts_with("host/components/")
+        {
             Host::JavaScript
         } else {
             Host::Library
@@ -458,7 +461,7 @@ fn traceability() -> String {
          **command\nline** — the `engram` binary (`tests/cli.rs`, `scenarios.rs`, \
          `io_faults.rs`,\n`crash_consistency.rs`, `cache.rs`, `multihost.rs`); **WASI** — \
          `tests/wasi_*.rs` and `host/wasi`; **JavaScript** —\n`host/js/test`, \
-         `test-postgres`, `test-browser`, `tests/javascript.rs` and `host/components`; **Python** \
+         `test-postgres`, `test-browser`, `tests/javascript.rs`, `host/node` and `host/components`; **Python** \
          and **MCP** — `host/python/tests` (MCP: `test_mcp.py`, `test_knowledge_graph.py`); \
          **scenarios** —\nthe lines of \
          `tests/scenarios/`, which every host runs.\n\n",

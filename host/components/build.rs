@@ -68,8 +68,10 @@ const SQLITE_SCHEMA_FILE: &str = "sqlite-schema.sql";
 /// The PostgreSQL schema, which the Python package carries too.
 const POSTGRES_SCHEMA: &str = "host/store/src/postgres-schema.sql";
 const POSTGRES_SCHEMA_FILE: &str = "postgres-schema.sql";
-/// The limits' defaults of every host (`engram_store::Limits`), as JSON:
-/// what the JavaScript package tells its callers (`DEFAULT_LIMITS`).
+/// The limits' defaults of every host (`engram_store::Limits`), and the
+/// audit trail's read bounds (`audit_limit`, `max_audit_limit`), as JSON:
+/// what the JavaScript package tells its callers (`DEFAULT_LIMITS`) and
+/// holds a read of a trail written in JavaScript to.
 const LIMITS_FILE: &str = "limits.json";
 
 fn main() -> Result<()> {
@@ -122,7 +124,8 @@ fn main() -> Result<()> {
 }
 
 /// The limits' defaults of every host as a JSON object, by their Rust
-/// names (every field: a new one does not compile until it is here).
+/// names (every field: a new one does not compile until it is here), and
+/// the audit trail's read bounds.
 fn limits() -> String {
     let engram_store::Limits {
         read_limit_ceiling,
@@ -141,6 +144,11 @@ fn limits() -> String {
         ("max_record_bytes", max_record_bytes as u64),
         ("max_batch_ops", u64::from(max_batch_ops)),
         ("max_batch_bytes", max_batch_bytes as u64),
+        ("audit_limit", u64::from(engram_model::audit::AUDIT_LIMIT)),
+        (
+            "max_audit_limit",
+            u64::from(engram_model::audit::MAX_AUDIT_LIMIT),
+        ),
     ];
     let fields: Vec<String> = fields
         .iter()

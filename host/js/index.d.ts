@@ -95,7 +95,7 @@ export class MemoryBackend implements Backend {
   close(): void;
 }
 
-/** Options of a PostgreSQL store (`engram-memory/backends/postgres`); times in ms, the Rust host's defaults. */
+/** How a PostgreSQL store is opened (the Rust host's defaults), times in ms. */
 export interface PostgresOptions {
   /** The schema of the tables, created if absent; the URL's search path (`public`) by default. */
   schema?: string;
@@ -107,11 +107,25 @@ export interface PostgresOptions {
   idleInTransactionTimeout?: number;
   /** Silence before TCP keepalive probes; 15000 */
   keepalivesIdle?: number;
+  /** Unacknowledged data before the connection is given up (Linux); 30000 */
+  tcpUserTimeout?: number;
 }
 
+/** How a SQLite store is opened (the Rust host's defaults). */
 export interface SqliteOptions {
+  /** `FULL` by default. */
   synchronous?: 'FULL' | 'NORMAL';
+  /** ms a call waits for another process's write lock; 5000 */
   busyTimeout?: number;
+}
+
+/**
+ * A store the Rust host opened in Node ({@link openStore}): a SQLite file,
+ * a PostgreSQL database or memory. Domains opened in it share it.
+ */
+export interface NativeStore {
+  /** Lets the store go; domains opened in it keep it until they close. */
+  close(): void;
 }
 
 /** The limits of a domain; the defaults are every host's. */
@@ -146,36 +160,44 @@ export type Tokenizer = (text: string) => number;
 export type CoreModuleLoader = (component: string, file: string) => WebAssembly.Module | Promise<WebAssembly.Module>;
 
 export interface OpenOptions {
-  /** A backend, or the path of a SQLite file; a fresh memory store when absent. */
-  store?: Backend | string;
+  /**
+   * The path of a SQLite file or a PostgreSQL URL (`postgres://…`), opened
+   * for this domain and closed with it (Node); a store {@link openStore}
+   * opened; or a store written in JavaScript; a fresh store in memory when
+   * absent.
+   */
+  store?: Backend | NativeStore | string;
   mode?: 'online' | 'maintenance';
   tierCeiling?: 'public' | 'sensitive' | 'private';
   summarizer?: Summarizer;
   ranker?: Ranker;
   tokenizer?: Tokenizer;
   limits?: Partial<Limits>;
+  /** ms since the epoch, read as each call begins; `Date.now` by default. */
   clock?: () => number;
   /** Keep what this domain writes for this many ms only; kept until removed otherwise when absent. */
   expireAfterMs?: number;
+  /** For a store given by path. */
   sqlite?: SqliteOptions;
+  /** For a store given by PostgreSQL URL. */
+  postgres?: PostgresOptions;
   /** The input's name in input errors; `request` by default. */
   input?: string;
   coreModule?: CoreModuleLoader;
-  /** A domain on the components' JSPI build: see {@link AsyncOpenOptions}. */
+  /** A domain whose every method answers a promise: see {@link AsyncOpenOptions}. */
   async?: false;
 }
 
 /**
- * A domain whose store, summarizer, ranker and tokenizer may answer
- * promises, and whose every method answers one (JavaScript Promise
- * Integration: Node 24 and later, workerd, Chromium, Firefox; {@link hasJspi}).
+ * A domain whose every method answers a promise, and whose summarizer,
+ * ranker and tokenizer (and a store written in JavaScript) may answer
+ * promises: in Node on a thread of its own; elsewhere on the components'
+ * JSPI build (Chromium, Firefox, workerd; {@link hasJspi}).
  */
 export interface AsyncOpenOptions extends Omit<OpenOptions, 'async' | 'store' | 'summarizer' | 'ranker' | 'tokenizer'> {
   async: true;
-  /** A backend, the path of a SQLite file or a PostgreSQL URL (`postgres://…`); a fresh memory store when absent. */
-  store?: AsyncBackend | string;
-  /** For a store given by PostgreSQL URL. */
-  postgres?: PostgresOptions;
+  /** As {@link OpenOptions.store}, or a store written in JavaScript that answers promises. */
+  store?: AsyncBackend | NativeStore | string;
   summarizer?: (...args: Parameters<Summarizer>) => MaybePromise<ReturnType<Summarizer>>;
   ranker?: (...args: Parameters<Ranker>) => MaybePromise<ReturnType<Ranker>>;
   tokenizer?: (...args: Parameters<Tokenizer>) => MaybePromise<ReturnType<Tokenizer>>;
@@ -232,7 +254,7 @@ export interface RecallOptions {
 export class Domain implements Disposable {
   readonly agent: string;
   readonly mode: 'online' | 'maintenance';
-  readonly store: Backend;
+  readonly store: Backend | NativeStore;
   /** `false`: every method answers at once. */
   readonly async: false;
   write(request: Request[], options?: BatchOptions): WriteAnswer[];
@@ -285,7 +307,7 @@ export interface AsyncDomain
     AsyncDisposable {
   readonly agent: string;
   readonly mode: 'online' | 'maintenance';
-  readonly store: AsyncBackend;
+  readonly store: AsyncBackend | NativeStore;
   readonly async: true;
   cycle(plan: Request, options?: { session?: string; request_id?: string }): Promise<AsyncCycle>;
 }
@@ -314,27 +336,30 @@ export class EngramRefusedError extends Error {
 
 export function open(agent: string, options: AsyncOpenOptions): Promise<AsyncDomain>;
 export function open(agent: string, options?: OpenOptions): Promise<Domain>;
-/** Whether this runtime has JavaScript Promise Integration, which `{async: true}` needs. */
+/** Whether this runtime has JavaScript Promise Integration, which an async domain over a store written in JavaScript needs outside Node. */
 export function hasJspi(): boolean;
-export function openStore(path: string, options?: SqliteOptions): Promise<Backend>;
-export function auditTrail(store: Backend, query?: AuditQuery): Json[];
-export function exportStore(store: Backend | string, options?: { agents?: string[] } & OpenOptions): Promise<Array<{ agent_id: string; item: Json }>>;
+/** A store in the Rust host (Node): a SQLite file or a PostgreSQL URL, or memory when `spec` is absent. */
+export function openStore(spec?: string, options?: { sqlite?: SqliteOptions; postgres?: PostgresOptions }): Promise<NativeStore>;
+/** A store given by path or URL, a store {@link openStore} opened, or a store written in JavaScript. */
+export type AnyStore = Backend | AsyncBackend | NativeStore | string;
+export function auditTrail(store: AnyStore, query?: AuditQuery): Promise<Json[]>;
+export function exportStore(store: AnyStore, options?: { agents?: string[] } & OpenOptions): Promise<Array<{ agent_id: string; item: Json }>>;
 export function importStore(
-  store: Backend | string,
+  store: AnyStore,
   lines: Array<{ agent_id: string; item: Json }>,
   options?: OpenOptions,
 ): Promise<Array<{ agent_id: string; items: number; new: number }>>;
 export function expireStore(
-  store: Backend | string,
+  store: AnyStore,
   options?: { agents?: string[] } & OpenOptions,
 ): Promise<Array<{ agent_id: string; expired: number }>>;
-export function domains(store: Backend | string, options?: OpenOptions): Promise<string[]>;
+export function domains(store: AnyStore, options?: OpenOptions): Promise<string[]>;
 export function forget(
-  store: Backend | string,
+  store: AnyStore,
   agent: string,
-  options?: { clock?: () => number; sqlite?: SqliteOptions },
+  options?: { clock?: () => number; sqlite?: SqliteOptions; postgres?: PostgresOptions },
 ): Promise<{ agent_id: string; removed: number }>;
-export function unlock(store: Backend | string, agent: string): Promise<{ agent_id: string; unlocked: boolean }>;
+export function unlock(store: AnyStore, agent: string): Promise<{ agent_id: string; unlocked: boolean }>;
 
 /** The import object of a jco-transpiled component, each interface under both names. */
 export function componentImports(interfaces: Record<string, object>, version?: string): Record<string, object>;

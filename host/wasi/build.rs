@@ -18,6 +18,7 @@
 
 #[path = "src/tools.rs"]
 mod tools;
+use tools::ZIG_VERSION;
 
 use anyhow::{Context, Result, ensure};
 use engram_build::compose::{Part, read, wire, write_if_changed};
@@ -32,8 +33,6 @@ const TARGET: &str = "wasm32-wasip2";
 /// The workspace's profile for components: small (`opt-level = "s"`, LTO,
 /// no debug information).
 const PROFILE: &str = "guest";
-/// The zig release installed from PyPI (the `ziglang` package).
-const ZIG_VERSION: &str = "0.17.0";
 /// The provider's package, and its component as cargo names it.
 const PROVIDER: (&str, &str) = ("engram-wasi-provider", "engram_wasi_provider.wasm");
 /// The command's package, and its component as cargo names it.

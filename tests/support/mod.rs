@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod javascript;
+pub mod python;
 
 use engram::backend::{Order, Pair, Precondition, StoreError};
 use engram::graph::PutRequest;

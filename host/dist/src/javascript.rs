@@ -1,6 +1,7 @@
 //! The JavaScript package (`host/js`) made ready to run or pack: its
 //! pinned npm dependencies installed (the Node it pins among them), the
-//! components of this build transpiled into it.
+//! components of this build transpiled into it, and its Node addon (the
+//! Rust host, `host/node`) built for this machine beside it.
 
 use anyhow::{Context, Result};
 use std::path::{Path, PathBuf};
@@ -60,8 +61,165 @@ pub fn build(components: &Path) -> Result<()> {
     Ok(())
 }
 
-/// [`install`], then [`build`] with this build's components.
+/// [`install`], then [`build`] with this build's components, then the
+/// addon for this machine beside it ([`install_addon`]).
 pub fn ready() -> Result<()> {
     install()?;
-    build(crate::components())
+    build(crate::components())?;
+    install_addon()
+}
+
+/// A platform the npm package ships its Node addon for: the package
+/// `engram-memory-<name>` carries `engram-memory.<name>.node`, and npm
+/// installs it only where `os`, `cpu` and `libc` say (the layout napi-rs
+/// projects use: an optional dependency of the main package each).
+pub struct Platform {
+    /// The platform's name as `src/addon.js` makes it: `linux-x64-gnu`.
+    pub name: &'static str,
+    /// The Rust target the addon is built for.
+    pub target: &'static str,
+    /// npm's `os`, `cpu` and `libc` of the platform package.
+    pub os: &'static str,
+    /// See [`Platform::os`].
+    pub cpu: &'static str,
+    /// See [`Platform::os`].
+    pub libc: &'static str,
+}
+
+/// The platforms `engram-dist` builds the addon for: this machine's kind
+/// (built and tested here) and Linux on arm64 (cross-built with zig). The
+/// others are built by the release workflow (docs/hosts.md).
+pub const PLATFORMS: [Platform; 2] = [
+    Platform {
+        name: "linux-x64-gnu",
+        target: "x86_64-unknown-linux-gnu",
+        os: "linux",
+        cpu: "x64",
+        libc: "glibc",
+    },
+    Platform {
+        name: "linux-arm64-gnu",
+        target: "aarch64-unknown-linux-gnu",
+        os: "linux",
+        cpu: "arm64",
+        libc: "glibc",
+    },
+];
+
+impl Platform {
+    /// The addon's file name: `engram-memory.<name>.node`.
+    pub fn addon_file(&self) -> String {
+        format!("engram-memory.{}.node", self.name)
+    }
+
+    /// The platform package's name: `engram-memory-<name>`.
+    pub fn package(&self) -> String {
+        format!("engram-memory-{}", self.name)
+    }
+
+    /// Whether this is the platform of the machine this runs on.
+    pub fn is_host(&self) -> bool {
+        let (os, arch) = (std::env::consts::OS, std::env::consts::ARCH);
+        let cpu = match arch {
+            "x86_64" => "x64",
+            "aarch64" => "arm64",
+            other => other,
+        };
+        os == self.os && cpu == self.cpu && cfg!(target_env = "gnu") == (self.libc == "glibc")
+    }
+}
+
+/// The platform of the machine this runs on, if the package ships the
+/// addon for it.
+pub fn host_platform() -> Option<&'static Platform> {
+    PLATFORMS.iter().find(|platform| platform.is_host())
+}
+
+/// Builds the addon (`engram-node`, release) for `platform`: with cargo for
+/// this machine's, into the workspace's target folder (where `cargo bench`
+/// finds the same build), else with cargo-zigbuild, zig linking; the built
+/// library.
+pub fn build_addon(platform: &Platform) -> Result<PathBuf> {
+    let workspace = crate::workspace();
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut command = if platform.is_host() {
+        let mut command = Command::new(&cargo);
+        command.arg("build");
+        command
+    } else {
+        engram_build::rust_target::ensure(platform.target, "the Node addon")?;
+        let (zigbuild, python_bin) = engram_wasi::cargo_zigbuild()?;
+        let mut command = Command::new(zigbuild);
+        // cargo-zigbuild runs the `cargo` of the PATH, and zig with the
+        // `python3` that has it: this cargo's folder and zig's first.
+        let path = std::env::var_os("PATH").unwrap_or_default();
+        let mut paths = vec![python_bin];
+        paths.extend(
+            Path::new(&cargo)
+                .parent()
+                .filter(|dir| !dir.as_os_str().is_empty())
+                .map(Path::to_path_buf),
+        );
+        paths.extend(std::env::split_paths(&path));
+        command
+            .arg("zigbuild")
+            .arg("--target")
+            .arg(platform.target)
+            .env("PATH", std::env::join_paths(paths)?)
+            .env("CARGO", &cargo);
+        command
+    };
+    command
+        .current_dir(&workspace)
+        .args(["--release", "--locked", "--package", "engram-node"])
+        .args(["--message-format", "json-render-diagnostics"]);
+    for var in [
+        "CARGO_ENCODED_RUSTFLAGS",
+        "RUSTFLAGS",
+        "CARGO_BUILD_RUSTFLAGS",
+        "RUSTC_WRAPPER",
+        "RUSTC_WORKSPACE_WRAPPER",
+    ] {
+        command.env_remove(var);
+    }
+    let what = format!("building the Node addon for {}", platform.name);
+    let output = crate::run(&mut command, &what, "the addon's build needs cargo")?;
+    let built = String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .filter(|message| {
+            message["reason"] == "compiler-artifact" && message["target"]["name"] == "engram_node"
+        })
+        .flat_map(|message| message["filenames"].as_array().cloned().unwrap_or_default())
+        .filter_map(|name| name.as_str().map(PathBuf::from))
+        .find(|path| {
+            path.extension()
+                .is_some_and(|ext| ext == "so" || ext == "dylib" || ext == "dll")
+        });
+    built.with_context(|| format!("{what}: cargo named no library it built"))
+}
+
+/// The addon for this machine built ([`build_addon`]) and put beside the
+/// package as `src/addon.js` finds it there (`engram-memory.<name>.node`,
+/// which the package's `files` leave out of its tarball): what the tests
+/// load.
+pub fn install_addon() -> Result<()> {
+    let platform = host_platform().with_context(|| {
+        format!(
+            "the npm package ships no Node addon for this machine ({} {}): build it for one of {}",
+            std::env::consts::OS,
+            std::env::consts::ARCH,
+            PLATFORMS.map(|p| p.name).join(", ")
+        )
+    })?;
+    let built = build_addon(platform)?;
+    let target = package().join(platform.addon_file());
+    // A copy beside, renamed over the addon: a process that loaded the old
+    // one keeps its pages.
+    let staged = package().join(format!(".{}.tmp", platform.addon_file()));
+    std::fs::copy(&built, &staged)
+        .with_context(|| format!("copying {} to {}", built.display(), staged.display()))?;
+    std::fs::rename(&staged, &target)
+        .with_context(|| format!("renaming {} to {}", staged.display(), target.display()))?;
+    Ok(())
 }

@@ -18,7 +18,9 @@
 pub mod javascript;
 
 use anyhow::{Context, Result, bail};
+use flate2::read::GzDecoder;
 use std::io::ErrorKind;
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -60,4 +62,52 @@ pub fn run(command: &mut Command, what: &str, needed_for: &str) -> Result<Output
         bail!("{what} failed ({}){printed}", output.status);
     }
     Ok(output)
+}
+
+/// The files of a gzipped tar archive (ustar, with pax extended headers
+/// for long names, as npm writes it): each path and content.
+pub fn tar_entries(gzipped: &[u8]) -> Result<Vec<(String, Vec<u8>)>> {
+    let mut data = Vec::new();
+    GzDecoder::new(gzipped)
+        .read_to_end(&mut data)
+        .context("gunzip")?;
+    let mut entries = Vec::new();
+    let mut long_name = None;
+    let mut at = 0;
+    while at + 512 <= data.len() {
+        let header = &data[at..at + 512];
+        if header.iter().all(|&b| b == 0) {
+            break;
+        }
+        let field = |start: usize, end: usize| {
+            let bytes = &header[start..end];
+            let len = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
+            String::from_utf8_lossy(&bytes[..len]).into_owned()
+        };
+        let size = usize::from_str_radix(field(124, 136).trim(), 8)
+            .with_context(|| format!("the size of the entry at byte {at}"))?;
+        let body = data
+            .get(at + 512..at + 512 + size)
+            .with_context(|| format!("the entry at byte {at} is cut short"))?;
+        match header[156] {
+            // A pax header: `<length> <key>=<value>\n` records.
+            b'x' => {
+                long_name = String::from_utf8_lossy(body)
+                    .lines()
+                    .find_map(|record| record.split_once(" path=").map(|(_, p)| p.to_owned()));
+            }
+            b'g' => {}
+            _ => {
+                let (prefix, name) = (field(345, 500), field(0, 100));
+                let path = long_name.take().unwrap_or(if prefix.is_empty() {
+                    name
+                } else {
+                    format!("{prefix}/{name}")
+                });
+                entries.push((path, body.to_vec()));
+            }
+        }
+        at += 512 + size.div_ceil(512) * 512;
+    }
+    Ok(entries)
 }

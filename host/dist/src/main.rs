@@ -5,10 +5,8 @@
 
 use anyhow::{Context, Result, bail, ensure};
 use clap::Parser;
-use engram_dist::{components, javascript, run, workspace};
-use flate2::read::GzDecoder;
+use engram_dist::{components, javascript, run, tar_entries, workspace};
 use std::fs;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 use std::time::Instant;
@@ -56,11 +54,9 @@ fn build(out: PathBuf) -> Result<()> {
         .canonicalize()
         .with_context(|| format!("finding {}", out.display()))?;
     remove_earlier(&out)?;
-    let artifacts = [
-        step("the Python wheel", || wheel(&out))?,
-        step("the npm package", || tarball(&out))?,
-        step(CLI, || cli(&out))?,
-    ];
+    let mut artifacts = vec![step("the Python wheel", || wheel(&out))?];
+    artifacts.extend(step("the npm packages", || tarball(&out))?);
+    artifacts.push(step(CLI, || cli(&out))?);
     println!("{}", out.display());
     for path in artifacts {
         let size = fs::metadata(&path)
@@ -72,7 +68,7 @@ fn build(out: PathBuf) -> Result<()> {
 }
 
 /// Runs one build step, saying on stderr how long it took.
-fn step(what: &str, f: impl FnOnce() -> Result<PathBuf>) -> Result<PathBuf> {
+fn step<T>(what: &str, f: impl FnOnce() -> Result<T>) -> Result<T> {
     let start = Instant::now();
     let path = f().with_context(|| format!("building {what}"))?;
     eprintln!(
@@ -174,19 +170,33 @@ fn copy_sources(from: &Path, to: &Path) -> Result<()> {
     Ok(())
 }
 
-/// The npm package's dependencies installed and this build's components
-/// transpiled into it, then `npm pack` into `out`.
-fn tarball(out: &Path) -> Result<PathBuf> {
-    javascript::ready()?;
-    let output = javascript::npm(
-        &[
-            "pack",
-            "--json",
-            "--pack-destination",
-            out.to_str()
-                .context("the output folder is not valid UTF-8")?,
-        ],
-        &[],
+/// The files of the npm package that go into its tarball (its `files`, and
+/// `package.json`).
+const JS_FILES: [&str; 7] = [
+    "package.json",
+    "src",
+    "gen",
+    "worker",
+    "bin",
+    "index.d.ts",
+    "README.md",
+];
+
+/// The files of a tarball: each path and content.
+type Entries = Vec<(String, Vec<u8>)>;
+
+/// `npm pack` of the package in `folder` into `out`: the tarball, read back
+/// (its path and its files).
+fn pack(folder: &Path, out: &Path) -> Result<(PathBuf, Entries)> {
+    let mut command = Command::new("npm");
+    command
+        .args(["pack", "--json", "--pack-destination"])
+        .arg(out)
+        .current_dir(folder);
+    let output = run(
+        &mut command,
+        &format!("npm pack in {}", folder.display()),
+        "the npm package needs Node.js with npm",
     )?;
     let packed: serde_json::Value =
         serde_json::from_slice(&output.stdout).context("reading what npm pack --json printed")?;
@@ -196,29 +206,116 @@ fn tarball(out: &Path) -> Result<PathBuf> {
     let tarball = out.join(name);
     let bytes = fs::read(&tarball).with_context(|| format!("reading {}", tarball.display()))?;
     let entries = tar_entries(&bytes).with_context(|| format!("reading {name}"))?;
+    Ok((tarball, entries))
+}
+
+/// The package.json of a tarball, parsed.
+fn manifest(name: &Path, entries: &[(String, Vec<u8>)]) -> Result<serde_json::Value> {
+    let name = name.display();
     let manifest = entries
         .iter()
         .find(|(path, _)| path == "package/package.json")
         .with_context(|| format!("{name} holds no package/package.json"))?;
-    let manifest: serde_json::Value =
-        serde_json::from_slice(&manifest.1).with_context(|| format!("{name}'s package.json"))?;
-    for field in ["dependencies", "optionalDependencies", "peerDependencies"] {
+    serde_json::from_slice(&manifest.1).with_context(|| format!("{name}'s package.json"))
+}
+
+/// The npm packages: one per platform the addon is built for
+/// (`engram-memory-<platform>`, the addon alone, npm installing it only
+/// where its `os`, `cpu` and `libc` say), and the package itself, its
+/// dependencies installed and this build's components transpiled into it,
+/// naming each platform package as an optional dependency of the same
+/// version: `npm pack` of each into `out`. The tarballs' paths, the
+/// platforms' first.
+fn tarball(out: &Path) -> Result<Vec<PathBuf>> {
+    javascript::ready()?;
+    let source = javascript::package();
+    let source_manifest: serde_json::Value = serde_json::from_slice(
+        &fs::read(source.join("package.json")).context("reading host/js/package.json")?,
+    )
+    .context("host/js/package.json")?;
+    let version = source_manifest["version"]
+        .as_str()
+        .context("host/js/package.json has no version")?
+        .to_owned();
+    let staging = tempfile::Builder::new()
+        .prefix("engram-dist-npm")
+        .tempdir()
+        .context("creating a temporary folder")?;
+
+    let mut optional = serde_json::Map::new();
+    let mut tarballs = Vec::new();
+    for platform in &javascript::PLATFORMS {
+        let started = Instant::now();
+        let built = javascript::build_addon(platform)?;
+        let folder = staging.path().join(platform.package());
+        fs::create_dir_all(&folder).with_context(|| format!("creating {}", folder.display()))?;
+        fs::copy(&built, folder.join(platform.addon_file()))
+            .with_context(|| format!("copying {}", built.display()))?;
+        let manifest = serde_json::json!({
+            "name": platform.package(),
+            "version": version,
+            "description": format!("The Node addon of engram-memory for {}: the Rust host, installed by npm with engram-memory where it runs", platform.name),
+            "main": platform.addon_file(),
+            "files": [platform.addon_file()],
+            "os": [platform.os],
+            "cpu": [platform.cpu],
+            "libc": [platform.libc],
+            "license": source_manifest["license"],
+            "engines": source_manifest["engines"],
+        });
+        fs::write(
+            folder.join("package.json"),
+            serde_json::to_string_pretty(&manifest)? + "\n",
+        )
+        .context("writing a platform package's package.json")?;
+        let (tarball, entries) = pack(&folder, out)?;
+        let addon = format!("package/{}", platform.addon_file());
+        let size = entries
+            .iter()
+            .find(|(path, _)| *path == addon)
+            .map(|(_, bytes)| bytes.len())
+            .with_context(|| format!("{} holds no {addon}", tarball.display()))?;
+        eprintln!(
+            "engram-dist: {} ({} of addon) in {:.1} s",
+            tarball.display(),
+            human(size as u64),
+            started.elapsed().as_secs_f64()
+        );
+        optional.insert(
+            platform.package(),
+            serde_json::Value::String(version.clone()),
+        );
+        tarballs.push(tarball);
+    }
+
+    let folder = staging.path().join("engram-memory");
+    fs::create_dir_all(&folder).with_context(|| format!("creating {}", folder.display()))?;
+    for file in JS_FILES {
+        copy_tree(&source.join(file), &folder.join(file))?;
+    }
+    let mut main_manifest = source_manifest.clone();
+    main_manifest["optionalDependencies"] = serde_json::Value::Object(optional.clone());
+    fs::write(
+        folder.join("package.json"),
+        serde_json::to_string_pretty(&main_manifest)? + "\n",
+    )
+    .context("writing the package's package.json")?;
+    let (tarball, entries) = pack(&folder, out)?;
+    let name = tarball.display().to_string();
+    let manifest = manifest(&tarball, &entries)?;
+    for field in ["dependencies", "peerDependencies"] {
         if let Some(listed) = manifest[field].as_object() {
-            // A peer marked optional (the PostgreSQL store's `pg`) is one npm
-            // never installs for the package: the user adds it.
-            let downloaded: Vec<&String> = listed
-                .keys()
-                .filter(|dependency| {
-                    field != "peerDependencies"
-                        || manifest["peerDependenciesMeta"][dependency.as_str()]["optional"] != true
-                })
-                .collect();
             ensure!(
-                downloaded.is_empty(),
-                "{name}'s package.json lists {field}, which an install would download: {downloaded:?}"
+                listed.is_empty(),
+                "{name}'s package.json lists {field}, which an install would download: {:?}",
+                listed.keys().collect::<Vec<_>>()
             );
         }
     }
+    ensure!(
+        manifest["optionalDependencies"] == serde_json::Value::Object(optional),
+        "{name}'s optional dependencies are not exactly its platform packages of its version"
+    );
     for component in JS_COMPONENTS {
         let folder = format!("package/gen/{component}/");
         ensure!(
@@ -226,7 +323,28 @@ fn tarball(out: &Path) -> Result<PathBuf> {
             "{name} holds no {folder}: the components were not transpiled into it"
         );
     }
-    Ok(tarball)
+    ensure!(
+        !entries.iter().any(|(path, _)| path.ends_with(".node")),
+        "{name} holds an addon: they go in the platform packages"
+    );
+    tarballs.push(tarball);
+    Ok(tarballs)
+}
+
+/// Copies `from` (a file or a folder) to `to`.
+fn copy_tree(from: &Path, to: &Path) -> Result<()> {
+    if from.is_dir() {
+        fs::create_dir_all(to).with_context(|| format!("creating {}", to.display()))?;
+        for entry in fs::read_dir(from).with_context(|| format!("listing {}", from.display()))? {
+            let entry = entry?;
+            copy_tree(&entry.path(), &to.join(entry.file_name()))?;
+        }
+        Ok(())
+    } else {
+        fs::copy(from, to)
+            .map(|_| ())
+            .with_context(|| format!("copying {}", from.display()))
+    }
 }
 
 /// Copies `engram-cli.wasm` into `out`.
@@ -263,54 +381,6 @@ fn contains(haystack: &[u8], needle: &[u8]) -> bool {
     haystack
         .windows(needle.len())
         .any(|window| window == needle)
-}
-
-/// The files of a gzipped tar archive (ustar, with pax extended headers
-/// for long names, as npm writes it): each path and content.
-fn tar_entries(gzipped: &[u8]) -> Result<Vec<(String, Vec<u8>)>> {
-    let mut data = Vec::new();
-    GzDecoder::new(gzipped)
-        .read_to_end(&mut data)
-        .context("gunzip")?;
-    let mut entries = Vec::new();
-    let mut long_name = None;
-    let mut at = 0;
-    while at + 512 <= data.len() {
-        let header = &data[at..at + 512];
-        if header.iter().all(|&b| b == 0) {
-            break;
-        }
-        let field = |start: usize, end: usize| {
-            let bytes = &header[start..end];
-            let len = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
-            String::from_utf8_lossy(&bytes[..len]).into_owned()
-        };
-        let size = usize::from_str_radix(field(124, 136).trim(), 8)
-            .with_context(|| format!("the size of the entry at byte {at}"))?;
-        let body = data
-            .get(at + 512..at + 512 + size)
-            .with_context(|| format!("the entry at byte {at} is cut short"))?;
-        match header[156] {
-            // A pax header: `<length> <key>=<value>\n` records.
-            b'x' => {
-                long_name = String::from_utf8_lossy(body)
-                    .lines()
-                    .find_map(|record| record.split_once(" path=").map(|(_, p)| p.to_owned()));
-            }
-            b'g' => {}
-            _ => {
-                let (prefix, name) = (field(345, 500), field(0, 100));
-                let path = long_name.take().unwrap_or(if prefix.is_empty() {
-                    name
-                } else {
-                    format!("{prefix}/{name}")
-                });
-                entries.push((path, body.to_vec()));
-            }
-        }
-        at += 512 + size.div_ceil(512) * 512;
-    }
-    Ok(entries)
 }
 
 /// A size as people read it.

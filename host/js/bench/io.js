@@ -1,4 +1,4 @@
-// The Node host's per-call cost over node:sqlite: writes `n` FACTs (JSON
+// The Node host's per-call cost (its addon, on a SQLite file): writes `n` FACTs (JSON
 // text, as a caller hands them) into a fresh store at `path`, then reads each
 // back by its id, and prints one JSON line `{"write_us","read_us"}`: the
 // mean µs per call. Run by the Rust bench `cargo bench --bench javascript`,

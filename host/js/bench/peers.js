@@ -1,5 +1,6 @@
-// Engram from Node against the store a Node agent would otherwise write on
-// node:sqlite: LangGraph's SqliteStore layout and statements (its table,
+// Engram from Node (its addon, the Rust host, on a SQLite file) against the
+// store a Node agent would otherwise write on node:sqlite: LangGraph's
+// SqliteStore layout and statements (its table,
 // its two indexes, `INSERT OR REPLACE` in a transaction per put, a get by
 // prefix and key, a search page by `LIMIT … OFFSET`), the workload of the
 // Rust bench `cargo bench --bench peers` and of Python's `bench/peers.py`,
@@ -14,7 +15,7 @@
 //   with the key that ended the previous page as `after`; the baseline:
 //   LIMIT 100 OFFSET …), per page.
 //
-//     npm run build && node bench/peers.js [N]      # N = 2000
+//     node bench/peers.js [N]      # N = 2000, once `cargo test --test javascript` made the package ready
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';

@@ -2,10 +2,10 @@
 // folder each), for instantiation with imports of each domain's own
 // (`--instantiation async`; `--multi-memory`: the copies between the
 // composed components' memories are wasm, not a JS call a byte), and writes
-// gen/sqlite-schema.js and gen/postgres-schema.js from the schemas every host
-// runs (host/store/src/*-schema.sql) and gen/limits.js from the limits'
-// defaults of every host (limits.json, of engram-store), all put beside the
-// components by the Rust build. The
+// gen/sqlite-schema.js from the schema every host runs (host/store/src,
+// for the Durable Object store) and gen/limits.js from the limits' defaults
+// of every host (limits.json, of engram-store), put beside the components
+// by the Rust build. The
 // components are taken from ENGRAM_JS_WASM_DIR, by default from the folder
 // `cargo run -q -p engram-host-components` builds them in and prints.
 
@@ -122,7 +122,8 @@ function jspi(name, out) {
   console.log(`build: ${name} (JSPI) -> gen/${name}/${name}.jspi.js`);
 }
 
-// The schema's statements, version by version: the text after each line
+// The schema's statements, version by version (the Durable Object store
+// keeps its SQLite in the shared format): the text after each line
 // `-- version N`, split after each `;` that ends a line.
 const versions = readFileSync(built('sqlite-schema.sql'), 'utf8')
   .split(/^-- version /m)
@@ -143,32 +144,20 @@ writeFileSync(
 );
 console.log('build: sqlite-schema.sql -> gen/sqlite-schema.js');
 
-// The PostgreSQL schema's text, version by version (PostgreSQL runs a
-// version's statements as one text).
-const postgresVersions = readFileSync(built('postgres-schema.sql'), 'utf8')
-  .split(/^-- version /m)
-  .slice(1)
-  .map((part) => ({ version: Number.parseInt(part, 10), text: part.slice(part.indexOf('\n') + 1).trim() }));
-writeFileSync(
-  join(gen, 'postgres-schema.js'),
-  '// Written by scripts/build.js from postgres-schema.sql (host/store/src): do not edit.\n\n' +
-    '/** The text of each version of the PostgreSQL schema, oldest first. */\n' +
-    `export const SCHEMA_VERSIONS = Object.freeze(${JSON.stringify(postgresVersions, null, 2)});\n`,
-);
-console.log('build: postgres-schema.sql -> gen/postgres-schema.js');
-
 // The limits' defaults, named as JavaScript names them (`maxBatchOps` for
-// `max_batch_ops`).
+// `max_batch_ops`), and the audit trail's read bounds.
+const { audit_limit: auditLimit, max_audit_limit: maxAuditLimit, ...defaults } = JSON.parse(
+  readFileSync(built('limits.json'), 'utf8'),
+);
 const limits = Object.fromEntries(
-  Object.entries(JSON.parse(readFileSync(built('limits.json'), 'utf8'))).map(([name, value]) => [
-    name.replace(/_([a-z])/g, (_, c) => c.toUpperCase()),
-    value,
-  ]),
+  Object.entries(defaults).map(([name, value]) => [name.replace(/_([a-z])/g, (_, c) => c.toUpperCase()), value]),
 );
 writeFileSync(
   join(gen, 'limits.js'),
-  '// Written by scripts/build.js from limits.json (engram-store\'s Limits): do not edit.\n\n' +
+  '// Written by scripts/build.js from limits.json (engram-store\'s Limits, engram-model\'s audit bounds): do not edit.\n\n' +
     '/** The limits of every host by default (docs/limits.md). */\n' +
-    `export const DEFAULT_LIMITS = Object.freeze(${JSON.stringify(limits, null, 2)});\n`,
+    `export const DEFAULT_LIMITS = Object.freeze(${JSON.stringify(limits, null, 2)});\n\n` +
+    '/** How many entries a read of the audit trail answers when not told, and at most. */\n' +
+    `export const AUDIT_LIMIT = ${auditLimit};\nexport const MAX_AUDIT_LIMIT = ${maxAuditLimit};\n`,
 );
 console.log('build: limits.json -> gen/limits.js');

@@ -1,31 +1,31 @@
-// engram-memory: the Engram engine (a WebAssembly component, transpiled by
-// jco) with the JSON model of the `engram` command line, over a store of
-// the caller's choice. One component instance per agent domain.
+// engram-memory: the Engram engine with the JSON model of the `engram`
+// command line, over a store of the caller's choice. One API over two
+// drivers, which answer alike (the same Rust answers every call):
 //
-// The component holds the engine, the JSON layer and the host layer every
-// host shares (host/components/adapter, over engram-store's Scope and
-// maintenance): the domain's key prefix, the limits, the maintenance lock
-// and the audit entries are all done there. This package hands it a raw
-// store (src/store.js), the clock and random bits, and the summarizer,
-// ranker and tokenizer when the caller gives them.
+// - in Node, the Rust host itself, as a Node-API addon (src/native.js):
+//   a SQLite file, a PostgreSQL database or memory, with the Rust stores'
+//   locks and trail, so any mix of hosts and processes may share one store;
+// - where native code cannot run (a browser, Cloudflare Workers), and for a
+//   store written in JavaScript, the engine and the Rust host layer compiled
+//   to wasm (src/wasm.js, transpiled by jco).
+//
+// Either way a domain's calls go by name to the one call surface every
+// package reaches a domain through (engram_model::surface), JSON text in,
+// the command line's answer lines out; what is here is the API: arguments
+// in, answers parsed, errors thrown.
 
-import { defaultAlgorithms, algorithmInterfaces } from './algorithms.js';
-import { auditLine, auditRowOfLine } from './backend.js';
+import { auditLine } from './backend.js';
 import { MemoryBackend } from './backends/memory.js';
-import { ComponentLoader } from './component.js';
-import { componentExport, componentImports } from './imports.js';
 import { parse, stringify, toText } from './json.js';
-import { bytesOf } from './latin1.js';
-import { drive, then } from './maybe.js';
-import { rowsOf, storeInterface } from './store.js';
-
-/** Host-layer calls that leave no audit rows behind. */
-const UNAUDITED = new Set(['prefix', 'lockKey', 'stoppedRow', 'takeTrail']);
+import { then } from './maybe.js';
+import { WasmSession } from './wasm.js';
+import { AUDIT_LIMIT, MAX_AUDIT_LIMIT } from '../gen/limits.js';
 
 export { MemoryBackend } from './backends/memory.js';
 export { DEFAULT_LIMITS } from '../gen/limits.js';
 export { componentImports } from './imports.js';
 export { parse, stringify } from './json.js';
+export { hasJspi } from './wasm.js';
 
 /**
  * The input of a call is not a valid request: nothing ran. Its message
@@ -54,93 +54,102 @@ export class EngramRefusedError extends Error {
   }
 }
 
-/** The JSON layer's `failure`, thrown as one of the errors above. */
-function failure(error) {
-  const payload = error?.payload;
-  if (payload?.tag === 'input') return new EngramInputError(payload.val);
-  if (payload?.tag === 'refused') return new EngramRefusedError(payload.val);
-  return undefined;
-}
-
 /**
- * The components a domain's instance is made from, compiled once: the
- * engine with the default summarizer, ranker and tokenizer inside, or
- * importing them.
- * @type {Record<string, ComponentLoader>}
+ * The text of a framed answer (`V`, then the text), or the error its
+ * frame says it is (`I`: an input failure, `R`: a refusal).
+ * @param {string} framed
+ * @returns {string}
  */
-const loaders = {};
+function answered(framed) {
+  const text = framed.slice(1);
+  switch (framed[0]) {
+    case 'V':
+      return text;
+    case 'I':
+      throw new EngramInputError(text);
+    case 'R':
+      throw new EngramRefusedError(text);
+    default:
+      throw new Error(`the host answered something other than an answer: ${framed.slice(0, 80)}`);
+  }
+}
 
-/** The loader of a component of gen/ (its JSPI build with `async`), made at its first use. */
-function loader(name, options, async = false) {
-  const key = async ? `${name}.jspi` : name;
-  loaders[key] ??= new ComponentLoader(name, {
-    coreModule: options.coreModule,
-    instantiate: options.instantiate?.[key],
-    jspi: async,
-  });
-  return loaders[key];
+/** The lines of an answer's text. */
+function lines(text) {
+  return text === '' ? [] : text.split('\n').map(parse);
+}
+
+/** The native driver (src/native.js), where this runtime loads the addon; undefined elsewhere. */
+let native;
+
+/** The native driver, loaded at its first use: only a Node that asks for it loads the addon. */
+async function nativeDriver() {
+  if (native === undefined) {
+    if (typeof globalThis.process?.versions?.node !== 'string' || globalThis.navigator?.userAgent === 'Cloudflare-Workers') {
+      native = null;
+    } else {
+      // A name built at run time: a bundler (a Worker's, a browser's) then
+      // leaves the addon out.
+      native = await import(['.', 'native.js'].join('/'));
+    }
+  }
+  return native ?? undefined;
+}
+
+/** Whether `store` is a store written in JavaScript (a backend). */
+function isBackend(store) {
+  return store !== null && typeof store === 'object' && typeof store.commit === 'function' && typeof store.getMany === 'function';
 }
 
 /**
- * Whether this runtime has JavaScript Promise Integration
- * (`WebAssembly.Suspending`), which `open(agent, {async: true})` needs:
- * Node 24 and later, workerd, Chromium, Firefox (docs/hosts.md).
- * @returns {boolean}
+ * Opens a store by path or URL in the Rust host: a SQLite file (created if
+ * absent) or a PostgreSQL database (`postgres://…`, its tables created if
+ * absent), or a fresh store in memory when `spec` is absent; several
+ * domains may then share it. Node only.
+ * @param {string} [spec]
+ * @param {{sqlite?: SqliteOptions, postgres?: PostgresOptions}} [options]
+ * @returns {Promise<import('./native.js').NativeStore>}
  */
-export function hasJspi() {
-  return typeof WebAssembly.Suspending === 'function' && typeof WebAssembly.promising === 'function';
-}
-
-/** The error of a result of the host layer's calls: its text. */
-function domainError(error) {
-  return typeof error?.payload === 'string' ? error.payload : undefined;
-}
-
-/**
- * Opens a store by path: a SQLite file (node:sqlite), created if absent.
- * @param {string} path
- * @param {import('./backends/sqlite.js').SqliteOptions} [options]
- * @returns {Promise<import('./backend.js').Backend>}
- */
-export async function openStore(path, options) {
-  // A name built at run time: a bundler (a Worker's) then leaves node:sqlite
-  // out, as a Worker opens no file.
-  const sqlite = ['.', 'backends', 'sqlite.js'].join('/');
-  const { SqliteBackend } = await import(sqlite);
-  return new SqliteBackend(path, options);
-}
-
-/** Whether `store` names a PostgreSQL database rather than a file. */
-function isPostgresUrl(store) {
-  return /^postgres(ql)?:\/\//i.test(store);
+export async function openStore(spec, options = {}) {
+  const driver = await nativeDriver();
+  if (driver === undefined) {
+    throw new Error(`a store by path or URL is opened by the native addon, in Node: here, give a store written in JavaScript (IndexedDB, a Durable Object's, memory) instead of ${JSON.stringify(spec)}`);
+  }
+  return driver.openNativeStore(spec, options);
 }
 
 /**
- * A store given as a backend, a path or a PostgreSQL URL, and whether the
- * caller owns it.
- * @param {import('./backend.js').Backend|string|undefined} store
- * @param {{sqlite?: object, postgres?: object, async?: boolean}} options
+ * A store given as a path, a URL, a native store or a backend (none: a
+ * fresh one in memory), opened: how a domain is opened over it, and
+ * whether the caller owns it.
+ * @param {unknown} store
+ * @param {object} options
  */
 async function storeOf(store, options) {
-  if (store === undefined) return { backend: new MemoryBackend(), owned: true };
-  if (typeof store === 'string' && isPostgresUrl(store)) {
-    if (options.async !== true) {
-      throw new Error('a PostgreSQL store answers promises: open it with {async: true} (JavaScript Promise Integration)');
-    }
-    const { openPostgres } = await import('./backends/postgres.js');
-    return { backend: await openPostgres(store, options.postgres), owned: true };
+  if (isBackend(store)) return { kind: 'wasm', store, owned: false };
+  const driver = await nativeDriver();
+  if (driver !== undefined && store instanceof driver.NativeStore) return { kind: 'native', store, driver, owned: false };
+  if (store === undefined) {
+    if (driver !== undefined) return { kind: 'native', store: driver.openNativeStore(undefined), driver, owned: true };
+    return { kind: 'wasm', store: new MemoryBackend(), owned: true };
   }
-  if (typeof store === 'string') return { backend: await openStore(store, options.sqlite), owned: true };
-  return { backend: store, owned: false };
+  if (typeof store !== 'string') throw new TypeError('a store is a path, a postgres:// URL, a store openStore opened, or a backend');
+  return { kind: 'native', store: await openStore(store, options), driver, owned: true };
+}
+
+/** Lets a store go that `storeOf` opened for the caller. */
+function release({ store, owned }) {
+  return owned ? store.close() : undefined;
 }
 
 /**
  * How a domain is opened.
  * @typedef {object} OpenOptions
- * @property {import('./backend.js').Backend|string} [store] a backend, or
- *   the path of a SQLite file, or a PostgreSQL URL (`postgres://…`, with
- *   `async`), opened for this domain and closed with it; a fresh
- *   in-memory store when absent
+ * @property {import('./backend.js').Backend|import('./native.js').NativeStore|string} [store]
+ *   the path of a SQLite file or a PostgreSQL URL (`postgres://…`), opened
+ *   for this domain and closed with it (Node); a store {@link openStore}
+ *   opened; or a store written in JavaScript (a backend: IndexedDB, a
+ *   Durable Object's, memory); a fresh in-memory store when absent
  * @property {'online'|'maintenance'} [mode] `online` (the default): only
  *   COGNITION may write; `maintenance`: only MAINTENANCE may write, the
  *   domain's maintenance lock is taken and held until `close`
@@ -152,27 +161,49 @@ async function storeOf(store, options) {
  *   prompt's tokens for a plan's token budget; OpenAI's o200k_base by default
  * @property {Partial<Limits>} [limits] those left out have every host's
  *   defaults ({@link DEFAULT_LIMITS})
- * @property {() => number} [clock] ms since the epoch; `Date.now`
+ * @property {() => number} [clock] ms since the epoch, read as each call
+ *   begins; `Date.now`
  * @property {number} [expireAfterMs] keep what this domain writes for
  *   that many milliseconds only: from then on no read answers it, and
  *   `expire` removes it; kept until removed otherwise when absent
- * @property {import('./backends/sqlite.js').SqliteOptions} [sqlite] for a
- *   store given by path
- * @property {import('./backends/postgres.js').PostgresOptions} [postgres]
- *   for a store given by PostgreSQL URL
+ * @property {SqliteOptions} [sqlite] for a store given by path
+ * @property {PostgresOptions} [postgres] for a store given by PostgreSQL URL
  * @property {string} [input] the name of the input in input errors;
  *   `request` by default
  * @property {import('./component.js').CoreModuleLoader} [coreModule] how
  *   a core module is compiled, where gen/ is not reachable by file or fetch
- * @property {boolean} [async] a domain whose store, summarizer, ranker and
- *   tokenizer may answer promises, and whose every method answers one: the
- *   components' JSPI build, where the runtime has it ({@link hasJspi})
+ * @property {boolean} [async] a domain whose every method answers a
+ *   promise, and whose summarizer, ranker and tokenizer (and a store
+ *   written in JavaScript) may answer promises: in Node on a thread of its
+ *   own; elsewhere on the components' JSPI build, where the runtime has it
+ *   ({@link hasJspi})
+ */
+
+/**
+ * How a SQLite store is opened (the Rust host's defaults).
+ * @typedef {object} SqliteOptions
+ * @property {'FULL'|'NORMAL'} [synchronous] `FULL` by default
+ * @property {number} [busyTimeout] ms a call waits for another process's
+ *   write lock; 5000
+ */
+
+/**
+ * How a PostgreSQL store is opened (the Rust host's defaults), times in ms.
+ * @typedef {object} PostgresOptions
+ * @property {string} [schema] the tables' schema, created if absent; the
+ *   URL's search path (`public`) by default
+ * @property {number} [connectTimeout] 5000
+ * @property {number} [statementTimeout] one statement, lock waits
+ *   included; 30000
+ * @property {number} [idleInTransactionTimeout] 60000
+ * @property {number} [keepalivesIdle] silence before TCP keepalive probes; 15000
+ * @property {number} [tcpUserTimeout] unacknowledged data before the
+ *   connection is given up (Linux); 30000
  */
 
 /**
  * What the host lets the engine ask of the store, and the limits the
- * engine is told (docs/limits.md); enforced by the host layer inside the
- * component.
+ * engine is told (docs/limits.md).
  * @typedef {object} Limits
  * @property {number} readLimitCeiling the largest `limit` of a read
  * @property {number} candidateLimit keyword-index entries one retrieval
@@ -186,6 +217,23 @@ async function storeOf(store, options) {
  * @property {number} maxBatchBytes bytes of keys and values of one commit
  */
 
+/** The limits as the settings name them: `max_batch_ops` for `maxBatchOps`. */
+function snakeCase(limits) {
+  return Object.fromEntries(Object.entries(limits).map(([name, value]) => [name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`), value]));
+}
+
+/** The settings of a domain, as every host takes them (engram_store::settings). */
+function settingsOf(agent, options) {
+  return stringify({
+    agent,
+    mode: options.mode ?? 'online',
+    tier_ceiling: options.tierCeiling ?? 'private',
+    pid: Number.isInteger(globalThis.process?.pid) ? globalThis.process.pid : 0,
+    expire_after_ms: options.expireAfterMs ?? null,
+    ...snakeCase(options.limits ?? {}),
+  });
+}
+
 /**
  * Opens the memory domain of one agent: an instance of the engine of its
  * own whose keys the host scopes to that agent (IO-W6).
@@ -194,65 +242,26 @@ async function storeOf(store, options) {
  * @returns {Promise<Domain>}
  */
 export async function open(agent, options = {}) {
-  const async = options.async === true;
-  if (async && !hasJspi()) {
-    throw new Error(
-      'open(agent, {async: true}) needs JavaScript Promise Integration (WebAssembly.Suspending), which this runtime lacks: Node 24 or later, workerd, Chromium or Firefox have it',
-    );
-  }
-  let { summarizer, ranker, tokenizer } = options;
-  // None given: the engine's own, composed in (no call leaves the
-  // component). Some given: the others are the engine's own, called from here.
-  const given = [summarizer, ranker, tokenizer].filter((a) => a !== undefined).length;
-  const builtin = given === 0;
-  if (!builtin && given < 3) {
-    const defaults = await defaultAlgorithms(options.coreModule, options.instantiate?.['engram-algorithms']);
-    summarizer ??= defaults.summarizer;
-    ranker ??= defaults.ranker;
-    tokenizer ??= defaults.tokenizer;
-  }
-  const { backend, owned } = await storeOf(options.store, options);
+  const opened = await storeOf(options.store, options);
   try {
-    const clock = options.clock ?? Date.now;
-    const mode = options.mode ?? 'online';
-    const settings = stringify({
+    const settings = settingsOf(agent, options);
+    const session =
+      opened.kind === 'native'
+        ? opened.driver.NativeSession.open(opened.store, settings, options)
+        : await WasmSession.open(opened.store, settings, options);
+    return new Domain(session, {
       agent,
-      mode,
-      tier_ceiling: options.tierCeiling ?? 'private',
-      pid: Number.isInteger(globalThis.process?.pid) ? globalThis.process.pid : 0,
-      expire_after_ms: options.expireAfterMs ?? null,
-      ...snakeCase(options.limits ?? {}),
+      mode: options.mode ?? 'online',
+      store: opened.store,
+      owned: opened.owned,
+      input: options.input ?? 'request',
+      async: options.async === true,
     });
-    const imports = componentImports({
-      'engram:memory/types': {},
-      'engram:adapter/store': storeInterface(backend, settings, clock, async),
-      ...(builtin ? {} : algorithmInterfaces(summarizer, ranker, tokenizer, async)),
-    });
-    const components = loader(builtin ? 'engram-host-builtin' : 'engram-host', options, async);
-    const exports = await components.first(imports);
-    const domain = new Domain({ components, imports, backend, owned, clock, agent, mode, input: options.input ?? 'request', async });
-    await domain._start(exports);
-    return domain;
   } catch (error) {
-    if (owned) await backend.close();
+    await release(opened);
     throw error;
   }
 }
-
-/** The limits as the host layer's settings name them: `max_batch_ops` for `maxBatchOps`. */
-function snakeCase(limits) {
-  return Object.fromEntries(Object.entries(limits).map(([name, value]) => [name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`), value]));
-}
-
-/** The request ids the CLI makes for calls that take none. */
-const PREFIX = {
-  history: 'history',
-  asOf: 'as-of',
-  list: 'list',
-  entities: 'entities',
-  relationships: 'relationships',
-  traverse: 'traverse',
-};
 
 /** The `export` page size. */
 const EXPORT_PAGE = 1000;
@@ -260,60 +269,29 @@ const EXPORT_PAGE = 1000;
 /**
  * One agent's memory domain. Every call answers plain objects: the lines
  * the `engram` command line prints, parsed (integers beyond 2^53 as
- * BigInt). A call during which the engine trapped throws, and the next
- * call gets a fresh instance.
+ * BigInt). A call during which the engine stopped throws, and the next call
+ * gets a fresh instance. With `async`, every call answers a promise.
  */
 export class Domain {
   /** @internal */
-  constructor({ components, imports, backend, owned, clock, agent, mode, input, async }) {
-    this.#components = components;
-    this.#imports = imports;
-    this.#backend = backend;
-    this.#owned = owned;
-    this.#clock = clock;
+  constructor(session, { agent, mode, store, owned, input, async }) {
+    this.#session = session;
     this.#agent = agent;
     this.#mode = mode;
+    this.#store = store;
+    this.#owned = owned;
     this.#input = input;
     this.#async = async;
   }
 
-  /**
-   * Opens the domain in its first instance.
-   * @internal
-   */
-  _start(exports) {
-    return this.#drive(this.#startSteps(exports));
-  }
-
-  *#startSteps(exports) {
-    try {
-      this.#held = (yield this.#open(exports)) || undefined;
-    } catch (error) {
-      this.#closed = true;
-      throw error;
-    }
-  }
-
-  #components;
-  #imports;
-  #backend;
-  #owned;
-  #clock;
+  #session;
   #agent;
   #mode;
+  #store;
+  #owned;
   #input;
-  /** Whether the calls answer promises (the JSPI build). */
   #async;
-  /** The instance's `engram:js/calls` and `engram:adapter/domain`; undefined after a trap. */
-  #instance;
-  /** The value of the maintenance lock while this domain holds it. */
-  #held;
-  /** The prefix of the domain's keys and its lock key, for a store's writers' turns. */
-  #prefix;
-  #lockKey;
   #closed = false;
-  /** Counts instances: a cycle of an earlier instance is gone. */
-  #generation = 0;
   /** @type {Set<Cycle>} */
   #cycles = new Set();
 
@@ -329,7 +307,7 @@ export class Domain {
 
   /** The store the domain lives in. */
   get store() {
-    return this.#backend;
+    return this.#store;
   }
 
   /** Whether every method answers a promise (`open(agent, {async: true})`). */
@@ -337,156 +315,39 @@ export class Domain {
     return this.#async;
   }
 
-  /** Runs `steps` (see {@link drive}) at once, or awaiting, as this domain's calls answer. */
-  #drive(steps) {
-    return drive(steps, this.#async);
-  }
-
   /**
-   * Opens the domain in a fresh instance: the host layer checks the
-   * settings and, in maintenance mode, takes the maintenance lock (or goes
-   * on holding the one this domain holds). Answers the lock's value.
-   * @returns {string | Promise<string>}
-   */
-  #open(exports) {
-    return this.#drive(this.#openSteps(exports));
-  }
-
-  *#openSteps(exports) {
-    const instance = {
-      calls: componentExport(exports, 'engram:js/calls'),
-      domain: componentExport(exports, 'engram:adapter/domain'),
-    };
-    let held;
-    try {
-      held = yield instance.domain.open(this.#held);
-    } catch (error) {
-      const why = domainError(error);
-      if (why === undefined) throw error;
-      const [kind, ...rest] = why.split(': ');
-      throw kind === 'invalid' ? new TypeError(rest.join(': ')) : new Error(kind === 'locked' ? rest.join(': ') : why);
-    }
-    this.#instance = instance;
-    return held;
-  }
-
-  /** The instance, a fresh one after a trap. */
-  #live() {
-    if (this.#closed) throw new Error('the domain is closed');
-    if (this.#instance !== undefined) return this.#instance;
-    return then(this.#components.again(this.#imports, this.#async), (exports) =>
-      then(this.#open(exports), () => {
-        this.#generation += 1;
-        return this.#instance;
-      }),
-    );
-  }
-
-  /**
-   * A call of the host layer's `engram:adapter/domain`; its error as an Error.
+   * Makes the call `name` of the call surface: its answer's text, or the
+   * error its answer is.
    * @internal
    */
-  _control(name, ...args) {
-    return this.#drive(this.#controlSteps(name, args));
-  }
-
-  *#controlSteps(name, args) {
-    const instance = yield this.#live();
-    try {
-      const answer = yield instance.domain[name](...args);
-      if (!UNAUDITED.has(name)) yield this.#appendTrail();
-      return answer;
-    } catch (error) {
-      const why = domainError(error);
-      if (why !== undefined && !UNAUDITED.has(name)) yield this.#appendTrail();
-      throw why === undefined ? error : new Error(why);
-    }
-  }
-
-  /**
-   * Appends the audit rows of the call just made that no commit carried
-   * (the host layer's `take-trail`), before the caller gets the answer: a
-   * store that cannot append them fails the call with its own words.
-   */
-  #appendTrail() {
-    const rows = this.#instance.domain.takeTrail();
-    return rows === '' ? undefined : this.#backend.appendAudit(rowsOf(rows, this.#clock));
-  }
-
-  /**
-   * Calls into the instance: the JSON layer's failures become
-   * {@link EngramInputError} and {@link EngramRefusedError}; anything else
-   * (a trap, a store that failed) drops the instance. A call that
-   * `writes` waits for its turn among the domain's writers when the store
-   * keeps turns (`lockDomain`).
-   * @internal
-   */
-  _call(f, audited, writes = false) {
-    return this.#drive(this.#callSteps(f, audited, writes));
-  }
-
-  *#callSteps(f, audited, writes) {
-    const { calls } = yield this.#live();
-    const turns = writes && typeof this.#backend.lockDomain === 'function';
-    if (turns) {
-      this.#prefix ??= bytesOf(yield this._control('prefix'));
-      this.#lockKey ??= yield this._control('lockKey');
-      yield this.#backend.lockDomain(this.#prefix, this.#lockKey);
-    }
-    try {
-      let answer;
-      try {
-        answer = yield f(calls);
-      } catch (error) {
-        if (failure(error) !== undefined) yield this.#appendTrail();
-        throw error;
-      }
-      yield this.#appendTrail();
-      return answer;
-    } catch (error) {
-      const known = failure(error);
-      if (known !== undefined) throw known;
-      this.#instance = undefined;
-      for (const cycle of this.#cycles) cycle._lost();
-      this.#cycles.clear();
-      const stopped = `${error?.message ?? error}; its instance was stopped, and the next call gets a fresh one`;
-      if (audited !== undefined) yield this.#auditStopped(audited, stopped);
+  _call(name, args, input = '') {
+    if (this.#closed) {
+      const error = new Error('the domain is closed');
+      if (this.#async) return Promise.reject(error);
       throw error;
-    } finally {
-      if (turns) yield this.#backend.unlockDomain(this.#prefix, this.#lockKey);
     }
+    return then(this.#session.call(name, input, args), answered);
   }
 
-  /**
-   * Audits a single write or read whose instance stopped before it
-   * answered, as FAILED with why (IO-W8), as the Rust host does: the host
-   * layer of a fresh instance makes the row. Best effort: the store may be
-   * what failed.
-   * @param {{operation: string, text: string}} audited
-   * @param {string} why
-   */
-  #auditStopped(audited, why) {
-    return this.#drive(this.#auditStoppedSteps(audited, why));
-  }
-
-  *#auditStoppedSteps({ operation, text }, why) {
-    try {
-      const row = yield this._control('stoppedRow', operation, text, why);
-      if (row !== '') yield this.#backend.appendAudit([auditRowOfLine(JSON.parse(row), { at: this.#clock() })]);
-    } catch {
-      // The trail could not take it either; the call's error says why.
-    }
-  }
-
-  /** The current instance's generation. @internal */
+  /** The instance's generation: a cycle begun in an earlier one is gone. @internal */
   get _generation() {
-    return this.#generation;
+    return this.#session.generation;
   }
 
   /** Text of a batch: one request a line, or the text as given. */
   #batchText(request, options) {
     if (Array.isArray(request)) return { text: request.map(toText).join('\n'), batch: true };
     return { text: toText(request), batch: options.batch ?? false };
+  }
+
+  /** The answers of `write` or `read`: one, or a list for a batch. */
+  #io(call, request, options) {
+    const { text, batch } = this.#batchText(request, options);
+    const name = batch ? `${call}-batch` : call;
+    return then(this._call(name, text, options.input ?? this.#input), (text) => {
+      const answers = lines(text);
+      return batch ? answers : answers[0];
+    });
   }
 
   /**
@@ -499,16 +360,7 @@ export class Domain {
    * @param {{batch?: boolean, input?: string}} [options]
    */
   write(request, options = {}) {
-    const { text, batch } = this.#batchText(request, options);
-    const lines = this._call(
-      (calls) => calls.write(options.input ?? this.#input, text, batch),
-      batch ? undefined : { operation: 'WRITE', text },
-      true,
-    );
-    return then(lines, (lines) => {
-      const answers = lines.map(parse);
-      return batch ? answers : answers[0];
-    });
+    return this.#io('write', request, options);
   }
 
   /**
@@ -518,24 +370,12 @@ export class Domain {
    * @param {{batch?: boolean, input?: string}} [options]
    */
   read(request, options = {}) {
-    const { text, batch } = this.#batchText(request, options);
-    const lines = this._call(
-      (calls) => calls.read(options.input ?? this.#input, text, batch),
-      batch ? undefined : { operation: 'READ', text },
-    );
-    return then(lines, (lines) => {
-      const answers = lines.map(parse);
-      return batch ? answers : answers[0];
-    });
+    return this.#io('read', request, options);
   }
 
-  /** The arguments of a graph or history call as JSON text. */
-  #args(call, args) {
-    if (typeof args === 'string') return args;
-    // The defaults of what is left out are the JSON layer's (the CLI's).
-    const full = { ...args };
-    full.request_id ??= `${PREFIX[call]}-${Date.now()}`;
-    return stringify(full);
+  /** A lookup's answer, parsed; its arguments an object or JSON text (`request_id` a fresh one when absent). */
+  #lookup(name, args) {
+    return then(this._call(name, toText(args ?? {})), parse);
   }
 
   /**
@@ -543,7 +383,7 @@ export class Domain {
    * @param {object|string} args
    */
   history(args) {
-    return then(this._call((calls) => calls.history(this.#args('history', args))), parse);
+    return this.#lookup('history', args);
   }
 
   /**
@@ -551,7 +391,7 @@ export class Domain {
    * @param {object|string} args
    */
   asOf(args) {
-    return then(this._call((calls) => calls.asOf(this.#args('asOf', args))), parse);
+    return this.#lookup('as-of', args);
   }
 
   /**
@@ -559,7 +399,7 @@ export class Domain {
    * @param {object|string} args
    */
   list(args) {
-    return then(this._call((calls) => calls.list(this.#args('list', args))), parse);
+    return this.#lookup('list', args);
   }
 
   /**
@@ -567,7 +407,7 @@ export class Domain {
    * @param {object|string} args
    */
   entities(args) {
-    return then(this._call((calls) => calls.entities(this.#args('entities', args))), parse);
+    return this.#lookup('entities', args);
   }
 
   /**
@@ -575,7 +415,7 @@ export class Domain {
    * @param {object|string} args
    */
   relationships(args) {
-    return then(this._call((calls) => calls.relationships(this.#args('relationships', args))), parse);
+    return this.#lookup('relationships', args);
   }
 
   /**
@@ -585,7 +425,7 @@ export class Domain {
    * @param {object|string} args
    */
   traverse(args) {
-    return then(this._call((calls) => calls.traverse(this.#args('traverse', args))), parse);
+    return this.#lookup('traverse', args);
   }
 
   /**
@@ -606,7 +446,7 @@ export class Domain {
     const args = { message, response };
     for (const name of ['session', 'request_id']) if (options[name] != null) args[name] = options[name];
     if (options.time != null) args.time = options.time instanceof Date ? options.time.getTime() : options.time;
-    return then(this._call((calls) => calls.remember(stringify(args)), undefined, true), parse);
+    return then(this._call('remember', stringify(args)), parse);
   }
 
   /**
@@ -622,7 +462,7 @@ export class Domain {
   recall(question, options = {}) {
     const args = { question };
     for (const name of ['top_k', 'token_budget', 'request_id']) if (options[name] != null) args[name] = options[name];
-    return then(this._call((calls) => calls.recall(stringify(args))), parse);
+    return then(this._call('recall', stringify(args)), parse);
   }
 
   /**
@@ -635,16 +475,13 @@ export class Domain {
    * @returns {Cycle}
    */
   cycle(plan, options = {}) {
-    const session = options.session ?? 'js';
-    const requestId = options.request_id ?? `cycle-${Date.now()}`;
-    return then(
-      this._call((calls) => calls.Turn.begin(toText(plan), session, requestId)),
-      (turn) => {
-        const cycle = new Cycle(this, turn);
-        this.#cycles.add(cycle);
-        return cycle;
-      },
-    );
+    const args = { plan: toText(plan), session: options.session, request_id: options.request_id };
+    const generation = this._generation;
+    return then(this._call('cycle-begin', stringify(args)), (text) => {
+      const cycle = new Cycle(this, parse(text).cycle, generation);
+      this.#cycles.add(cycle);
+      return cycle;
+    });
   }
 
   /** @internal */
@@ -661,23 +498,24 @@ export class Domain {
    * @returns {object[]}
    */
   runCycle(turn) {
-    const session = turn.session ?? 'js';
-    const requestId = turn.request_id ?? `cycle-${Date.now()}`;
-    const lines = this._call(
-      (calls) => calls.runCycle(toText(turn.plan), session, requestId, turn.message ?? undefined, turn.response ?? undefined),
-      undefined,
-      true,
-    );
-    return then(lines, (lines) => lines.map(parse));
+    const args = {
+      plan: toText(turn.plan),
+      message: turn.message ?? undefined,
+      response: turn.response ?? undefined,
+      session: turn.session ?? undefined,
+      request_id: turn.request_id ?? undefined,
+    };
+    return then(this._call('run-cycle', stringify(args)), lines);
   }
 
   /**
    * This domain's audit trail, oldest first, in the `engram audit` line
-   * form: `{operation?, outcome?, since?, until?, limit?}` (limit 100).
-   * @param {Omit<import('./backend.js').AuditQuery, 'agent'>} [query]
+   * form: `{operation?, outcome?, since?, until?, limit?}` (limit 100, at
+   * most 100,000).
+   * @param {{operation?: string, outcome?: string, since?: number, until?: number, limit?: number}} [query]
    */
   audit(query = {}) {
-    return auditTrail(this.#backend, { ...query, agent: this.agent });
+    return then(this._call('audit', stringify(query)), parse);
   }
 
   /**
@@ -686,18 +524,14 @@ export class Domain {
    * @returns {object[]}
    */
   export() {
-    return this.#drive(this.#exportSteps());
-  }
-
-  *#exportSteps() {
-    const lines = [];
-    let start;
-    for (;;) {
-      const page = yield this._call((calls) => calls.export(start, EXPORT_PAGE));
-      for (const item of page.items) lines.push({ agent_id: this.agent, item: parse(item) });
-      if (page.next === undefined || page.next === null) return lines;
-      start = page.next;
-    }
+    const all = [];
+    const page = (start) =>
+      then(this._call('export', stringify({ start, limit: EXPORT_PAGE })), (text) => {
+        const { lines: got, next } = parse(text);
+        all.push(...got);
+        return next === null || next === undefined ? all : page(next);
+      });
+    return page(undefined);
   }
 
   /**
@@ -708,21 +542,7 @@ export class Domain {
    * @param {Array<object|string>} lines
    */
   import(lines) {
-    const items = lines.map((line) => {
-      if (typeof line === 'string') return line;
-      if (line !== null && typeof line === 'object' && 'item' in line && 'agent_id' in line) {
-        if (line.agent_id !== this.agent) {
-          throw new TypeError(`an export line of ${JSON.stringify(line.agent_id)} given to the domain of ${JSON.stringify(this.agent)}`);
-        }
-        return stringify(line.item);
-      }
-      return stringify(line);
-    });
-    return then(this._call((calls) => calls.import(items), undefined, true), (added) => ({
-      agent_id: this.agent,
-      items: items.length,
-      new: added,
-    }));
+    return then(this._call('import', stringify(lines)), parse);
   }
 
   /**
@@ -731,10 +551,7 @@ export class Domain {
    * trail. Answers `{agent_id, expired}`.
    */
   expire() {
-    return then(this._call((calls) => calls.expire(), undefined, true), (expired) => ({
-      agent_id: this.agent,
-      expired: Number(expired),
-    }));
+    return then(this._call('expire', ''), parse);
   }
 
   /**
@@ -744,7 +561,7 @@ export class Domain {
    * `{agent_id, removed}`.
    */
   forget() {
-    return then(this._control('forget'), (removed) => ({ agent_id: this.agent, removed: Number(removed) }));
+    return then(this._call('forget', ''), parse);
   }
 
   /**
@@ -754,19 +571,9 @@ export class Domain {
   close() {
     if (this.#closed) return this.#async ? Promise.resolve() : undefined;
     for (const cycle of this.#cycles) cycle[Symbol.dispose]();
-    return this.#drive(this.#closeSteps());
-  }
-
-  *#closeSteps() {
-    try {
-      if (this.#held !== undefined) yield this._control('close'); // lets the maintenance lock go
-    } catch {
-      // A lock that cannot be released now stays for `unlock`.
-    } finally {
-      this.#closed = true;
-      this.#instance = undefined;
-      if (this.#owned) yield this.#backend.close();
-    }
+    this.#closed = true;
+    const closing = this.#session.close();
+    return then(closing, () => (this.#owned ? this.#store.close() : undefined));
   }
 
   /** {@link close}, for `using`. */
@@ -780,40 +587,29 @@ export class Domain {
   }
 }
 
-/** How jco names a resource's destructor. */
-const DISPOSE = [Symbol.dispose, Symbol.for('dispose')].filter(Boolean);
-
 /**
  * One execution cycle, stage by stage (`Domain.cycle`). Dropping it
  * without a commit persists nothing.
  */
 export class Cycle {
   /** @internal */
-  constructor(domain, turn) {
+  constructor(domain, id, generation) {
     this.#domain = domain;
-    this.#turn = turn;
-    this.#generation = domain._generation;
+    this.#id = id;
+    this.#generation = generation;
   }
 
   #domain;
-  #turn;
+  /** Its number in the domain's session; undefined once disposed of. */
+  #id;
   #generation;
 
-  /** @internal */
-  _lost() {
-    this.#turn = undefined;
-  }
-
-  #live() {
-    if (this.#turn === undefined || this.#generation !== this.#domain._generation) {
+  /** The cycle's call `name` with `args`. */
+  #call(name, args) {
+    if (this.#id === undefined || this.#generation !== this.#domain._generation) {
       throw new Error('the cycle is gone: it was disposed of, or the engine stopped');
     }
-    return this.#turn;
-  }
-
-  #refusal(f, writes = false) {
-    const turn = this.#live();
-    return this.#domain._call(() => f(turn), undefined, writes);
+    return this.#domain._call(name, stringify({ cycle: this.#id, ...args }));
   }
 
   /**
@@ -825,7 +621,7 @@ export class Cycle {
    * @param {{message?: string, response?: string}} [input]
    */
   runStage(stage, input = {}) {
-    return then(this.#refusal((turn) => turn.runStage(stage, input.message ?? undefined, input.response ?? undefined)), parse);
+    return then(this.#call('cycle-stage', { stage, message: input.message ?? undefined, response: input.response ?? undefined }), parse);
   }
 
   /**
@@ -833,9 +629,7 @@ export class Cycle {
    * @param {string} step
    */
   output(step) {
-    return then(this.#refusal((turn) => turn.output(step)), (text) =>
-      text === undefined || text === null ? undefined : parse(text),
-    );
+    return then(this.#call('cycle-output', { step }), (text) => parse(text) ?? undefined);
   }
 
   /**
@@ -843,20 +637,20 @@ export class Cycle {
    * throws {@link EngramRefusedError} with the `{cycle_error}`.
    */
   commit() {
-    return then(this.#refusal((turn) => turn.commit(), true), parse);
+    return then(this.#call('cycle-commit', {}), parse);
   }
 
   /** Drops the cycle; nothing not committed is persisted. */
   [Symbol.dispose]() {
-    const turn = this.#turn;
-    this.#turn = undefined;
+    const id = this.#id;
+    this.#id = undefined;
     this.#domain._forgetCycle(this);
-    if (turn === undefined || this.#generation !== this.#domain._generation) return;
-    for (const symbol of DISPOSE) {
-      if (typeof turn[symbol] === 'function') {
-        turn[symbol]();
-        return;
-      }
+    if (id === undefined || this.#generation !== this.#domain._generation) return;
+    try {
+      const dropped = this.#domain._call('cycle-drop', stringify({ cycle: id }));
+      if (dropped instanceof Promise) dropped.catch(() => {});
+    } catch {
+      // A closed domain or a stopped instance dropped it already.
     }
   }
 }
@@ -865,22 +659,29 @@ export class Cycle {
  * The audit trail of a store, oldest first, in the `engram audit` line
  * form: the newest `limit` (100) entries that match
  * `{agent?, operation?, outcome?, since?, until?, limit?}`.
- * @param {import('./backend.js').Backend} store
- * @param {import('./backend.js').AuditQuery} [query]
- * @returns {object[]}
+ * @param {import('./backend.js').Backend|import('./native.js').NativeStore|string} store
+ * @param {{agent?: string, operation?: string, outcome?: string, since?: number, until?: number, limit?: number}} [query]
+ * @returns {Promise<object[]>}
  */
-export function auditTrail(store, query = {}) {
-  const limit = query.limit ?? 100;
-  if (!Number.isInteger(limit) || limit < 1 || limit > 100000) {
-    throw new RangeError('an audit limit must be 1 to 100000');
+export async function auditTrail(store, query = {}) {
+  const opened = await storeOf(store, {});
+  try {
+    if (opened.kind === 'native') return parse(answered(opened.store._audit(query)));
+    const limit = query.limit ?? AUDIT_LIMIT;
+    if (!Number.isInteger(limit) || limit < 1 || limit > MAX_AUDIT_LIMIT) {
+      throw new EngramInputError(`audit: the limit must be 1 to ${MAX_AUDIT_LIMIT}`);
+    }
+    const rows = await opened.store.auditRows({ ...query, limit });
+    return rows.map(auditLine);
+  } finally {
+    await release(opened);
   }
-  return then(store.auditRows({ ...query, limit }), (rows) => rows.map(auditLine));
 }
 
 /**
  * Exports domains of a store (every domain when `agents` is absent) as
  * export lines `{agent_id, item}`, each under its maintenance lock.
- * @param {import('./backend.js').Backend|string} store
+ * @param {import('./backend.js').Backend|import('./native.js').NativeStore|string} store
  * @param {{agents?: string[]} & OpenOptions} [options]
  * @returns {Promise<object[]>}
  */
@@ -892,7 +693,7 @@ export async function exportStore(store, options = {}) {
  * Removes the records whose expiry has passed from domains of a store
  * (every domain when `agents` is absent), each under its maintenance
  * lock: one `{agent_id, expired}` per domain.
- * @param {import('./backend.js').Backend|string} store
+ * @param {import('./backend.js').Backend|import('./native.js').NativeStore|string} store
  * @param {{agents?: string[]} & OpenOptions} [options]
  * @returns {Promise<object[]>}
  */
@@ -905,17 +706,17 @@ export async function expireStore(store, options = {}) {
  * absent) opened for maintenance, under its maintenance lock, closed
  * after: the answers, in order.
  * @template T
- * @param {import('./backend.js').Backend|string} store
+ * @param {unknown} store
  * @param {{agents?: string[]} & OpenOptions} options
  * @param {(domain: Domain) => T} f
  * @returns {Promise<T[]>}
  */
 async function eachMaintenanceDomain(store, options, f) {
-  const { backend, owned } = await storeOf(store, options);
+  const opened = await storeOf(store, options);
   try {
     const answers = [];
-    for (const agent of options.agents ?? (await domains(backend, options))) {
-      const domain = await open(agent, { ...options, store: backend, mode: 'maintenance' });
+    for (const agent of options.agents ?? (await domains(opened.store, options))) {
+      const domain = await open(agent, { ...options, store: opened.store, mode: 'maintenance' });
       try {
         answers.push(await f(domain));
       } finally {
@@ -924,7 +725,7 @@ async function eachMaintenanceDomain(store, options, f) {
     }
     return answers;
   } finally {
-    if (owned) await backend.close();
+    await release(opened);
   }
 }
 
@@ -932,13 +733,13 @@ async function eachMaintenanceDomain(store, options, f) {
  * Imports export lines into a store, each run of lines of one agent into
  * its domain under its maintenance lock. Answers one `{agent_id, items,
  * new}` per run.
- * @param {import('./backend.js').Backend|string} store
+ * @param {import('./backend.js').Backend|import('./native.js').NativeStore|string} store
  * @param {object[]} lines
  * @param {OpenOptions} [options]
  * @returns {Promise<object[]>}
  */
 export async function importStore(store, lines, options = {}) {
-  const { backend, owned } = await storeOf(store, options);
+  const opened = await storeOf(store, options);
   try {
     const groups = [];
     for (const line of lines) {
@@ -948,7 +749,7 @@ export async function importStore(store, lines, options = {}) {
     }
     const answers = [];
     for (const group of groups) {
-      const domain = await open(group.agent, { ...options, store: backend, mode: 'maintenance' });
+      const domain = await open(group.agent, { ...options, store: opened.store, mode: 'maintenance' });
       try {
         answers.push(await domain.import(group.lines));
       } finally {
@@ -957,27 +758,27 @@ export async function importStore(store, lines, options = {}) {
     }
     return answers;
   } finally {
-    if (owned) await backend.close();
+    await release(opened);
   }
 }
 
 /**
  * The agents whose domains hold anything in a store, in key order.
- * @param {import('./backend.js').Backend|string} store
+ * @param {import('./backend.js').Backend|import('./native.js').NativeStore|string} store
  * @param {OpenOptions} [options]
  * @returns {Promise<string[]>}
  */
 export async function domains(store, options = {}) {
   // Any domain's instance lists them: the store is one.
-  return withDomain(store, 'engram', options, (domain) => domain._control('domains'));
+  return withDomain(store, 'engram', options, (domain) => then(domain._call('domains', ''), parse));
 }
 
 /**
  * Forgets an agent of a store (see {@link Domain#forget}): `{agent_id,
  * removed}`.
- * @param {import('./backend.js').Backend|string} store
+ * @param {import('./backend.js').Backend|import('./native.js').NativeStore|string} store
  * @param {string} agent
- * @param {{clock?: () => number, sqlite?: import('./backends/sqlite.js').SqliteOptions}} [options]
+ * @param {{clock?: () => number, sqlite?: SqliteOptions, postgres?: PostgresOptions}} [options]
  * @returns {Promise<{agent_id: string, removed: number}>}
  */
 export async function forget(store, agent, options = {}) {
@@ -987,26 +788,26 @@ export async function forget(store, agent, options = {}) {
 /**
  * Breaks the maintenance lock of an agent, whoever holds it (a lock left
  * behind by a process that died): `{agent_id, unlocked}`.
- * @param {import('./backend.js').Backend|string} store
+ * @param {import('./backend.js').Backend|import('./native.js').NativeStore|string} store
  * @param {string} agent
  * @returns {Promise<{agent_id: string, unlocked: boolean}>}
  */
 export async function unlock(store, agent) {
-  return withDomain(store, agent, {}, async (domain) => ({ agent_id: agent, unlocked: await domain._control('breakLock') }));
+  return withDomain(store, agent, {}, (domain) => then(domain._call('unlock', ''), parse));
 }
 
 /** Runs `f` with an online domain of `agent` in `store`, closed after. */
 async function withDomain(store, agent, options, f) {
-  const { backend, owned } = await storeOf(store, options);
+  const opened = await storeOf(store, options);
   try {
     const { coreModule, instantiate, clock, async } = options;
-    const domain = await open(agent, { coreModule, instantiate, clock, async, store: backend });
+    const domain = await open(agent, { coreModule, instantiate, clock, async, store: opened.store });
     try {
       return await f(domain);
     } finally {
       await domain.close();
     }
   } finally {
-    if (owned) await backend.close();
+    await release(opened);
   }
 }

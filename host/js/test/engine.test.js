@@ -1,17 +1,22 @@
-// The library over the real engine (no mocks): timestamps at the ends of
-// i64, a trap and the fresh instance after it, the algorithms a user
-// gives, cycles stage by stage, maintenance and a store given by path.
+// The library over the real engine (no mocks), on both drivers where both
+// apply: the Rust host (the addon) and the wasm driver (a store written in
+// JavaScript): timestamps at the ends of i64, a trap and the fresh instance
+// after it, the algorithms a user gives, cycles stage by stage,
+// maintenance and a store given by path.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
-import { EngramInputError, EngramRefusedError, MemoryBackend, open, exportStore } from '../src/index.js';
+import { EngramInputError, EngramRefusedError, MemoryBackend, auditTrail, open, openStore, exportStore } from '../src/index.js';
 import { notBuilt } from './built.js';
 import { defaultAlgorithms } from '../src/algorithms.js';
 
 const skip = notBuilt;
+
+/** A fresh store of each driver: the Rust host's in memory, and one written in JavaScript. */
+const STORES = { native: () => openStore(), wasm: () => new MemoryBackend() };
 const dir = mkdtempSync(join(tmpdir(), 'engram-engine-'));
 test.after(() => rmSync(dir, { recursive: true, force: true }));
 
@@ -29,9 +34,10 @@ const PLAN = {
   ],
 };
 
+for (const [driver, makeStore] of Object.entries(STORES))
 // proves IO-T1: timestamps are signed 64-bit, exact at both ends
-test('STATE timestamps at i64 min and max round-trip exactly, as BigInt', { skip }, async () => {
-  using alice = await open('alice');
+test(`${driver}: STATE timestamps at i64 min and max round-trip exactly, as BigInt`, { skip }, async () => {
+  using alice = await open('alice', { store: await makeStore() });
   const min = alice.write(state('w-min', I64_MIN));
   const max = alice.write(`{"request_id":"w-max","source":{"agent_id":"alice","component":"COGNITION","actor":"USER"},"record":{"record_type":"STATE","timestamp":9223372036854775807,"payload":{"subject":"s","properties":{}}}}`);
   assert.ok(min.ACCEPTED && max.ACCEPTED, JSON.stringify([min, max]));
@@ -101,9 +107,11 @@ test('a write during which the engine stopped is audited FAILED, with why', { sk
   assert.ok(alice.write(state('w-after', 2)).ACCEPTED, 'a fresh instance writes');
 });
 
-test('the summarizer and ranker a user gives are the ones the cycle calls', { skip }, async () => {
+for (const [driver, makeStore] of Object.entries(STORES))
+test(`${driver}: the summarizer and ranker a user gives are the ones the cycle calls`, { skip }, async () => {
   const calls = [];
   using alice = await open('alice', {
+    store: await makeStore(),
     summarizer: (message, response) => {
       calls.push([message, response]);
       return { summary: 'a short summary', keywords: ['short'] };
@@ -113,9 +121,9 @@ test('the summarizer and ranker a user gives are the ones the cycle calls', { sk
   const lines = alice.runCycle({ plan: PLAN, message: 'hello there you', response: 'hi back to you', session: 's', request_id: 't1' });
   assert.deepEqual(calls, [['hello there you', 'hi back to you']]);
   assert.equal(lines.at(-1).committed.length, 1);
-  const failing = await open('bob', { summarizer: () => { throw new Error('no words'); }, ranker: () => [] });
+  const failing = await open('bob', { store: await makeStore(), summarizer: () => { throw new Error('no words'); }, ranker: () => [] });
   const refused = failing.runCycle({ plan: PLAN, message: 'm', response: 'r', session: 's', request_id: 't2' });
-  assert.ok(refused.at(-1).cycle_error, JSON.stringify(refused));
+  assert.equal(refused.at(-1).cycle_error, 'SummarizerFailed("no words")', JSON.stringify(refused));
   failing.close();
 });
 
@@ -134,10 +142,11 @@ const memory = (i, summary) => ({
 });
 const promptOf = (lines) => lines[1].steps[0].output.prompt;
 
+for (const [driver, makeStore] of Object.entries(STORES))
 // proves B5-F3 B5-P4: a caller's tokenizer counts the memory lines, whole prefix by prefix, and the budget bounds them
-test('the tokenizer a user gives bounds the prompt to the token budget of the plan', { skip }, async () => {
+test(`${driver}: the tokenizer a user gives bounds the prompt to the token budget of the plan`, { skip }, async () => {
   const asked = [];
-  using alice = await open('alice', { tokenizer: (text) => { asked.push(text); return new TextEncoder().encode(text).length; } });
+  using alice = await open('alice', { store: await makeStore(), tokenizer: (text) => { asked.push(text); return new TextEncoder().encode(text).length; } });
   ['Flight to Paris booked for 14 May.', 'Sarah wants a window seat on every flight to Paris.', 'Return flight from Paris on the 17th.']
     .forEach((summary, i) => assert.ok(alice.write(memory(i, summary)).ACCEPTED));
   const ask = (budget, request_id) => promptOf(alice.runCycle({ plan: RECALL(budget), message: 'My flight to Paris?', session: 's', request_id }));
@@ -153,7 +162,7 @@ test('the tokenizer a user gives bounds the prompt to the token budget of the pl
   assert.equal(cut.left_out, 1);
   assert.equal(cut.text, `Relevant memories:\n${two}\n\nUser: My flight to Paris?`);
   assert.deepEqual(asked, [lines[0], two, lines.join('\n')]);
-  using failing = await open('bob', { tokenizer: () => { throw new Error('no tokens today'); } });
+  using failing = await open('bob', { store: await makeStore(), tokenizer: () => { throw new Error('no tokens today'); } });
   failing.write({ ...memory(0, 'Flight to Paris booked.'), source: { ...source, agent_id: 'bob' } });
   const refused = failing.runCycle({ plan: RECALL(100), message: 'My flight to Paris?', session: 's', request_id: 'f' });
   assert.equal(refused.at(-1).cycle_error, 'TokenizerFailed("no tokens today")');
@@ -166,9 +175,10 @@ test('the default tokenizer is o200k_base, as in every host', { skip }, async ()
   assert.equal(tokenizer('- [1767225600000] Sarah is vegetarian'), 11);
 });
 
+for (const [driver, makeStore] of Object.entries(STORES))
 // proves B5-P4: the refusal names the rule
-test('a cycle stage by stage, disposable; a refused plan throws its plan_error', { skip }, async () => {
-  using alice = await open('alice');
+test(`${driver}: a cycle stage by stage, disposable; a refused plan throws its plan_error`, { skip }, async () => {
+  using alice = await open('alice', { store: await makeStore() });
   {
     using cycle = alice.cycle(PLAN, { session: 's', request_id: 'c1' });
     const stage = cycle.runStage('SummarizeMemory', { message: 'I booked the Hotel Avenida in Lisbon.', response: 'Lovely, enjoy Lisbon.' });
@@ -185,11 +195,15 @@ test('a cycle stage by stage, disposable; a refused plan throws its plan_error',
   assert.equal(events.records.length, 1, 'a cycle dropped without commit persisted nothing');
   const retrieving = { metadata: {}, steps: [{ name: 'q', stage: 'ContextSelect', kind: { SummarizeMemory: { of: 'user_message' } } }, { name: 'r', stage: 'ContextSelect', kind: 'RetrieveMemory', inputs: ['q'] }] };
   assert.throws(() => alice.cycle(retrieving), (e) => e instanceof EngramRefusedError && e.answer.plan_error.rule === 'B5-P4');
+  const gone = alice.cycle(PLAN);
+  gone[Symbol.dispose]();
+  assert.throws(() => gone.runStage('SummarizeMemory', { message: 'm', response: 'r' }), /the cycle is gone/);
 });
 
+for (const [driver, makeStore] of Object.entries(STORES))
 // proves IO-W7, S-MODE
-test('maintenance: the lock keeps online writes out until the maintenance domain closes', { skip }, async () => {
-  const backend = new MemoryBackend();
+test(`${driver}: maintenance: the lock keeps online writes out until the maintenance domain closes`, { skip }, async () => {
+  const backend = await makeStore();
   const online = await open('alice', { store: backend });
   const maintenance = await open('alice', { store: backend, mode: 'maintenance' });
   assert.equal(online.write(state('w1', 1)), 'REJECTED');
@@ -200,8 +214,9 @@ test('maintenance: the lock keeps online writes out until the maintenance domain
   online.close();
   const lines = await exportStore(backend);
   assert.ok(lines.length > 0 && lines.every((l) => l.agent_id === 'alice'));
-  const [rejected] = backend.auditRows({ outcome: 'REJECTED' });
+  const [rejected] = await auditTrail(backend, { outcome: 'REJECTED' });
   assert.match(rejected.reason, /locked for maintenance/);
+  backend.close();
 });
 
 // proves S-FILE
@@ -233,7 +248,7 @@ test('a clock that never moves or goes backwards still gives every FACT version 
     backwards: () => { let now = 9_000_000; return () => (now -= 1000); },
   };
   for (const [name, clock] of Object.entries(clocks)) {
-    for (const store of [new MemoryBackend(), join(dir, `clock-${name}.db`)]) {
+    for (const store of [new MemoryBackend(), join(dir, `clock-${name}.db`), await openStore()]) {
       using alice = await open('alice', { store, clock: clock() });
       const written = [['user.mood', 'calm'], ['user.city', 'Porto'], ['user.mood', 'glad'], ['user.city', 'Lisbon'], ['user.mood', 'tired']]
         .map(([key, content], i) => alice.write(fact(`w${i}`, key, content)).ACCEPTED.stored_id);
@@ -255,9 +270,10 @@ test('a clock that never moves or goes backwards still gives every FACT version 
   }
 });
 
+for (const [driver, makeStore] of Object.entries(STORES))
 // proves IO-W2
-test('remember twice with one request id stores one memory, and recall finds it with its ISO time', { skip }, async () => {
-  using alice = await open('alice');
+test(`${driver}: remember twice with one request id stores one memory, and recall finds it with its ISO time`, { skip }, async () => {
+  using alice = await open('alice', { store: await makeStore() });
   const turn = ['I booked the Hotel Avenida in Lisbon.', 'Lovely!'];
   const when = new Date(Date.UTC(2026, 0, 1, 9, 30));
   const first = alice.remember(...turn, { request_id: 't1', session: 'trip', time: when });

@@ -1,13 +1,14 @@
 // A scenario host (test/scenarios.js) over the library itself, on one
-// store shared by every domain of the scenario.
+// store shared by every domain of the scenario: one the Rust host opened
+// (`openStore`) or one written in JavaScript (a backend).
 
 import { EngramRefusedError, auditTrail, expireStore, exportStore, forget, importStore, open } from '../src/index.js';
 
 /**
  * The host of one scenario run over `backend`: every call opens the
- * domain it needs and closes it after. With `async`, the domains are the
- * JSPI build's (`open(agent, {async: true})`), every call awaited.
- * @param {import('../src/backend.js').Backend} backend
+ * domain it needs and closes it after. With `async`, the domains answer
+ * promises (`open(agent, {async: true})`), every call awaited.
+ * @param {import('../src/backend.js').Backend|import('../src/native.js').NativeStore} backend
  * @param {{async?: boolean}} [options]
  * @returns {import('./scenarios.js').ScenarioHost}
  */

@@ -21,8 +21,8 @@ const scenarioFolder = fileURLToPath(new URL('../../../tests/scenarios/', import
 /** The components of gen/ the Worker loads. */
 const COMPONENTS = ['engram-host', 'engram-host-builtin', 'engram-algorithms'];
 
-/** Source files the Worker never loads (they need Node). */
-const NODE_ONLY = new Set(['src/backends/sqlite.js']);
+/** Source files the Worker never loads (they need Node: the native driver). */
+const NODE_ONLY = new Set(['src/native.js', 'src/addon.js']);
 
 /** Every file under `folder` (relative to the package), recursively. */
 function filesUnder(folder) {

@@ -74,6 +74,12 @@ pub struct AuditEntry {
     pub reason: Option<String>,
 }
 
+/// How many entries a read of the trail answers when not told.
+pub const AUDIT_LIMIT: u32 = 100;
+
+/// The most entries one read of the trail may answer.
+pub const MAX_AUDIT_LIMIT: u32 = 100_000;
+
 /// Which entries of the trail to read. Every filter that is set must hold.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -100,7 +106,7 @@ impl Default for AuditQuery {
             until: None,
             operation: None,
             outcome: None,
-            limit: 100,
+            limit: AUDIT_LIMIT,
         }
     }
 }

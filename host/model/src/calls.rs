@@ -2,8 +2,9 @@
 //! `relationships` and `traverse` — as JSON objects, and their defaults:
 //! the command line's options (the same names, `_` for `-`), the JSON layer
 //! of the JavaScript and Python packages and the MCP server take them from
-//! here. `request_id` is required in JSON: the command line makes one from
-//! the clock.
+//! here. `request_id` may be left out: the call surface
+//! ([`crate::surface`]) then makes a fresh random one, as `remember` and
+//! `recall` do; the command line makes one from the clock.
 
 use serde::Deserialize;
 
@@ -28,8 +29,9 @@ pub const MAX_EDGES: u32 = 1_000;
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct HistoryArgs {
-    /// The request id the call is audited under.
-    pub request_id: String,
+    /// The request id the call is audited under; a fresh one when none.
+    #[serde(default)]
+    pub request_id: Option<String>,
     /// The FACT key.
     pub key: String,
     /// How many versions at most: 10 by default.
@@ -41,8 +43,9 @@ pub struct HistoryArgs {
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct AsOfArgs {
-    /// The request id the call is audited under.
-    pub request_id: String,
+    /// The request id the call is audited under; a fresh one when none.
+    #[serde(default)]
+    pub request_id: Option<String>,
     /// The FACT key.
     pub key: String,
     /// A valid time (ms since the epoch).
@@ -60,8 +63,9 @@ pub struct AsOfArgs {
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ListArgs {
-    /// The request id the call is audited under.
-    pub request_id: String,
+    /// The request id the call is audited under; a fresh one when none.
+    #[serde(default)]
+    pub request_id: Option<String>,
     /// The namespace's segments; at least one.
     pub namespace: Vec<String>,
     /// How many at most: 100 by default.
@@ -76,8 +80,9 @@ pub struct ListArgs {
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct EntitiesArgs {
-    /// The request id the call is audited under.
-    pub request_id: String,
+    /// The request id the call is audited under; a fresh one when none.
+    #[serde(default)]
+    pub request_id: Option<String>,
     /// `person`, `organization`, `place`, `product` or `event`.
     pub entity_type: crate::json::EntityType,
     /// How many at most: 100 by default.
@@ -90,8 +95,9 @@ pub struct EntitiesArgs {
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RelationshipsArgs {
-    /// The request id the call is audited under.
-    pub request_id: String,
+    /// The request id the call is audited under; a fresh one when none.
+    #[serde(default)]
+    pub request_id: Option<String>,
     /// The entity's key (or a pseudo-entity such as `USER`).
     pub entity: String,
     /// Those it is the target of, instead of the source.
@@ -113,8 +119,9 @@ pub struct RelationshipsArgs {
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TraverseArgs {
-    /// The request id the call is audited under.
-    pub request_id: String,
+    /// The request id the call is audited under; a fresh one when none.
+    #[serde(default)]
+    pub request_id: Option<String>,
     /// The key of the entity to start from.
     pub start: String,
     /// Depth-first instead of breadth-first.
@@ -139,6 +146,31 @@ pub struct TraverseArgs {
     #[serde(default = "max_edges")]
     pub max_edges: u32,
 }
+
+/// What every lookup's arguments have: the request id it is audited
+/// under, when the caller gave one.
+pub trait Lookup {
+    /// The request id given.
+    fn request_id(&self) -> Option<String>;
+}
+
+macro_rules! lookups {
+    ($($args:ty),*) => {
+        $(impl Lookup for $args {
+            fn request_id(&self) -> Option<String> {
+                self.request_id.clone()
+            }
+        })*
+    };
+}
+lookups!(
+    HistoryArgs,
+    AsOfArgs,
+    ListArgs,
+    EntitiesArgs,
+    RelationshipsArgs,
+    TraverseArgs
+);
 
 // The defaults, as serde takes them.
 fn history_limit() -> u32 {

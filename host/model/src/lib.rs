@@ -7,8 +7,14 @@
 
 pub mod audit;
 pub mod calls;
+pub mod guest;
 pub mod json;
 pub mod plans;
 pub mod size;
+pub mod surface;
 pub mod turns;
 mod wit;
+
+/// For the macros' expansions in other crates.
+#[doc(hidden)]
+pub use serde_json;

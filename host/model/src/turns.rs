@@ -183,14 +183,15 @@ pub trait Cycles {
         session: &str,
         request_id: &str,
     ) -> Result<Result<Self::Cycle, Value>, Self::Fault>;
-    /// Runs every step of `stage` with the turn's transient inputs.
+    /// Runs every step of `stage` with the turn's transient inputs: the
+    /// stage's line (`{"stage","steps":[{"step","output"}…]}`).
     fn run_stage(
         &mut self,
         cycle: &Self::Cycle,
         stage: Stage,
-        message: &str,
+        message: Option<&str>,
         response: Option<&str>,
-    ) -> Result<Result<(), Value>, Self::Fault>;
+    ) -> Result<Result<Value, Value>, Self::Fault>;
     /// The output of a step that ran.
     fn output(
         &mut self,
@@ -287,8 +288,8 @@ fn run<C: Cycles, T>(
     let mut outcome = Ok(());
     for stage in Stage::ALL {
         if outcome.is_ok() && plan.steps.iter().any(|s| s.stage == stage) {
-            outcome = match host.run_stage(&cycle, stage, message, response) {
-                Ok(Ok(())) => Ok(()),
+            outcome = match host.run_stage(&cycle, stage, Some(message), response) {
+                Ok(Ok(_)) => Ok(()),
                 Ok(Err(refused)) => Err(TurnError::Refused(refused)),
                 Err(fault) => Err(TurnError::Failed(fault)),
             };
@@ -334,16 +335,17 @@ macro_rules! domain_cycles {
                 &mut self,
                 cycle: &Cycle,
                 stage: $crate::json::Stage,
-                message: &str,
+                message: Option<&str>,
                 response: Option<&str>,
-            ) -> anyhow::Result<Result<(), $crate::turns::Value>> {
+            ) -> anyhow::Result<Result<$crate::turns::Value, $crate::turns::Value>> {
                 let input = cycle::TurnInput {
-                    user_message: Some(message.to_owned()),
+                    user_message: message.map(str::to_owned),
                     model_response: response.map(str::to_owned),
                 };
+                let stage = cycle::Stage::from(stage);
                 Ok(self
-                    .run_stage(cycle, stage.into(), &input)?
-                    .map(|_| ())
+                    .run_stage(cycle, stage, &input)?
+                    .map(|results| json::stage_line(stage, results))
                     .map_err(|e| $crate::turns::cycle_refusal(&e)))
             }
 

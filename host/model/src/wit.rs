@@ -41,12 +41,13 @@ macro_rules! semantic_memory {
 macro_rules! wit_conversions {
     () => {
         pub use self::conversions::{
-            fact_payload_size, import_batches, read_answer, record_size, record_type,
-            refused_write, summary_size,
+            fact_payload_size, facts_answer, import_batches, read_answer, record_size,
+            record_type, refused_write, stage_line, summary_size, traversal_answer,
         };
         mod conversions {
             use super::super::cycle as wc;
             use super::super::export as wx;
+            use super::super::graph as wg;
             use super::super::io::{self, ReadError, ReadSelector, WriteResult};
             use super::super::types as wit;
             #[allow(unused_imports)]
@@ -68,6 +69,12 @@ macro_rules! wit_conversions {
                     EntityType::Place => wit::EntityType::Place,
                     EntityType::Product => wit::EntityType::Product,
                     EntityType::Event => wit::EntityType::Event,
+                }
+            }
+
+            impl From<EntityType> for wit::EntityType {
+                fn from(kind: EntityType) -> Self {
+                    entity_type_to_wit(kind)
                 }
             }
 
@@ -312,6 +319,45 @@ macro_rules! wit_conversions {
                         error: error.into(),
                     },
                 }
+            }
+
+            /// FACT versions as a read answer: `{"records":[…]}` or
+            /// `{"error":…}`.
+            pub fn facts_answer(result: Result<Vec<wit::StoredFact>, ReadError>) -> ReadAnswer {
+                read_answer(result.map(|facts| io::ReadResult {
+                    records: facts.into_iter().map(wit::StoredRecord::Fact).collect(),
+                }))
+            }
+
+            /// A traversal as its line, `{"nodes":[{"key","depth","entity"}…],
+            /// "edges":[…]}`, or `{"error":…}`; and whether it was refused.
+            pub fn traversal_answer(
+                result: Result<wg::Traversal, ReadError>,
+            ) -> ($crate::turns::Value, bool) {
+                let fact = |f: wit::StoredFact| StoredRecord::from(wit::StoredRecord::Fact(f));
+                match result {
+                    Ok(traversal) => {
+                        let nodes: Vec<_> = traversal
+                            .nodes
+                            .into_iter()
+                            .map(|n| {
+                                $crate::serde_json::json!({"key": n.key, "depth": n.depth, "entity": n.entity.map(fact)})
+                            })
+                            .collect();
+                        let edges: Vec<_> = traversal.edges.into_iter().map(fact).collect();
+                        ($crate::serde_json::json!({"nodes": nodes, "edges": edges}), false)
+                    }
+                    Err(error) => ($crate::serde_json::json!({"error": ReadFailure::from(error)}), true),
+                }
+            }
+
+            /// A stage's line: `{"stage","steps":[{"step","output"}…]}`.
+            pub fn stage_line(stage: wc::Stage, results: Vec<wc::StepResult>) -> $crate::turns::Value {
+                let steps: Vec<_> = results
+                    .into_iter()
+                    .map(|r| $crate::serde_json::json!({"step": r.step, "output": StepOutput::from(r.output)}))
+                    .collect();
+                $crate::serde_json::json!({"stage": Stage::from(stage).name(), "steps": steps})
             }
 
             impl From<wit::StoredRecord> for StoredRecord {

@@ -3,9 +3,9 @@
 //! reads each back by its id, the requests given as JSON text and the
 //! answers made JSON, the way a caller of either uses it: the Rust library
 //! through the JSON model of `engram::json`, the Node host (`host/js`, its
-//! `bench/io.js`, on node:sqlite, under the Node the package pins) through its
-//! API. Three interleaved rounds; medians of µs per call and the ratio, and
-//! the size of what the package loads.
+//! `bench/io.js`: its addon, the Rust host in Node, under the Node the
+//! package pins) through its API. Three interleaved rounds; medians of µs
+//! per call and the ratio, and the size of what the package loads.
 //!
 //! `cargo bench --bench javascript` (N = 1000), or `cargo bench --bench
 //! javascript -- 3000`. Needs the package installed and built (`cargo test
@@ -27,8 +27,8 @@ fn package() -> PathBuf {
 fn node(n: usize, path: &Path) -> anyhow::Result<(f64, f64)> {
     let node = package().join("node_modules/.bin/node");
     anyhow::ensure!(
-        node.exists() && package().join("gen/engram-host/engram-host.js").exists(),
-        "the JavaScript package is not installed and built: run `cargo test --test javascript` first"
+        node.exists() && addon().is_some(),
+        "the JavaScript package is not installed and built with its addon: run `cargo test --test javascript` first"
     );
     let mut command = Command::new(node);
     command
@@ -39,8 +39,11 @@ fn node(n: usize, path: &Path) -> anyhow::Result<(f64, f64)> {
     run_bench(command, "bench/io.js")
 }
 
-/// The bytes of every file under `dir`.
+/// The bytes of a file, or of every file under a folder.
 fn size(dir: &Path) -> u64 {
+    if dir.is_file() {
+        return std::fs::metadata(dir).map(|m| m.len()).unwrap_or(0);
+    }
     std::fs::read_dir(dir)
         .map(|entries| {
             entries
@@ -54,16 +57,26 @@ fn size(dir: &Path) -> u64 {
         .unwrap_or(0)
 }
 
+/// The addon built beside the package (`engram-memory.<platform>.node`).
+fn addon() -> Option<PathBuf> {
+    std::fs::read_dir(package())
+        .ok()?
+        .flatten()
+        .map(|entry| entry.path())
+        .find(|path| path.extension().is_some_and(|ext| ext == "node"))
+}
+
 fn main() -> anyhow::Result<()> {
     compare("Node", node)?;
+    let addon = addon().map(|path| size(&path)).unwrap_or(0);
     let generated = package().join("gen");
     println!(
-        "what the package loads: gen/ {} bytes (engram-host {} + engram-host-builtin {} + engram-algorithms {}), src/ {} bytes",
+        "what the package loads in Node: the addon {addon} bytes, src/ {} bytes; in a browser or a Worker: gen/ {} bytes (engram-host {} + engram-host-builtin {} + engram-algorithms {})",
+        size(&package().join("src")),
         size(&generated),
         size(&generated.join("engram-host")),
         size(&generated.join("engram-host-builtin")),
         size(&generated.join("engram-algorithms")),
-        size(&package().join("src"))
     );
     Ok(())
 }

@@ -48,8 +48,14 @@
 #![warn(missing_docs)]
 
 mod cache;
+pub mod cli;
+mod knowledge_graph;
 pub mod limits;
+mod mcp;
+mod native;
 pub mod plans;
+
+use native::{binding, platform};
 
 /// The default algorithms and the traits a plugin host implements
 /// (the `engram-algorithms` crate).
@@ -86,6 +92,7 @@ pub use engram_model::turns::{RecallArgs, Recalled, RememberArgs, Remembered};
 pub type TurnError = engram_model::turns::TurnError<anyhow::Error>;
 
 engram_model::domain_cycles!();
+engram_model::domain_engine!();
 
 use anyhow::{Context, Result, anyhow, bail};
 use engram_store::Scope;
@@ -286,6 +293,18 @@ impl Config {
             max_batch_bytes: self.max_batch_bytes,
         }
     }
+}
+
+/// Where a host keeps the compiled engine unless told otherwise
+/// ([`Config::cache_dir`]): `ENGRAM_CACHE_DIR`, else
+/// `$XDG_CACHE_HOME/engram`, else `$HOME/.cache/engram`; none without a
+/// home. The `engram` command and the language packages keep it there.
+pub fn default_cache_dir() -> Option<PathBuf> {
+    let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
+    var("ENGRAM_CACHE_DIR")
+        .map(PathBuf::from)
+        .or_else(|| var("XDG_CACHE_HOME").map(|d| PathBuf::from(d).join("engram")))
+        .or_else(|| var("HOME").map(|d| PathBuf::from(d).join(".cache").join("engram")))
 }
 
 /// Milliseconds since the Unix epoch by the system clock.
@@ -990,6 +1009,56 @@ impl Domain {
             if let Some(live) = &mut self.live {
                 live.store.data_mut().tier_ceiling = tier;
             }
+        }
+        self
+    }
+
+    /// Forgets this agent (S-FORGET): removes every key of its domain under
+    /// its maintenance lock (the one this domain holds, opened for
+    /// maintenance; else one taken for the purpose and let go after), then
+    /// records in the audit trail that it happened and how many entries
+    /// went. Answers how many. The next call gets a fresh instance.
+    pub fn forget(&mut self) -> Result<u64> {
+        let scope = &self.state.scope;
+        let (agent, now, audit) = (
+            scope.agent_id().to_owned(),
+            scope.clock_time(),
+            scope.audit().clone(),
+        );
+        let removed = match &self._lock {
+            Some(lock) => maintenance::forget_under(lock, audit.as_ref(), &agent, now, &mut |_| {}),
+            None => maintenance::forget(
+                scope.backend().clone(),
+                audit.as_ref(),
+                &agent,
+                now,
+                &mut |_| {},
+            ),
+        };
+        self.live = None;
+        removed
+    }
+
+    /// Holds this domain's calls to `limits` instead of its engine's
+    /// ([`Config`]'s read ceiling, candidate, answer, record and batch
+    /// limits). The memory its instances may grow to stays its engine's
+    /// ([`Config::max_memory_bytes`]); `limits.max_memory_bytes` bounds its
+    /// answers to a quarter of it.
+    pub fn with_limits(mut self, limits: engram_store::Limits) -> Self {
+        self.state.scope.set_limits(limits);
+        if let Some(live) = &mut self.live {
+            live.store.data_mut().scope.set_limits(limits);
+        }
+        self
+    }
+
+    /// Takes this domain's time (the engine's transaction time and the
+    /// audit entries' stamps) from `clock` instead of its engine's
+    /// ([`Config::clock`]).
+    pub fn with_clock(mut self, clock: Clock) -> Self {
+        self.state.scope.set_clock(clock.clone());
+        if let Some(live) = &mut self.live {
+            live.store.data_mut().scope.set_clock(clock);
         }
         self
     }

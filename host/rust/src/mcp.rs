@@ -14,6 +14,7 @@
 //! its names, input schemas and answer shapes, on the agent's entities and
 //! relationships (`crate::knowledge_graph`); `--tools all` serves both.
 
+use crate::binding as engram;
 use crate::cli::{self, McpTools as Tools};
 use crate::knowledge_graph::{
     self as kg, Added, Deletion, Entity, Graph, KnowledgeGraph, NewObservations, Relation,
@@ -80,7 +81,7 @@ fn facts(
     match answer_of {
         Err(error) => failed(error),
         Ok(found) => {
-            let answer_json = cli::facts_answer(found);
+            let answer_json = crate::binding::json::facts_answer(found);
             let refused = matches!(answer_json, ReadAnswer::Error { .. });
             answer(json!(answer_json), refused)
         }
@@ -477,7 +478,7 @@ impl Memory {
         match self.with(|domain| domain.traverse(&request)) {
             Err(error) => failed(error),
             Ok(found) => {
-                let (line, refused) = cli::traversal_answer(found);
+                let (line, refused) = crate::binding::json::traversal_answer(found);
                 answer(line, refused)
             }
         }

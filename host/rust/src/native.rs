@@ -1,18 +1,18 @@
 //! The native build of the `engram` command: an embedded SQLite file or a
 //! shared PostgreSQL database, the engine run by wasmtime in this process
-//! (this crate's library).
+//! (this library).
 
 /// What the command line is written against: this crate's binding of the
 /// WIT and its `Domain`.
 pub mod binding {
-    pub use engram::*;
+    pub use crate::*;
 }
 
 /// How this build opens stores and domains.
 pub mod platform {
+    use crate::types::PrivacyTier;
+    use crate::{AuditEntry, AuditQuery, Domain, Engram, Mode, Storage};
     use anyhow::Result;
-    use engram::types::PrivacyTier;
-    use engram::{AuditEntry, AuditQuery, Domain, Engram, Mode, Storage};
     use indicatif::{ProgressBar, ProgressStyle};
     use std::path::PathBuf;
     use std::sync::OnceLock;
@@ -28,17 +28,13 @@ pub mod platform {
         let _ = CACHE_DIR.set(cache_dir(no_cache));
     }
 
-    /// The cache folder: `ENGRAM_CACHE_DIR`, else `$XDG_CACHE_HOME/engram`,
-    /// else `$HOME/.cache/engram`; none with `--no-cache` or without a home.
+    /// The cache folder ([`crate::default_cache_dir`]); none with
+    /// `--no-cache`.
     fn cache_dir(no_cache: bool) -> Option<PathBuf> {
-        let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
         if no_cache {
             return None;
         }
-        var("ENGRAM_CACHE_DIR")
-            .map(PathBuf::from)
-            .or_else(|| var("XDG_CACHE_HOME").map(|d| PathBuf::from(d).join("engram")))
-            .or_else(|| var("HOME").map(|d| PathBuf::from(d).join(".cache").join("engram")))
+        crate::default_cache_dir()
     }
 
     /// Opens the store `spec` names: a SQLite file or a `postgres://` URL.
@@ -64,16 +60,16 @@ pub mod platform {
 
     /// Every domain the store holds.
     pub fn domains(store: &Store) -> Result<Vec<String>> {
-        engram::maintenance::domains(store.backend.as_ref())
+        crate::maintenance::domains(store.backend.as_ref())
     }
 
     /// Forgets an agent's domain; the number of keys removed.
     pub fn forget(store: &Store, agent: &str, progress: &Progress) -> Result<u64> {
-        engram::maintenance::forget(
+        crate::maintenance::forget(
             store.backend.clone(),
             store.audit.as_ref(),
             agent,
-            engram::system_time_ms(),
+            crate::system_time_ms(),
             &mut |n| progress.0.set_position(n),
         )
     }
@@ -91,7 +87,7 @@ pub mod platform {
 
     /// Breaks an agent's maintenance lock; whether there was one.
     pub fn break_lock(store: &Store, agent: &str) -> Result<bool> {
-        engram::maintenance::break_lock(store.backend.as_ref(), agent)
+        crate::maintenance::break_lock(store.backend.as_ref(), agent)
     }
 
     /// The engine, loaded from the cache folder when it holds a compiled
@@ -105,10 +101,10 @@ pub mod platform {
         if let Some(engine) = ENGINE.get() {
             return Ok(engine);
         }
-        let config = engram::Config {
+        let config = crate::Config {
             cache_dir: CACHE_DIR.get().cloned().flatten(),
             max_live_domains: None,
-            ..engram::Config::default()
+            ..crate::Config::default()
         };
         let engine = Engram::with_config(config)?;
         Ok(ENGINE.get_or_init(|| engine))
@@ -145,9 +141,4 @@ pub mod platform {
             self.0.finish_and_clear();
         }
     }
-}
-
-/// Runs the command line; its exit code.
-pub fn main() -> std::process::ExitCode {
-    std::process::ExitCode::from(crate::cli::main())
 }

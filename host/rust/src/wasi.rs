@@ -104,9 +104,6 @@ pub mod binding {
         Maintenance,
     }
 
-    /// A cycle in flight.
-    pub struct Cycle(wit::cycle::Cycle);
-
     /// The domain the provider was told to serve; every call goes to the
     /// engine composed with this component.
     pub struct Domain {
@@ -116,6 +113,8 @@ pub mod binding {
     }
 
     engram_model::domain_cycles!();
+    engram_model::domain_engine!();
+    engram_model::guest_domain_calls!(checked);
 
     /// The call's answer, or the failure the provider held back for it (a
     /// commit whose audit entries could not be kept).
@@ -127,6 +126,11 @@ pub mod binding {
     }
 
     impl Domain {
+        /// The agent this domain belongs to.
+        pub fn agent_id(&self) -> &str {
+            &self.agent
+        }
+
         /// Writes one record; a record above the host's size limit is
         /// REJECTED before it reaches the engine, the reason audited.
         pub fn write(&mut self, request: &io::WriteRequest) -> Result<io::WriteResult> {
@@ -159,67 +163,6 @@ pub mod binding {
             Ok(f(self))
         }
 
-        /// Reads records.
-        pub fn read(
-            &mut self,
-            request: &io::ReadRequest,
-        ) -> Result<Result<io::ReadResult, io::ReadError>> {
-            checked(wit::io::read(request))
-        }
-
-        /// The versions of a FACT key, newest first.
-        pub fn versions(
-            &mut self,
-            request: &history::VersionsRequest,
-        ) -> Result<Result<Vec<types::StoredFact>, io::ReadError>> {
-            checked(wit::history::versions(request))
-        }
-
-        /// The version of a FACT key as of a time.
-        pub fn as_of(
-            &mut self,
-            request: &history::AsOfRequest,
-        ) -> Result<Result<Option<types::StoredFact>, io::ReadError>> {
-            checked(wit::history::as_of(request))
-        }
-
-        /// The current FACTs of a namespace after a key, in key order.
-        pub fn list_after(
-            &mut self,
-            request_id: &str,
-            namespace: &[String],
-            limit: u32,
-            after: Option<&str>,
-        ) -> Result<Result<Vec<types::StoredFact>, io::ReadError>> {
-            checked(wit::graph::list(request_id, namespace, limit, after))
-        }
-
-        /// The current entities of one type.
-        pub fn entities_of_type(
-            &mut self,
-            request_id: &str,
-            entity_type: types::EntityType,
-            limit: u32,
-        ) -> Result<Result<Vec<types::StoredFact>, io::ReadError>> {
-            checked(wit::graph::entities_of_type(request_id, entity_type, limit))
-        }
-
-        /// The current relationships of an entity.
-        pub fn relationships_of(
-            &mut self,
-            request: &graph::RelationshipsRequest,
-        ) -> Result<Result<Vec<types::StoredFact>, io::ReadError>> {
-            checked(wit::graph::relationships_of(request))
-        }
-
-        /// A bounded walk of the graph.
-        pub fn traverse(
-            &mut self,
-            request: &graph::TraverseRequest,
-        ) -> Result<Result<graph::Traversal, io::ReadError>> {
-            checked(wit::graph::traverse(request))
-        }
-
         /// The time the engine is told instead of the clock's, while set.
         pub fn set_time(&mut self, time: Option<i64>) {
             self.time = time;
@@ -240,71 +183,6 @@ pub mod binding {
         /// How long what the domain writes from now on is kept, in ms.
         pub fn set_expire_after(&mut self, ms: Option<u64>) {
             host_store::set_expire_after(ms);
-        }
-
-        /// Starts a cycle of `plan`.
-        pub fn begin_cycle(
-            &mut self,
-            plan: &cycle::ExecutionPlan,
-            session_ref: &str,
-            request_id: &str,
-        ) -> Result<Result<Cycle, cycle::PlanError>> {
-            checked(wit::cycle::Cycle::begin(plan, session_ref, request_id).map(Cycle))
-        }
-
-        /// Runs every step of one stage.
-        pub fn run_stage(
-            &mut self,
-            cycle: &Cycle,
-            stage: cycle::Stage,
-            input: &cycle::TurnInput,
-        ) -> Result<Result<Vec<cycle::StepResult>, cycle::CycleError>> {
-            checked(cycle.0.run_stage(stage, input))
-        }
-
-        /// The output of a step that has run.
-        pub fn step_output(
-            &mut self,
-            cycle: &Cycle,
-            step: &str,
-        ) -> Result<Option<cycle::StepOutput>> {
-            checked(cycle.0.output(step))
-        }
-
-        /// Commits what the cycle staged.
-        pub fn commit_cycle(
-            &mut self,
-            cycle: &Cycle,
-        ) -> Result<Result<Vec<String>, cycle::CycleError>> {
-            checked(cycle.0.commit())
-        }
-
-        /// Drops a cycle; what it staged and did not commit is gone.
-        pub fn drop_cycle(&mut self, cycle: Cycle) -> Result<()> {
-            drop(cycle);
-            Ok(())
-        }
-
-        /// One page of a maintenance export of the domain.
-        pub fn export_page(
-            &mut self,
-            start: Option<&[u8]>,
-            limit: u32,
-        ) -> Result<Result<export::ExportPage, export::MaintenanceError>> {
-            checked(wit::maintenance::export(start, limit))
-        }
-
-        /// Removes at most `limit` expired records: how many went.
-        pub fn expire(&mut self, limit: u32) -> Result<Result<u32, export::MaintenanceError>> {
-            checked(wit::maintenance::expire(limit))
-        }
-
-        /// Imports exported items in one commit: how many were new.
-        pub fn import(
-            &mut self,
-            items: &[export::ExportedItem],
-        ) -> Result<Result<u32, export::MaintenanceError>> {
-            checked(wit::maintenance::import(items))
         }
     }
 }

@@ -16,6 +16,7 @@ mod memory;
 #[cfg(feature = "postgres")]
 mod postgres;
 pub mod scope;
+pub mod settings;
 #[cfg(feature = "sqlite")]
 mod sqlite;
 #[cfg(feature = "sqlite")]

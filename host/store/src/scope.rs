@@ -311,6 +311,16 @@ impl Scope {
         &self.limits
     }
 
+    /// Holds calls to `limits` from now on.
+    pub fn set_limits(&mut self, limits: Limits) {
+        self.limits = limits;
+    }
+
+    /// Takes the time from `clock` from now on.
+    pub fn set_clock(&mut self, clock: Clock) {
+        self.clock = clock;
+    }
+
     /// The clock's time: what audit entries are stamped with.
     pub fn clock_time(&self) -> i64 {
         (self.clock)()

@@ -43,6 +43,11 @@ pub const STANDALONE: &str = env!("ENGRAM_WASI_STANDALONE");
 /// The wasmtime CLI release the components are run with.
 pub const WASMTIME_VERSION: &str = "48.0.8";
 
+/// The cargo-zigbuild release installed from PyPI into zig's folder: the
+/// cross-builds of `engram-dist` (the Node addon for linux-arm64) link with
+/// it, zig being their C compiler and linker.
+pub const CARGO_ZIGBUILD_VERSION: &str = "0.24.1";
+
 /// The features of `wasmtime-cli` installed: `run` with `--dir` and
 /// `--invoke`, `compile`, and nothing that needs more than a Rust
 /// toolchain.
@@ -87,6 +92,66 @@ pub fn wasmtime_cli() -> Result<PathBuf> {
     }
     *found = Some(exe.clone());
     Ok(exe)
+}
+
+/// `cargo-zigbuild` of [`CARGO_ZIGBUILD_VERSION`] and the folder of the
+/// Python it runs zig with (put it first on the `PATH`): installed with pip
+/// into zig's virtual environment in the [tools folder](tools_dir) (which
+/// this crate's build made) the first time it is missing.
+pub fn cargo_zigbuild() -> Result<(PathBuf, PathBuf)> {
+    let tools = tools::dir()?;
+    let name = format!("zig-{}", tools::ZIG_VERSION);
+    let root = tools.join(&name);
+    let bin = root.join("bin");
+    let exe = bin.join(format!("cargo-zigbuild{}", env::consts::EXE_SUFFIX));
+    let reports = |exe: &std::path::Path| {
+        Command::new(exe)
+            .arg("--version")
+            .output()
+            .is_ok_and(|out| {
+                out.status.success()
+                    && String::from_utf8_lossy(&out.stdout).contains(CARGO_ZIGBUILD_VERSION)
+            })
+    };
+    if !reports(&exe) {
+        let _lock = tools::lock(&tools, &name)?;
+        if !reports(&exe) {
+            let python = bin.join("python");
+            ensure!(
+                python.is_file(),
+                "{} holds no Python virtual environment for zig: build engram-wasi first",
+                root.display()
+            );
+            eprintln!(
+                "installing cargo-zigbuild {CARGO_ZIGBUILD_VERSION} from PyPI into {}, once",
+                root.display()
+            );
+            let output = Command::new(&python)
+                .args([
+                    "-m",
+                    "pip",
+                    "install",
+                    "--disable-pip-version-check",
+                    "--no-input",
+                    "--quiet",
+                ])
+                .arg(format!("cargo-zigbuild=={CARGO_ZIGBUILD_VERSION}"))
+                .output()
+                .context("running pip to install cargo-zigbuild")?;
+            ensure!(
+                output.status.success(),
+                "installing cargo-zigbuild {CARGO_ZIGBUILD_VERSION} with pip failed ({}):\n{}",
+                output.status,
+                String::from_utf8_lossy(&output.stderr)
+            );
+        }
+        ensure!(
+            reports(&exe),
+            "{} does not report version {CARGO_ZIGBUILD_VERSION} after its install",
+            exe.display()
+        );
+    }
+    Ok((exe, bin))
 }
 
 /// Whether `exe` is the wasmtime CLI of [`WASMTIME_VERSION`].

@@ -4,6 +4,10 @@
 //! Compiled into the library and, by path, into the build script.
 
 use anyhow::{Context, Result, bail};
+
+/// The zig release installed from PyPI (the `ziglang` package), in
+/// `<tools>/zig-<version>`: a Python virtual environment.
+pub const ZIG_VERSION: &str = "0.17.0";
 use std::env;
 use std::fs::{self, File};
 use std::path::{Path, PathBuf};

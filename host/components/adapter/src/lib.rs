@@ -21,8 +21,10 @@ wit_bindgen::generate!({
 use engram::adapter::store;
 use engram::memory::types::{self, PrivacyTier};
 use engram_model::audit::{self as trail, AuditEntry, AuditQuery, AuditSink};
+use engram_model::json::PrivacyTier as Tier;
 use engram_store::maintenance::{self, LockGuard};
-use engram_store::scope::{EngineEntry, MAX_AGENT_ID_LEN};
+use engram_store::scope::EngineEntry;
+use engram_store::settings::Access;
 use engram_store::{Backend, Limits, Op, Order, Pair, Precondition, Scope, StoreError};
 use exports::engram::adapter::domain as control;
 use exports::engram::js::host;
@@ -296,7 +298,8 @@ impl AuditSink for Raw {
     }
 }
 
-/// The fixed settings of the instance's domain (`store.settings`).
+/// The fixed settings of the instance's domain (`store.settings`),
+/// checked as every host checks them.
 struct Settings {
     agent: String,
     mode: AccessMode,
@@ -310,86 +313,21 @@ struct Settings {
 impl Settings {
     /// The settings the host answers, checked.
     fn read() -> Result<Self, String> {
-        let json: Json = serde_json::from_str(&store::settings())
-            .map_err(|e| format!("invalid: the settings are not JSON: {e}"))?;
-        let word = |name: &str| {
-            json[name]
-                .as_str()
-                .ok_or_else(|| format!("invalid: the settings have no string `{name}`"))
-        };
-        let agent = word("agent")?.to_owned();
-        if agent.is_empty() || agent.len() > MAX_AGENT_ID_LEN {
-            return Err(format!(
-                "invalid: an agent id must be 1 to {MAX_AGENT_ID_LEN} bytes long"
-            ));
-        }
-        let mode = match word("mode")? {
-            "online" => AccessMode::Online,
-            "maintenance" => AccessMode::Maintenance,
-            other => {
-                return Err(format!(
-                    "invalid: mode must be online or maintenance, not {other:?}"
-                ));
-            }
-        };
-        let tier_ceiling = match word("tier_ceiling")? {
-            "public" => PrivacyTier::Public,
-            "sensitive" => PrivacyTier::Sensitive,
-            "private" => PrivacyTier::Private,
-            other => {
-                return Err(format!(
-                    "invalid: tier_ceiling must be public, sensitive or private, not {other:?}"
-                ));
-            }
-        };
-        let mut limits = Limits::default();
-        let number = |name: &str, max: u64| -> Result<Option<u64>, String> {
-            match &json[name] {
-                Json::Null => Ok(None),
-                value => value
-                    .as_u64()
-                    .filter(|n| (1..=max).contains(n))
-                    .map(Some)
-                    .ok_or_else(|| format!("invalid: {name} must be a whole number 1 to {max}")),
-            }
-        };
-        let small = u64::from(u32::MAX);
-        if let Some(n) = number("read_limit_ceiling", small)? {
-            limits.read_limit_ceiling = n as u32;
-        }
-        if let Some(n) = number("candidate_limit", small)? {
-            limits.candidate_limit = n as u32;
-        }
-        if let Some(n) = number("max_answer_bytes", u64::MAX)? {
-            limits.max_answer_bytes = n;
-        }
-        if let Some(n) = number("max_memory_bytes", u64::MAX)? {
-            limits.max_memory_bytes = n;
-        }
-        if let Some(n) = number("max_record_bytes", small)? {
-            limits.max_record_bytes = n as usize;
-        }
-        if let Some(n) = number("max_batch_ops", small)? {
-            limits.max_batch_ops = n as u32;
-        }
-        if let Some(n) = number("max_batch_bytes", small)? {
-            limits.max_batch_bytes = n as usize;
-        }
-        let expire_after = number("expire_after_ms", u64::MAX)?;
-        let pid = match &json["pid"] {
-            Json::Null => 0,
-            value => value
-                .as_u64()
-                .and_then(|n| u32::try_from(n).ok())
-                .ok_or("invalid: pid must be a process id")?,
-        };
+        let settings = engram_store::settings::Settings::parse(&store::settings())?;
         Ok(Settings {
-            agent,
-            mode,
-            tier_ceiling,
-            pid,
-            limits,
-            expire_after,
+            agent: settings.agent,
+            mode: match settings.mode {
+                Access::Online => AccessMode::Online,
+                Access::Maintenance => AccessMode::Maintenance,
+            },
+            tier_ceiling: match settings.tier_ceiling {
+                Tier::Public => PrivacyTier::Public,
+                Tier::Sensitive => PrivacyTier::Sensitive,
+                Tier::Private => PrivacyTier::Private,
+            },
+            pid: settings.pid,
+            limits: settings.limits,
+            expire_after: settings.expire_after,
         })
     }
 }
@@ -570,6 +508,10 @@ impl domain::Guest for Adapter {
 }
 
 impl host::Guest for Adapter {
+    fn agent() -> String {
+        with(|state| state.settings.agent.clone())
+    }
+
     fn max_record_bytes() -> u64 {
         with(|state| state.settings.limits.max_record_bytes as u64)
     }

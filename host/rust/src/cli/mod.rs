@@ -342,11 +342,13 @@ enum Command {
         #[arg(long, value_parser = parse_upper::<engram::audit::Outcome>)]
         outcome: Option<engram::audit::Outcome>,
         /// How many of the newest matching entries to print.
-        #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+        #[arg(long, default_value_t = engram::audit::AUDIT_LIMIT, value_parser = clap::value_parser!(u32).range(1..=i64::from(engram::audit::MAX_AUDIT_LIMIT)))]
         limit: u32,
     },
 }
 
+/// The requests of `write` and `read`: one, or JSON Lines with `--batch`,
+/// for one agent, from a file or standard input.
 #[derive(clap::Args)]
 pub struct Io {
     /// The agent whose memory domain the requests go to.
@@ -410,7 +412,18 @@ static VERBOSE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::n
 /// Runs the command line of the process: its exit code. A usage error is
 /// printed by clap and answered 2, help and the version 0.
 pub fn main() -> u8 {
-    let cli = match Cli::try_parse() {
+    main_with(std::env::args_os())
+}
+
+/// Runs the command line `args` (the program's name first) in this
+/// process, printing to its standard output and error: its exit code, as
+/// [`main`].
+pub fn main_with<I, T>(args: I) -> u8
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    let cli = match Cli::try_parse_from(args) {
         Ok(cli) => cli,
         Err(error) => {
             let _ = error.print();
@@ -434,7 +447,7 @@ pub fn main() -> u8 {
 
 /// An error as the user sees it: each cause's first line, the engine's
 /// wasm backtrace left out; everything with `--verbose`.
-pub(crate) fn shown(error: &anyhow::Error) -> String {
+pub fn shown(error: &anyhow::Error) -> String {
     if VERBOSE.load(std::sync::atomic::Ordering::Relaxed) {
         return format!("{error:?}");
     }
@@ -603,7 +616,8 @@ fn run(cli: Cli) -> Result<u8, Exit> {
                 max_nodes,
                 max_edges,
             };
-            let (line, refused) = traversal_answer(domain.traverse(&request).map_err(failure)?);
+            let (line, refused) =
+                json::traversal_answer(domain.traverse(&request).map_err(failure)?);
             print_lines(vec![line.to_string()])?;
             Ok(if refused { REFUSED } else { OK })
         }
@@ -733,52 +747,13 @@ fn run(cli: Cli) -> Result<u8, Exit> {
 fn print_facts(
     answer: Result<Vec<engram::types::StoredFact>, engram::io::ReadError>,
 ) -> Result<u8, Exit> {
-    let answer = facts_answer(answer);
+    let answer = json::facts_answer(answer);
     let code = match answer {
         ReadAnswer::Error { .. } => REFUSED,
         ReadAnswer::Records { .. } => OK,
     };
     print_lines(vec![serde_json::to_string(&answer).map_err(failure)?])?;
     Ok(code)
-}
-
-/// FACT versions as a read answer: `{"records":[…]}` or `{"error":…}`.
-pub(crate) fn facts_answer(
-    answer: Result<Vec<engram::types::StoredFact>, engram::io::ReadError>,
-) -> ReadAnswer {
-    json::read_answer(answer.map(|facts| {
-        engram::io::ReadResult {
-            records: facts
-                .into_iter()
-                .map(engram::types::StoredRecord::Fact)
-                .collect(),
-        }
-    }))
-}
-
-/// A traversal as its line, `{"nodes":[…],"edges":[…]}` or `{"error":…}`,
-/// and whether it was refused.
-pub(crate) fn traversal_answer(
-    answer: Result<engram::graph::Traversal, engram::io::ReadError>,
-) -> (serde_json::Value, bool) {
-    match answer {
-        Ok(traversal) => {
-            let fact = |f: engram::types::StoredFact| {
-                json::StoredRecord::from(engram::types::StoredRecord::Fact(f))
-            };
-            let nodes: Vec<_> = traversal
-                .nodes
-                .into_iter()
-                .map(|n| serde_json::json!({"key": n.key, "depth": n.depth, "entity": n.entity.map(fact)}))
-                .collect();
-            let edges: Vec<_> = traversal.edges.into_iter().map(fact).collect();
-            (serde_json::json!({"nodes": nodes, "edges": edges}), false)
-        }
-        Err(error) => (
-            serde_json::json!({"error": json::ReadFailure::from(error)}),
-            true,
-        ),
-    }
 }
 
 /// An entity type by its seed name (MT-5).

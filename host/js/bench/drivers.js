@@ -1,14 +1,14 @@
-// The cost of the JSPI build (`open(agent, {async: true})`) against the
-// synchronous one, in one run: `n` writes of a FACT then `n` reads by id,
-// through a synchronous domain on the in-memory store, an async domain on
-// the same store (JSPI's own cost), and an async domain on a store whose
-// every call answers on a later turn of the event loop (a store with real
-// asynchronous I/O pays that hop too). Prints one JSON line per case, mean
-// µs per call and the ratio to the synchronous domain:
-// `node bench/jspi.js [N]` (N = 2000), on a Node with JSPI (24 or later).
-// With ENGRAM_TEST_POSTGRES_URL set, an async domain on PostgreSQL too (in
-// a schema of its own, dropped after).
-import { MemoryBackend, open } from '../src/index.js';
+// What each way of running a domain costs, in one run: `n` writes of a
+// FACT then `n` reads by id, on the Rust host (the addon: synchronous, and
+// async on the domain's own thread) and on the wasm driver (a store written
+// in JavaScript: synchronous, async on the JSPI build, and async on a store
+// whose every call answers on a later turn of the event loop). Prints one
+// JSON line per case, mean µs per call and the ratio to the synchronous
+// domain of the Rust host: `node bench/drivers.js [N]` (N = 2000), on a
+// Node with JSPI (24 or later) for the JSPI cases. With
+// ENGRAM_TEST_POSTGRES_URL set, domains on PostgreSQL too (in a schema of
+// their own each, dropped after).
+import { MemoryBackend, open, openStore } from '../src/index.js';
 import { DeferredBackend } from '../test/deferred-backend.js';
 
 const postgres = process.env.ENGRAM_TEST_POSTGRES_URL;
@@ -41,26 +41,27 @@ async function run(options) {
 
 /** Each case: its name, and how a fresh domain of it is opened. */
 const cases = [
-  ['sync domain, memory store', () => ({ store: new MemoryBackend() })],
-  ['async domain (JSPI), memory store', () => ({ store: new MemoryBackend(), async: true })],
-  ['async domain (JSPI), store answering on a later turn', () => ({ store: new DeferredBackend(new MemoryBackend()), async: true })],
+  ['native, sync, memory', async () => ({ store: await openStore() })],
+  ['native, async, memory', async () => ({ store: await openStore(), async: true })],
+  ['wasm, sync, memory store in JavaScript', () => ({ store: new MemoryBackend() })],
+  ['wasm, async (JSPI), memory store in JavaScript', () => ({ store: new MemoryBackend(), async: true })],
+  ['wasm, async (JSPI), store answering on a later turn', () => ({ store: new DeferredBackend(new MemoryBackend()), async: true })],
 ];
 if (postgres) {
-  const url = (schema) => `${postgres}${postgres.includes('?') ? '&' : '?'}options=-csearch_path%3D${schema}`;
-  cases.push([
-    'async domain (JSPI), PostgreSQL store',
-    () => {
-      const schema = `engram_bench_${process.pid}_${schemas.length}`;
-      schemas.push(schema);
-      return { store: url(schema), async: true };
-    },
-  ]);
+  const url = () => {
+    const schema = `engram_bench_${process.pid}_${schemas.length}`;
+    schemas.push(schema);
+    return `${postgres}${postgres.includes('?') ? '&' : '?'}options=-csearch_path%3D${schema}`;
+  };
+  cases.push(['native, sync, PostgreSQL', () => ({ store: url() })]);
+  cases.push(['native, async, PostgreSQL', () => ({ store: url(), async: true })]);
 }
 await run({ store: new MemoryBackend() }); // warm-up: compiles the components
+await run({ store: await openStore() }); // and loads the addon's engine
 // Three rounds, the cases interleaved; the median of each.
 const rounds = cases.map(() => []);
 for (let round = 0; round < 3; round++) {
-  for (const [i, [, make]] of cases.entries()) rounds[i].push(await run(make()));
+  for (const [i, [, make]] of cases.entries()) rounds[i].push(await run(await make()));
 }
 const median = (xs) => xs.toSorted((a, b) => a - b)[Math.floor(xs.length / 2)];
 const round1 = (x) => Math.round(x * 10) / 10;

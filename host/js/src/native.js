@@ -1,0 +1,193 @@
+// The native driver: a domain run by the Rust host in this process (the
+// Node-API addon, host/node, over engram-binding), on the Rust stores with
+// their locks and trail. What is here is the crossing: the settings and the
+// calls go over as JSON text, the answers come back framed (`V`, `I`, `R`
+// then the text), and the summarizer, ranker and tokenizer a caller gives
+// are called back here.
+
+import { addon } from './addon.js';
+import { isPromise } from './maybe.js';
+import { stringify } from './json.js';
+
+/**
+ * A store the Rust host opened: a SQLite file, a PostgreSQL database or
+ * memory. Domains opened in it share it; it is let go when the last of
+ * them closes and it is closed.
+ */
+export class NativeStore {
+  /** @internal */
+  constructor(inner) {
+    this.#inner = inner;
+  }
+
+  #inner;
+
+  /** @internal */
+  get _inner() {
+    if (this.#inner === undefined) throw new Error('the store is closed');
+    return this.#inner;
+  }
+
+  /**
+   * The trail's newest entries that match `query`, oldest first: a framed
+   * answer.
+   * @internal
+   */
+  _audit(query) {
+    return this._inner.audit(stringify(query));
+  }
+
+  /** @internal */
+  _domains() {
+    return JSON.parse(this._inner.domains());
+  }
+
+  /** @internal */
+  _unlock(agent) {
+    return JSON.parse(this._inner.unlock(agent));
+  }
+
+  /** Lets the store go: domains opened in it keep it until they close. */
+  close() {
+    this.#inner?.close();
+    this.#inner = undefined;
+  }
+}
+
+/**
+ * Opens the store `spec` names (a SQLite file path or a `postgres://` URL)
+ * with `options` (`{sqlite: {synchronous, busyTimeout}, postgres: {schema,
+ * connectTimeout, …}}`), or a fresh store in memory when `spec` is absent.
+ * @param {string|undefined} spec
+ * @param {object} [options]
+ * @returns {NativeStore}
+ */
+export function openNativeStore(spec, options = {}) {
+  const given = {};
+  if (options.sqlite !== undefined) given.sqlite = options.sqlite;
+  if (options.postgres !== undefined) given.postgres = options.postgres;
+  return new NativeStore(addon().NativeStore.open(spec, stringify(given)));
+}
+
+/** The names of the algorithms a caller may give, as the addon takes them. */
+const ALGORITHMS = ['summarizer', 'ranker', 'tokenizer'];
+
+/** What each algorithm's call is named in the dispatcher. */
+const KINDS = { summarize: 'summarizer', rank: 'ranker', 'count-tokens': 'tokenizer' };
+
+/** A thrown value's words. */
+function words(error) {
+  return error instanceof Error ? error.message || error.name : String(error);
+}
+
+/**
+ * The one function the addon calls the caller's algorithms through:
+ * `(kind, args) => answer`, `args` and the answer JSON text, the answer
+ * framed `V…` or `E<why>`; a promise of it when `async`.
+ * @param {{summarizer?: Function, ranker?: Function, tokenizer?: Function}} given
+ * @param {boolean} async
+ */
+function dispatcher(given, async) {
+  const call = (kind, text) => {
+    const args = JSON.parse(text);
+    switch (kind) {
+      case 'summarize':
+        return given.summarizer(args[0], args[1] ?? undefined);
+      case 'rank':
+        return given.ranker(
+          args[0],
+          args[1].map((c) => ({ ...c, timestamp: BigInt(c.timestamp) })),
+          args[2],
+        );
+      default:
+        return given.tokenizer(args[0]);
+    }
+  };
+  if (async) {
+    return async (kind, text) => {
+      try {
+        return `V${stringify(await call(kind, text))}`;
+      } catch (error) {
+        return `E${words(error)}`;
+      }
+    };
+  }
+  return (kind, text) => {
+    try {
+      const answer = call(kind, text);
+      if (isPromise(answer)) {
+        Promise.resolve(answer).catch(() => {});
+        return `Ethe ${KINDS[kind]} answered a promise: open the domain with {async: true} to use one that waits`;
+      }
+      return `V${stringify(answer)}`;
+    } catch (error) {
+      return `E${words(error)}`;
+    }
+  };
+}
+
+/**
+ * A domain's calls on the Rust host: `call(name, input, args)` answers the
+ * framed answer (a promise of it when `async`); a failure of the host
+ * throws (rejects) with its words.
+ */
+export class NativeSession {
+  /**
+   * Opens the domain `settings` (JSON) name in `store`.
+   * @param {NativeStore} store
+   * @param {string} settings
+   * @param {{summarizer?: Function, ranker?: Function, tokenizer?: Function, clock?: () => number, async?: boolean}} options
+   * @returns {NativeSession}
+   */
+  static open(store, settings, options) {
+    const async = options.async === true;
+    const given = ALGORITHMS.filter((name) => options[name] !== undefined);
+    const algorithms = given.length === 0 ? undefined : dispatcher(options, async);
+    const clock = typeof options.clock === 'function';
+    const { NativeDomain } = addon();
+    let inner;
+    try {
+      inner = async
+        ? NativeDomain.openAsync(store._inner, settings, algorithms, given, clock)
+        : NativeDomain.open(store._inner, settings, algorithms, given, clock);
+    } catch (error) {
+      const message = words(error);
+      throw message.startsWith('invalid: ') ? new TypeError(message.slice('invalid: '.length)) : new Error(message);
+    }
+    return new NativeSession(inner, async, clock ? options.clock : undefined);
+  }
+
+  /** @internal */
+  constructor(inner, async, clock) {
+    this.#inner = inner;
+    this.#async = async;
+    this.#clock = clock;
+  }
+
+  #inner;
+  #async;
+  #clock;
+
+  /** Cycles never outlive a stopped instance here: the host ends them itself. */
+  get generation() {
+    return 0;
+  }
+
+  /**
+   * @param {string} name
+   * @param {string} input
+   * @param {string} args
+   * @returns {string | Promise<string>}
+   */
+  call(name, input, args) {
+    const time = this.#clock === undefined ? undefined : Number(this.#clock());
+    if (this.#async) return this.#inner.callAsync(name, input, args, time);
+    return this.#inner.call(name, input, args, time);
+  }
+
+  close() {
+    if (this.#async) return this.#inner.closeAsync();
+    this.#inner.close();
+    return undefined;
+  }
+}

@@ -1,0 +1,330 @@
+// The wasm driver: where native code cannot run (a browser, Cloudflare
+// Workers), a domain is an instance of the components jco transpiled at
+// build time (gen/): the engine composed with the JSON layer (the call
+// surface every package reaches a domain through) and the host layer
+// (host/components/adapter: engram-store's Scope and maintenance, the
+// domain prefix, the limits, the maintenance lock, the audit entries), over
+// a store written in JavaScript (src/store.js packs its calls). It is also
+// what a store written in JavaScript runs on under Node.
+
+import { defaultAlgorithms, algorithmInterfaces } from './algorithms.js';
+import { auditLine, auditRowOfLine } from './backend.js';
+import { ComponentLoader } from './component.js';
+import { componentExport, componentImports } from './imports.js';
+import { bytesOf } from './latin1.js';
+import { drive, then } from './maybe.js';
+import { rowsOf, storeInterface } from './store.js';
+import { stringify } from './json.js';
+import { AUDIT_LIMIT, MAX_AUDIT_LIMIT } from '../gen/limits.js';
+
+/** Host-layer calls that leave no audit rows behind. */
+const UNAUDITED = new Set(['prefix', 'lockKey', 'stoppedRow', 'takeTrail']);
+
+/** The calls that write, and so take the domain's writers' turn on a store that keeps turns. */
+const WRITES = new Set(['write', 'write-batch', 'remember', 'run-cycle', 'cycle-commit', 'import', 'expire']);
+
+/** The calls whose stopped instance is audited FAILED (a single write or read), by operation. */
+const AUDITED = { write: 'WRITE', read: 'READ' };
+
+/** The calls whose framing names their input (`name`, NUL, input, NUL, text). */
+const NAMED_INPUT = new Set(['write', 'write-batch', 'read', 'read-batch']);
+
+
+/**
+ * Whether this runtime has JavaScript Promise Integration
+ * (`WebAssembly.Suspending`), which an asynchronous domain of this driver
+ * needs: Node 24 and later, workerd, Chromium, Firefox (docs/hosts.md).
+ * @returns {boolean}
+ */
+export function hasJspi() {
+  return typeof WebAssembly.Suspending === 'function' && typeof WebAssembly.promising === 'function';
+}
+
+/**
+ * The components a domain's instance is made from, compiled once: the
+ * engine with the default summarizer, ranker and tokenizer inside, or
+ * importing them.
+ * @type {Record<string, ComponentLoader>}
+ */
+const loaders = {};
+
+/** The loader of a component of gen/ (its JSPI build with `async`), made at its first use. */
+function loader(name, options, async = false) {
+  const key = async ? `${name}.jspi` : name;
+  loaders[key] ??= new ComponentLoader(name, {
+    coreModule: options.coreModule,
+    instantiate: options.instantiate?.[key],
+    jspi: async,
+  });
+  return loaders[key];
+}
+
+/** The error of a result of the host layer's calls: its text. */
+function domainError(error) {
+  return typeof error?.payload === 'string' ? error.payload : undefined;
+}
+
+/** A framed answer of a value. */
+const value = (text) => `V${text}`;
+
+/**
+ * A domain's calls on an instance of the components over a store written
+ * in JavaScript: `call(name, input, args)` answers the framed answer (a
+ * promise of it when `async`); a failure of the host (a trap, a store that
+ * failed) throws, and the next call gets a fresh instance.
+ */
+export class WasmSession {
+  /**
+   * Opens the domain `settings` (JSON) name over `backend`.
+   * @param {import('./backend.js').Backend} backend
+   * @param {string} settings
+   * @param {object} options the caller's algorithms, clock, `async`, and
+   *   where the components come from (`coreModule`, `instantiate`)
+   * @returns {Promise<WasmSession>}
+   */
+  static async open(backend, settings, options) {
+    const async = options.async === true;
+    if (async && !hasJspi()) {
+      throw new Error(
+        'an asynchronous domain over a store written in JavaScript needs JavaScript Promise Integration (WebAssembly.Suspending), which this runtime lacks: Node 24 or later, workerd, Chromium or Firefox have it',
+      );
+    }
+    let { summarizer, ranker, tokenizer } = options;
+    // None given: the engine's own, composed in (no call leaves the
+    // component). Some given: the others are the engine's own, called from here.
+    const given = [summarizer, ranker, tokenizer].filter((a) => a !== undefined).length;
+    const builtin = given === 0;
+    if (!builtin && given < 3) {
+      const defaults = await defaultAlgorithms(options.coreModule, options.instantiate?.['engram-algorithms']);
+      summarizer ??= defaults.summarizer;
+      ranker ??= defaults.ranker;
+      tokenizer ??= defaults.tokenizer;
+    }
+    const clock = options.clock ?? Date.now;
+    const imports = componentImports({
+      'engram:memory/types': {},
+      'engram:adapter/store': storeInterface(backend, settings, clock, async),
+      ...(builtin ? {} : algorithmInterfaces(summarizer, ranker, tokenizer, async)),
+    });
+    const components = loader(builtin ? 'engram-host-builtin' : 'engram-host', options, async);
+    const exports = await components.first(imports);
+    const session = new WasmSession({ components, imports, backend, clock, async });
+    await session.#drive(session.#startSteps(exports));
+    return session;
+  }
+
+  /** @internal */
+  constructor({ components, imports, backend, clock, async }) {
+    this.#components = components;
+    this.#imports = imports;
+    this.#backend = backend;
+    this.#clock = clock;
+    this.#async = async;
+  }
+
+  #components;
+  #imports;
+  #backend;
+  #clock;
+  /** Whether the calls answer promises (the JSPI build). */
+  #async;
+  /** The instance's `engram:js/calls` and `engram:adapter/domain`; undefined after a trap. */
+  #instance;
+  /** The value of the maintenance lock while this domain holds it. */
+  #held;
+  /** The prefix of the domain's keys and its lock key, for a store's writers' turns. */
+  #prefix;
+  #lockKey;
+  #closed = false;
+  /** Counts instances: a cycle of an earlier instance is gone. */
+  #generation = 0;
+
+  /** The instance's generation: a cycle begun in an earlier one is gone. */
+  get generation() {
+    return this.#generation;
+  }
+
+  /** Runs `steps` (see {@link drive}) at once, or awaiting, as this domain's calls answer. */
+  #drive(steps) {
+    return drive(steps, this.#async);
+  }
+
+  *#startSteps(exports) {
+    try {
+      this.#held = (yield this.#open(exports)) || undefined;
+    } catch (error) {
+      this.#closed = true;
+      throw error;
+    }
+  }
+
+  /**
+   * Opens the domain in a fresh instance: the host layer checks the
+   * settings and, in maintenance mode, takes the maintenance lock (or goes
+   * on holding the one this domain holds). Answers the lock's value.
+   */
+  #open(exports) {
+    return this.#drive(this.#openSteps(exports));
+  }
+
+  *#openSteps(exports) {
+    const instance = {
+      calls: componentExport(exports, 'engram:js/calls'),
+      domain: componentExport(exports, 'engram:adapter/domain'),
+    };
+    let held;
+    try {
+      held = yield instance.domain.open(this.#held);
+    } catch (error) {
+      const why = domainError(error);
+      if (why === undefined) throw error;
+      const [kind, ...rest] = why.split(': ');
+      throw kind === 'invalid' ? new TypeError(rest.join(': ')) : new Error(kind === 'locked' ? rest.join(': ') : why);
+    }
+    this.#instance = instance;
+    return held;
+  }
+
+  /** The instance, a fresh one after a trap. */
+  #live() {
+    if (this.#closed) throw new Error('the domain is closed');
+    if (this.#instance !== undefined) return this.#instance;
+    return then(this.#components.again(this.#imports, this.#async), (exports) =>
+      then(this.#open(exports), () => {
+        this.#generation += 1;
+        return this.#instance;
+      }),
+    );
+  }
+
+  /** A call of the host layer's `engram:adapter/domain`; its error as an Error. */
+  #control(name, ...args) {
+    return this.#drive(this.#controlSteps(name, args));
+  }
+
+  *#controlSteps(name, args) {
+    const instance = yield this.#live();
+    try {
+      const answer = yield instance.domain[name](...args);
+      if (!UNAUDITED.has(name)) yield this.#appendRows(instance.domain.takeTrail());
+      return answer;
+    } catch (error) {
+      const why = domainError(error);
+      if (why !== undefined && !UNAUDITED.has(name)) yield this.#appendRows(instance.domain.takeTrail());
+      throw why === undefined ? error : new Error(why);
+    }
+  }
+
+  /**
+   * Appends audit rows of the call just made that no commit carried, before
+   * the caller gets the answer: a store that cannot append them fails the
+   * call with its own words.
+   */
+  #appendRows(rows) {
+    return rows === '' ? undefined : this.#backend.appendAudit(rowsOf(rows, this.#clock));
+  }
+
+  /**
+   * Makes the call `name` with `args` (`input` names the input of `write`
+   * and `read`): the framed answer.
+   * @param {string} name
+   * @param {string} input
+   * @param {string} args
+   * @returns {string | Promise<string>}
+   */
+  call(name, input, args) {
+    switch (name) {
+      case 'audit':
+        return this.#audit(args);
+      case 'forget':
+        return then(this.#control('forget'), (removed) => value(stringify({ agent_id: this.#agent(), removed: Number(removed) })));
+      case 'domains':
+        return then(this.#control('domains'), (agents) => value(stringify(agents)));
+      case 'unlock':
+        return then(this.#control('breakLock'), (unlocked) => value(stringify({ agent_id: this.#agent(), unlocked })));
+      default:
+        return this.#drive(this.#callSteps(name, input, args));
+    }
+  }
+
+  /** The agent of the domain, from its settings. */
+  #agent() {
+    return JSON.parse(this.#imports['engram:adapter/store'].settings()).agent;
+  }
+
+  /** The domain's newest entries of the store's trail that `args` asks for. */
+  #audit(args) {
+    const query = JSON.parse(args === '' ? '{}' : args);
+    const limit = query.limit ?? AUDIT_LIMIT;
+    if (!Number.isInteger(limit) || limit < 1 || limit > MAX_AUDIT_LIMIT) {
+      return `Iaudit: the limit must be 1 to ${MAX_AUDIT_LIMIT}`;
+    }
+    return then(this.#backend.auditRows({ ...query, limit, agent: this.#agent() }), (rows) =>
+      value(stringify(rows.map(auditLine))),
+    );
+  }
+
+  *#callSteps(name, input, args) {
+    const { calls } = yield this.#live();
+    const turns = WRITES.has(name) && typeof this.#backend.lockDomain === 'function';
+    if (turns) {
+      this.#prefix ??= bytesOf(yield this.#control('prefix'));
+      this.#lockKey ??= yield this.#control('lockKey');
+      yield this.#backend.lockDomain(this.#prefix, this.#lockKey);
+    }
+    try {
+      const request = NAMED_INPUT.has(name) ? `${name}\0${input}\0${args}` : `${name}\0${args}`;
+      const answer = yield calls.call(request);
+      const cut = answer.indexOf('\0');
+      yield this.#appendRows(cut === -1 ? '' : answer.slice(cut + 1));
+      return cut === -1 ? answer : answer.slice(0, cut);
+    } catch (error) {
+      // A trap, or a trail the store could not append to: the instance goes.
+      this.#instance = undefined;
+      const operation = AUDITED[name];
+      if (operation !== undefined) {
+        const why = `${error?.message ?? error}; its instance was stopped, and the next call gets a fresh one`;
+        yield this.#auditStopped(operation, args, why);
+      }
+      throw error;
+    } finally {
+      if (turns) yield this.#backend.unlockDomain(this.#prefix, this.#lockKey);
+    }
+  }
+
+  /**
+   * Audits a single write or read whose instance stopped before it
+   * answered, as FAILED with why (IO-W8), as the Rust host does: the host
+   * layer of a fresh instance makes the row. Best effort: the store may be
+   * what failed.
+   */
+  #auditStopped(operation, text, why) {
+    return this.#drive(this.#auditStoppedSteps(operation, text, why));
+  }
+
+  *#auditStoppedSteps(operation, text, why) {
+    try {
+      const row = yield this.#control('stoppedRow', operation, text, why);
+      if (row !== '') yield this.#backend.appendAudit([auditRowOfLine(JSON.parse(row), { at: this.#clock() })]);
+    } catch {
+      // The trail could not take it either; the call's error says why.
+    }
+  }
+
+  /** Closes the domain: drops the instance and releases the maintenance lock. */
+  close() {
+    if (this.#closed) return this.#async ? Promise.resolve() : undefined;
+    return this.#drive(this.#closeSteps());
+  }
+
+  *#closeSteps() {
+    try {
+      if (this.#held !== undefined) yield this.#control('close'); // lets the maintenance lock go
+    } catch {
+      // A lock that cannot be released now stays for `unlock`.
+    } finally {
+      this.#closed = true;
+      this.#instance = undefined;
+    }
+  }
+}

@@ -1,0 +1,926 @@
+//! The call surface of a domain: its calls by name, JSON text in and the
+//! command line's answer lines out. The language packages reach a domain
+//! through this one surface, whatever runs the engine: the native binding
+//! of Node and Python (over the Rust library's `Domain`) and the JSON layer
+//! the browser and Workers load as wasm (over the engine's exports). A call
+//! crosses into Rust once and answers one string.
+//!
+//! | name | `args` | answer |
+//! |---|---|---|
+//! | `write`, `read` | one request (JSON) | its answer line |
+//! | `write-batch`, `read-batch` | requests, one a line (JSON Lines; blank lines skipped) | an answer line a request |
+//! | `history`, `as-of`, `list`, `entities`, `relationships`, `traverse` | the command line's options as a JSON object ([`crate::calls`]) | the answer line |
+//! | `remember`, `recall` | [`RememberArgs`], [`RecallArgs`] | the answer line |
+//! | `run-cycle` | `{"plan","session","request_id","message","response"}` | a `{"stage","steps"}` line per stage run, then `{"committed"}`, or a refusal line last |
+//! | `cycle-begin` | `{"plan","session","request_id"}` | `{"cycle":n}` |
+//! | `cycle-stage` | `{"cycle","stage","message","response"}` | `{"stage","steps"}` |
+//! | `cycle-output` | `{"cycle","step"}` | the step's output, or `null` |
+//! | `cycle-commit` | `{"cycle"}` | `{"committed":[…]}` |
+//! | `cycle-drop` | `{"cycle"}` | `null` |
+//! | `export` | `{"start","limit"}` (`start` the `next` of the page before, in hex) | `{"lines":[{"agent_id","item"}…],"next"}` |
+//! | `import` | a JSON array of export lines of this agent, or bare items | `{"agent_id","items","new"}` |
+//! | `expire` | nothing | `{"agent_id","expired"}` |
+//!
+//! Optional arguments may be left out or `null`: `session` is `default`
+//! (`js` for the cycle calls, as before), a `request_id` left out is a fresh
+//! random one (`<call>-` and 128 bits in hex). Every request of a batch is
+//! parsed before any runs. Several answer lines come joined by `\n`.
+//!
+//! An answer is [`Answer::Value`], [`Answer::Input`] (the input is not a
+//! valid request: nothing ran; one line naming the input, the line of a
+//! batch and the problem) or [`Answer::Refused`] (the contract refused it,
+//! its line: nothing of it was persisted). A failure of the host (its store,
+//! its instance) is the binding's fault, `Err`.
+
+use crate::calls::{
+    AsOfArgs, EntitiesArgs, HistoryArgs, ListArgs, Lookup, RelationshipsArgs, TraverseArgs,
+};
+use crate::json::{
+    ExportItem, ExportLine, Plan, ReadAnswer, ReadRequest, Stage, WriteAnswer, WriteRequest,
+};
+use crate::turns::{self, Cycles, RecallArgs, RememberArgs, TurnError, Value};
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use std::collections::BTreeMap;
+
+/// What a call answered.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Answer {
+    /// Its answer: one line, or lines joined by `\n`.
+    Value(String),
+    /// Its input is not a valid request: nothing ran.
+    Input(String),
+    /// The contract refused it, its line: nothing of it was persisted.
+    Refused(String),
+}
+
+impl Answer {
+    /// The answer as one string whose first character says what it is:
+    /// `V`, `I` or `R`, then the text.
+    pub fn framed(&self) -> String {
+        let (kind, text) = match self {
+            Answer::Value(text) => ('V', text),
+            Answer::Input(text) => ('I', text),
+            Answer::Refused(text) => ('R', text),
+        };
+        let mut framed = String::with_capacity(text.len() + 1);
+        framed.push(kind);
+        framed.push_str(text);
+        framed
+    }
+}
+
+/// Why a lookup is made as of a time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Axis {
+    /// Valid time: when it was true in the world.
+    Valid,
+    /// Transaction time: when the store learned it.
+    Known,
+}
+
+/// One page of an export: the items, and where the next page starts.
+pub type ExportPage = (Vec<ExportItem>, Option<Vec<u8>>);
+
+/// A binding of the engine in the JSON model: what the surface runs on.
+/// `Ok(Err(line))` is the contract's refusal, its line; `Err` a fault of
+/// the host. Implemented for a binding's `Domain` by
+/// [`domain_engine!`](crate::domain_engine).
+pub trait Engine: Cycles {
+    /// The agent whose domain this is.
+    fn agent(&self) -> String;
+    /// Writes one record, as `engram write` (a record above the host's
+    /// limit is REJECTED before the engine runs, and audited).
+    fn write(&mut self, request: WriteRequest) -> Result<WriteAnswer, Self::Fault>;
+    /// Reads, as `engram read`.
+    fn read(&mut self, request: ReadRequest) -> Result<ReadAnswer, Self::Fault>;
+    /// The versions of a FACT key, newest first.
+    fn history(&mut self, request_id: String, args: HistoryArgs)
+    -> Result<ReadAnswer, Self::Fault>;
+    /// The version of a FACT key as of `at` on `axis`.
+    fn as_of(
+        &mut self,
+        request_id: String,
+        args: AsOfArgs,
+        axis: Axis,
+        at: i64,
+    ) -> Result<ReadAnswer, Self::Fault>;
+    /// The FACTs of a namespace, in key order.
+    fn list(&mut self, request_id: String, args: ListArgs) -> Result<ReadAnswer, Self::Fault>;
+    /// The entities of a type.
+    fn entities(
+        &mut self,
+        request_id: String,
+        args: EntitiesArgs,
+    ) -> Result<ReadAnswer, Self::Fault>;
+    /// The relationships of an entity.
+    fn relationships(
+        &mut self,
+        request_id: String,
+        args: RelationshipsArgs,
+    ) -> Result<ReadAnswer, Self::Fault>;
+    /// A bounded traversal: its line (`{"nodes","edges"}` or `{"error"}`).
+    fn traverse(&mut self, request_id: String, args: TraverseArgs) -> Result<Value, Self::Fault>;
+    /// One page of a maintenance export.
+    fn export_page(
+        &mut self,
+        start: Option<&[u8]>,
+        limit: u32,
+    ) -> Result<Result<ExportPage, Value>, Self::Fault>;
+    /// Imports items, in the command line's commits: how many were new.
+    fn import(&mut self, items: Vec<ExportItem>) -> Result<Result<u32, Value>, Self::Fault>;
+    /// Removes every record whose expiry has passed: how many went.
+    fn expire(&mut self) -> Result<Result<u64, Value>, Self::Fault>;
+}
+
+/// Why a call did not answer a value.
+enum Refusal {
+    Input(String),
+    Refused(String),
+}
+
+/// The value of a parse, or the call's input failure.
+macro_rules! try_input {
+    ($parsed:expr) => {
+        match $parsed {
+            Ok(value) => value,
+            Err(why) => return Ok(Err(Refusal::Input(why))),
+        }
+    };
+}
+
+/// The value of an engine's answer, or the call's refusal.
+macro_rules! try_refused {
+    ($answer:expr) => {
+        match $answer {
+            Ok(value) => value,
+            Err(refused) => return Ok(Err(Refusal::Refused(refused.to_string()))),
+        }
+    };
+}
+
+/// The line of a `remember` or `recall`, or its refusal.
+macro_rules! try_turn {
+    ($answer:expr) => {
+        match $answer {
+            Ok(answer) => line(&answer),
+            Err(TurnError::Refused(refused)) => {
+                return Ok(Err(Refusal::Refused(refused.to_string())));
+            }
+            Err(TurnError::Failed(fault)) => return Err(fault),
+        }
+    };
+}
+
+/// The session in which `cycle` was begun names it `cycle` in its calls.
+type CycleId = u64;
+
+/// One domain's calls by name over an [`Engine`], and the cycles begun in
+/// it and not yet dropped.
+pub struct Session<E: Engine> {
+    engine: E,
+    cycles: BTreeMap<CycleId, E::Cycle>,
+    next_cycle: CycleId,
+}
+
+/// The session of the cycle calls when none is given (as before the
+/// surface: the JavaScript package's).
+const CYCLE_SESSION: &str = "js";
+
+/// Items of an export page when no `limit` is given: the hosts' default
+/// read-limit ceiling.
+pub const EXPORT_PAGE: u32 = 1_000;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RunCycleArgs {
+    plan: Value,
+    #[serde(default)]
+    session: Option<String>,
+    #[serde(default)]
+    request_id: Option<String>,
+    #[serde(default)]
+    message: Option<String>,
+    #[serde(default)]
+    response: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct BeginArgs {
+    plan: Value,
+    #[serde(default)]
+    session: Option<String>,
+    #[serde(default)]
+    request_id: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct StageArgs {
+    cycle: CycleId,
+    stage: String,
+    #[serde(default)]
+    message: Option<String>,
+    #[serde(default)]
+    response: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct OutputArgs {
+    cycle: CycleId,
+    step: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CycleArgs {
+    cycle: CycleId,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct ExportArgs {
+    #[serde(default)]
+    start: Option<String>,
+    #[serde(default)]
+    limit: Option<u32>,
+}
+
+/// An export page's answer.
+#[derive(Serialize)]
+struct ExportAnswer {
+    lines: Vec<ExportLine>,
+    next: Option<String>,
+}
+
+impl<E: Engine> Session<E> {
+    /// A session over `engine`.
+    pub fn new(engine: E) -> Self {
+        Session {
+            engine,
+            cycles: BTreeMap::new(),
+            next_cycle: 1,
+        }
+    }
+
+    /// The engine.
+    pub fn engine(&mut self) -> &mut E {
+        &mut self.engine
+    }
+
+    /// The engine, the session's cycles dropped.
+    pub fn into_engine(self) -> E {
+        self.engine
+    }
+
+    /// Forgets every cycle in flight: for an engine whose instance stopped,
+    /// whose cycles went with it.
+    pub fn lose_cycles(&mut self) {
+        self.cycles.clear();
+    }
+
+    /// Makes the call `name` with `args`; `input` names the input in an
+    /// input failure of `write` and `read` (`standard input`, a file name).
+    pub fn call(&mut self, name: &str, input: &str, args: &str) -> Result<Answer, E::Fault> {
+        match self.answer(name, input, args)? {
+            Ok(value) => Ok(Answer::Value(value)),
+            Err(Refusal::Input(why)) => Ok(Answer::Input(crate::size::one_line(&why))),
+            Err(Refusal::Refused(line)) => Ok(Answer::Refused(line)),
+        }
+    }
+
+    fn answer(
+        &mut self,
+        name: &str,
+        input: &str,
+        args: &str,
+    ) -> Result<Result<String, Refusal>, E::Fault> {
+        let engine = &mut self.engine;
+        Ok(Ok(match name {
+            "write" | "write-batch" => {
+                let batch = name == "write-batch";
+                return each(
+                    engine,
+                    input,
+                    args,
+                    batch,
+                    "write request",
+                    |e, r: WriteRequest| e.write(r),
+                );
+            }
+            "read" | "read-batch" => {
+                let batch = name == "read-batch";
+                return each(
+                    engine,
+                    input,
+                    args,
+                    batch,
+                    "read request",
+                    |e, r: ReadRequest| e.read(r),
+                );
+            }
+            "history" => {
+                return lookup(engine, name, args, |e, id, a: HistoryArgs| {
+                    Ok(line(&e.history(id, a)?))
+                });
+            }
+            "as-of" => {
+                return lookup(engine, name, args, |e, id, a: AsOfArgs| {
+                    let (axis, at) = match (a.valid, a.known) {
+                        (Some(at), None) => (Axis::Valid, at),
+                        (None, Some(at)) => (Axis::Known, at),
+                        (Some(_), Some(_)) => {
+                            return Ok(Err("as-of: give \"valid\" or \"known\", not both"));
+                        }
+                        (None, None) => return Ok(Err("as-of: give \"valid\" or \"known\"")),
+                    };
+                    Ok(Ok(line(&e.as_of(id, a, axis, at)?)))
+                });
+            }
+            "list" => {
+                return lookup(engine, name, args, |e, id, a: ListArgs| {
+                    if a.namespace.is_empty() {
+                        return Ok(Err("list: \"namespace\" needs at least one segment"));
+                    }
+                    Ok(Ok(line(&e.list(id, a)?)))
+                });
+            }
+            "entities" => {
+                return lookup(engine, name, args, |e, id, a: EntitiesArgs| {
+                    Ok(line(&e.entities(id, a)?))
+                });
+            }
+            "relationships" => {
+                return lookup(engine, name, args, |e, id, a: RelationshipsArgs| {
+                    Ok(line(&e.relationships(id, a)?))
+                });
+            }
+            "traverse" => {
+                return lookup(engine, name, args, |e, id, a: TraverseArgs| {
+                    Ok(e.traverse(id, a)?.to_string())
+                });
+            }
+            "remember" => {
+                let args: RememberArgs = try_input!(parse_args(name, args));
+                try_turn!(turns::remember(engine, args))
+            }
+            "recall" => {
+                let args: RecallArgs = try_input!(parse_args(name, args));
+                try_turn!(turns::recall(engine, args))
+            }
+            "run-cycle" => {
+                let args: RunCycleArgs = try_input!(parse_args(name, args));
+                let plan = try_input!(parse_plan(args.plan));
+                try_input!(turn_inputs(&plan, &args.message, &args.response));
+                let session = args.session.as_deref().unwrap_or(CYCLE_SESSION);
+                let id = request_id(engine, "cycle", args.request_id)?;
+                run_cycle(engine, &plan, session, &id, &args.message, &args.response)?.join("\n")
+            }
+            "cycle-begin" => {
+                let args: BeginArgs = try_input!(parse_args(name, args));
+                let plan = try_input!(parse_plan(args.plan));
+                let session = args.session.as_deref().unwrap_or(CYCLE_SESSION);
+                let id = request_id(engine, "cycle", args.request_id)?;
+                match engine.begin(&plan, session, &id)? {
+                    Ok(cycle) => {
+                        let n = self.next_cycle;
+                        self.next_cycle += 1;
+                        self.cycles.insert(n, cycle);
+                        json!({ "cycle": n }).to_string()
+                    }
+                    Err(refused) => return Ok(Err(Refusal::Refused(refused.to_string()))),
+                }
+            }
+            "cycle-stage" => {
+                let args: StageArgs = try_input!(parse_args(name, args));
+                let stage: Stage = match serde_json::from_value(Value::String(args.stage.clone())) {
+                    Ok(stage) => stage,
+                    Err(_) => {
+                        return Ok(Err(Refusal::Input(format!(
+                            "{:?} is not a stage: ContextSelect, PromptAssemble, SummarizeMemory or PersistMemory",
+                            args.stage
+                        ))));
+                    }
+                };
+                let cycle = try_input!(live(&self.cycles, args.cycle));
+                let message = args.message.as_deref();
+                match engine.run_stage(cycle, stage, message, args.response.as_deref())? {
+                    Ok(line) => line.to_string(),
+                    Err(refused) => return Ok(Err(Refusal::Refused(refused.to_string()))),
+                }
+            }
+            "cycle-output" => {
+                let args: OutputArgs = try_input!(parse_args(name, args));
+                let cycle = try_input!(live(&self.cycles, args.cycle));
+                match engine.output(cycle, &args.step)? {
+                    Some(output) => line(&output),
+                    None => "null".to_owned(),
+                }
+            }
+            "cycle-commit" => {
+                let args: CycleArgs = try_input!(parse_args(name, args));
+                let cycle = try_input!(live(&self.cycles, args.cycle));
+                match engine.commit(cycle)? {
+                    Ok(ids) => json!({ "committed": ids }).to_string(),
+                    Err(refused) => return Ok(Err(Refusal::Refused(refused.to_string()))),
+                }
+            }
+            "cycle-drop" => {
+                let args: CycleArgs = try_input!(parse_args(name, args));
+                if let Some(cycle) = self.cycles.remove(&args.cycle) {
+                    engine.end(cycle)?;
+                }
+                "null".to_owned()
+            }
+            "export" => {
+                let args: ExportArgs = if args.trim().is_empty() {
+                    ExportArgs::default()
+                } else {
+                    try_input!(parse_args(name, args))
+                };
+                let start = match args.start.as_deref().map(from_hex) {
+                    None => None,
+                    Some(Some(start)) => Some(start),
+                    Some(None) => {
+                        return Ok(Err(Refusal::Input(
+                            "export: \"start\" is not the \"next\" of a page (hex)".into(),
+                        )));
+                    }
+                };
+                let page =
+                    engine.export_page(start.as_deref(), args.limit.unwrap_or(EXPORT_PAGE))?;
+                let (items, next) = try_refused!(page);
+                let agent_id = engine.agent();
+                let lines = items
+                    .into_iter()
+                    .map(|item| ExportLine {
+                        agent_id: agent_id.clone(),
+                        item,
+                    })
+                    .collect();
+                line(&ExportAnswer {
+                    lines,
+                    next: next.map(|next| to_hex(&next)),
+                })
+            }
+            "import" => {
+                let agent = engine.agent();
+                let items = try_input!(import_items(&agent, args));
+                let count = items.len();
+                let new = try_refused!(engine.import(items)?);
+                json!({"agent_id": agent, "items": count, "new": new}).to_string()
+            }
+            "expire" => {
+                let expired = try_refused!(engine.expire()?);
+                json!({"agent_id": engine.agent(), "expired": expired}).to_string()
+            }
+            other => return Ok(Err(Refusal::Input(format!("no call named {other:?}")))),
+        }))
+    }
+}
+
+/// What a lookup's closure answers: its line, or (for a check of its
+/// arguments that failed) why, as an input failure.
+trait Looked {
+    /// The line, or why the arguments are refused.
+    fn looked(self) -> Result<String, &'static str>;
+}
+
+impl Looked for String {
+    fn looked(self) -> Result<String, &'static str> {
+        Ok(self)
+    }
+}
+
+impl Looked for Result<String, &'static str> {
+    fn looked(self) -> Result<String, &'static str> {
+        self
+    }
+}
+
+/// A lookup (`history`, `as-of`, `list`, …): its arguments parsed (an
+/// input failure `<call>: not valid arguments: …` when they are not),
+/// the request id given or a fresh one, then `f`.
+fn lookup<E: Engine, A: DeserializeOwned + Lookup, L: Looked>(
+    engine: &mut E,
+    name: &str,
+    args: &str,
+    f: impl FnOnce(&mut E, String, A) -> Result<L, E::Fault>,
+) -> Result<Result<String, Refusal>, E::Fault> {
+    let args: A = match parse_args(name, args) {
+        Ok(args) => args,
+        Err(why) => return Ok(Err(Refusal::Input(why))),
+    };
+    let id = request_id(engine, name, args.request_id())?;
+    Ok(f(engine, id, args)?
+        .looked()
+        .map_err(|why| Refusal::Input(why.to_owned())))
+}
+
+/// Each request of `text` (one, or with `batch` one a line), every one
+/// parsed before any runs ([`parse_requests`]), then `f` of each: the
+/// answer lines.
+fn each<E: Engine, R: DeserializeOwned, A: Serialize>(
+    engine: &mut E,
+    input: &str,
+    text: &str,
+    batch: bool,
+    what: &str,
+    mut f: impl FnMut(&mut E, R) -> Result<A, E::Fault>,
+) -> Result<Result<String, Refusal>, E::Fault> {
+    let requests: Vec<R> = match parse_requests(input, text, batch, what) {
+        Ok(requests) => requests,
+        Err(why) => return Ok(Err(Refusal::Input(why))),
+    };
+    let mut lines = Vec::with_capacity(requests.len());
+    for request in requests {
+        lines.push(line(&f(engine, request)?));
+    }
+    Ok(Ok(lines.join("\n")))
+}
+
+/// A cycle begun in this session and not dropped.
+fn live<C>(cycles: &BTreeMap<CycleId, C>, id: CycleId) -> Result<&C, String> {
+    cycles
+        .get(&id)
+        .ok_or_else(|| format!("no cycle {id}: it was dropped, or the engine stopped"))
+}
+
+/// The request id given, or a fresh one for `call`.
+fn request_id<E: Engine>(
+    engine: &mut E,
+    call: &str,
+    given: Option<String>,
+) -> Result<String, E::Fault> {
+    match given {
+        Some(id) => Ok(id),
+        None => Ok(turns::fresh_request_id(call, engine.entropy()?)),
+    }
+}
+
+/// A value of the JSON model as one line of JSON. The model's answers
+/// always serialize (string keys, finite numbers); were one ever not to,
+/// the line says why instead of panicking.
+pub fn line(value: &impl Serialize) -> String {
+    serde_json::to_string(value)
+        .unwrap_or_else(|e| json!({"error": format!("unserializable answer: {e}")}).to_string())
+}
+
+/// Parses every request of `text` before any is run, as the command line
+/// does, with its messages: `<input>: not a valid <what>: …`, or with
+/// `batch` (JSON Lines, blank lines skipped) `<input>: line <n>: not a
+/// valid <what>: …`.
+pub fn parse_requests<T: DeserializeOwned>(
+    input: &str,
+    text: &str,
+    batch: bool,
+    what: &str,
+) -> Result<Vec<T>, String> {
+    let at = |line: Option<usize>| line.map(|n| format!(" line {n}:")).unwrap_or_default();
+    let parse = |line: Option<usize>, text: &str| -> Result<T, String> {
+        serde_json::from_str(text)
+            .map_err(|e| format!("{input}:{} not a valid {what}: {e}", at(line)))
+    };
+    if !batch {
+        return parse(None, text).map(|request| vec![request]);
+    }
+    text.split('\n')
+        .enumerate()
+        .filter(|(_, line)| !line.trim_ascii().is_empty())
+        .map(|(i, line)| parse(Some(i + 1), line))
+        .collect()
+}
+
+/// Parses a call's arguments: `<call>: not valid arguments: …`.
+fn parse_args<T: DeserializeOwned>(call: &str, args: &str) -> Result<T, String> {
+    serde_json::from_str(args).map_err(|e| format!("{call}: not valid arguments: {e}"))
+}
+
+/// Parses an execution plan, given as a JSON object or as JSON text:
+/// `plan: not a valid execution plan: …`.
+fn parse_plan(plan: Value) -> Result<Plan, String> {
+    let parsed = match plan {
+        Value::String(text) => serde_json::from_str(&text),
+        value => serde_json::from_value(value),
+    };
+    parsed.map_err(|e| format!("plan: not a valid execution plan: {e}"))
+}
+
+/// Whether a turn of `plan` has the inputs it needs, as `engram cycle`
+/// checks them.
+pub fn turn_inputs(
+    plan: &Plan,
+    message: &Option<String>,
+    response: &Option<String>,
+) -> Result<(), String> {
+    let summarizes_turn = plan.steps.iter().any(|s| {
+        matches!(
+            s.kind,
+            crate::json::StepKind::SummarizeMemory {
+                of: crate::json::SummarizeInput::Turn
+            }
+        )
+    });
+    if !plan.steps.is_empty() && message.is_none() {
+        return Err("the plan needs the user's message: give \"message\"".into());
+    }
+    if summarizes_turn && response.is_none() {
+        return Err("the plan summarizes the turn: give \"response\" (the model's answer)".into());
+    }
+    Ok(())
+}
+
+/// Runs a cycle stage by stage, a line per stage that has steps, then
+/// commits, as `engram cycle` does: a refused plan or a failed cycle is
+/// the last line.
+pub fn run_cycle<C: Cycles>(
+    engine: &mut C,
+    plan: &Plan,
+    session: &str,
+    request_id: &str,
+    message: &Option<String>,
+    response: &Option<String>,
+) -> Result<Vec<String>, C::Fault> {
+    let cycle = match engine.begin(plan, session, request_id)? {
+        Ok(cycle) => cycle,
+        Err(refused) => return Ok(vec![refused.to_string()]),
+    };
+    let mut lines = Vec::new();
+    let mut failed = false;
+    for stage in Stage::ALL {
+        if failed || !plan.steps.iter().any(|s| s.stage == stage) {
+            continue;
+        }
+        match engine.run_stage(&cycle, stage, message.as_deref(), response.as_deref()) {
+            Ok(Ok(line)) => lines.push(line.to_string()),
+            Ok(Err(refused)) => {
+                lines.push(refused.to_string());
+                failed = true;
+            }
+            Err(fault) => {
+                let _ = engine.end(cycle);
+                return Err(fault);
+            }
+        }
+    }
+    if !failed {
+        match engine.commit(&cycle) {
+            Ok(Ok(ids)) => lines.push(json!({ "committed": ids }).to_string()),
+            Ok(Err(refused)) => lines.push(refused.to_string()),
+            Err(fault) => {
+                let _ = engine.end(cycle);
+                return Err(fault);
+            }
+        }
+    }
+    engine.end(cycle)?;
+    Ok(lines)
+}
+
+/// The items of an `import`: each element of the JSON array `args` an
+/// export line of `agent` (`{"agent_id","item"}`) or a bare item (an
+/// object, or JSON text). Every one is parsed first: `items, item <n>: …`.
+fn import_items(agent: &str, args: &str) -> Result<Vec<ExportItem>, String> {
+    let elements: Vec<Value> =
+        serde_json::from_str(args).map_err(|e| format!("import: not valid arguments: {e}"))?;
+    elements
+        .into_iter()
+        .enumerate()
+        .map(|(i, element)| {
+            let at = i + 1;
+            let element = match element {
+                Value::String(text) => serde_json::from_str(&text)
+                    .map_err(|e| format!("items, item {at}: not a valid export item: {e}"))?,
+                other => other,
+            };
+            let item = match element {
+                Value::Object(mut fields)
+                    if fields.len() == 2
+                        && fields.contains_key("agent_id")
+                        && fields.contains_key("item") =>
+                {
+                    let owner = fields.remove("agent_id").unwrap_or_default();
+                    if owner.as_str() != Some(agent) {
+                        return Err(format!(
+                            "items, item {at}: an export line of {owner} given to the domain of {}",
+                            Value::String(agent.to_owned())
+                        ));
+                    }
+                    fields.remove("item").unwrap_or_default()
+                }
+                other => other,
+            };
+            serde_json::from_value(item)
+                .map_err(|e| format!("items, item {at}: not a valid export item: {e}"))
+        })
+        .collect()
+}
+
+/// Bytes as lower-case hex.
+fn to_hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Hex as bytes, if it is hex.
+fn from_hex(text: &str) -> Option<Vec<u8>> {
+    if !text.len().is_multiple_of(2) || !text.is_ascii() {
+        return None;
+    }
+    (0..text.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&text[i..i + 2], 16).ok())
+        .collect()
+}
+
+/// Implements [`Engine`] for a binding's `Domain` whose calls answer
+/// `anyhow::Result` (the Rust library's, the `wasm32-wasip2` command's, the
+/// JSON layer's), with the binding's `io`, `history`, `graph`, `export`,
+/// `types` and `json` modules in scope; [`domain_cycles!`](crate::domain_cycles)
+/// implements its [`Cycles`].
+#[macro_export]
+macro_rules! domain_engine {
+    () => {
+        /// A refused maintenance call's line: `{"error":…}`, the reason an
+        /// item cannot be imported, or the error's name.
+        fn maintenance_refusal(error: &export::MaintenanceError) -> $crate::turns::Value {
+            let why = match error {
+                export::MaintenanceError::InvalidItem(why) => why.clone(),
+                other => $crate::json::error_name(other),
+            };
+            $crate::serde_json::json!({ "error": why })
+        }
+
+        impl $crate::surface::Engine for Domain {
+            fn agent(&self) -> String {
+                self.agent_id().to_owned()
+            }
+
+            fn write(
+                &mut self,
+                request: $crate::json::WriteRequest,
+            ) -> anyhow::Result<$crate::json::WriteAnswer> {
+                Ok(Domain::write(self, &io::WriteRequest::from(request))?.into())
+            }
+
+            fn read(
+                &mut self,
+                request: $crate::json::ReadRequest,
+            ) -> anyhow::Result<$crate::json::ReadAnswer> {
+                Ok(json::read_answer(Domain::read(self, &request.into())?))
+            }
+
+            fn history(
+                &mut self,
+                request_id: String,
+                args: $crate::calls::HistoryArgs,
+            ) -> anyhow::Result<$crate::json::ReadAnswer> {
+                let request = history::VersionsRequest {
+                    request_id,
+                    key: args.key,
+                    limit: args.limit,
+                };
+                Ok(json::facts_answer(self.versions(&request)?))
+            }
+
+            fn as_of(
+                &mut self,
+                request_id: String,
+                args: $crate::calls::AsOfArgs,
+                axis: $crate::surface::Axis,
+                at: i64,
+            ) -> anyhow::Result<$crate::json::ReadAnswer> {
+                let request = history::AsOfRequest {
+                    request_id,
+                    key: args.key,
+                    axis: match axis {
+                        $crate::surface::Axis::Valid => history::TimeAxis::Valid,
+                        $crate::surface::Axis::Known => history::TimeAxis::Transaction,
+                    },
+                    at,
+                    limit: args.limit,
+                };
+                let found = Domain::as_of(self, &request)?;
+                Ok(json::facts_answer(found.map(|fact| fact.into_iter().collect())))
+            }
+
+            fn list(
+                &mut self,
+                request_id: String,
+                args: $crate::calls::ListArgs,
+            ) -> anyhow::Result<$crate::json::ReadAnswer> {
+                Ok(json::facts_answer(self.list_after(
+                    &request_id,
+                    &args.namespace,
+                    args.limit,
+                    args.after.as_deref(),
+                )?))
+            }
+
+            fn entities(
+                &mut self,
+                request_id: String,
+                args: $crate::calls::EntitiesArgs,
+            ) -> anyhow::Result<$crate::json::ReadAnswer> {
+                Ok(json::facts_answer(self.entities_of_type(
+                    &request_id,
+                    args.entity_type.into(),
+                    args.limit,
+                )?))
+            }
+
+            fn relationships(
+                &mut self,
+                request_id: String,
+                args: $crate::calls::RelationshipsArgs,
+            ) -> anyhow::Result<$crate::json::ReadAnswer> {
+                let request = graph::RelationshipsRequest {
+                    request_id,
+                    entity: args.entity,
+                    direction: if args.incoming {
+                        graph::EdgeDirection::Incoming
+                    } else {
+                        graph::EdgeDirection::Outgoing
+                    },
+                    relationship_types: args.types,
+                    valid_at: args.valid_at,
+                    limit: args.limit,
+                };
+                Ok(json::facts_answer(self.relationships_of(&request)?))
+            }
+
+            fn traverse(
+                &mut self,
+                request_id: String,
+                args: $crate::calls::TraverseArgs,
+            ) -> anyhow::Result<$crate::turns::Value> {
+                let request = graph::TraverseRequest {
+                    request_id,
+                    start: args.start,
+                    order: if args.depth_first {
+                        graph::TraversalOrder::DepthFirst
+                    } else {
+                        graph::TraversalOrder::BreadthFirst
+                    },
+                    direction: if args.incoming {
+                        graph::EdgeDirection::Incoming
+                    } else {
+                        graph::EdgeDirection::Outgoing
+                    },
+                    relationship_types: args.types,
+                    valid_at: args.valid_at,
+                    max_depth: args.max_depth,
+                    max_nodes: args.max_nodes,
+                    max_edges: args.max_edges,
+                };
+                Ok(json::traversal_answer(Domain::traverse(self, &request)?).0)
+            }
+
+            fn export_page(
+                &mut self,
+                start: Option<&[u8]>,
+                limit: u32,
+            ) -> anyhow::Result<Result<$crate::surface::ExportPage, $crate::turns::Value>> {
+                Ok(Domain::export_page(self, start, limit)?
+                    .map(|page| (page.items.into_iter().map(Into::into).collect(), page.next))
+                    .map_err(|e| maintenance_refusal(&e)))
+            }
+
+            fn import(
+                &mut self,
+                items: Vec<$crate::json::ExportItem>,
+            ) -> anyhow::Result<Result<u32, $crate::turns::Value>> {
+                let items: Vec<export::ExportedItem> = items.into_iter().map(Into::into).collect();
+                let mut new = 0u32;
+                for batch in json::import_batches(&items) {
+                    match Domain::import(self, batch)? {
+                        Ok(n) => new = new.saturating_add(n),
+                        Err(e) => return Ok(Err(maintenance_refusal(&e))),
+                    }
+                }
+                Ok(Ok(new))
+            }
+
+            fn expire(&mut self) -> anyhow::Result<Result<u64, $crate::turns::Value>> {
+                let expired = $crate::size::expire_all(
+                    |limit| match Domain::expire(self, limit) {
+                        Ok(Ok(n)) => Ok(n),
+                        Ok(Err(e)) => Err(Ok(e)),
+                        Err(fault) => Err(Err(fault)),
+                    },
+                    |e| match e {
+                        Ok(export::MaintenanceError::LimitOutOfBounds(ceiling)) => Some(*ceiling),
+                        _ => None,
+                    },
+                );
+                match expired {
+                    Ok(n) => Ok(Ok(n)),
+                    Err(Ok(refused)) => Ok(Err(maintenance_refusal(&refused))),
+                    Err(Err(fault)) => Err(fault),
+                }
+            }
+        }
+    };
+}

@@ -1,0 +1,576 @@
+//! The Node-API addon of the npm package `engram-memory`: the Rust host
+//! (`engram-binding`, over the `engram` library: wasmtime, the engine, the
+//! SQLite, PostgreSQL and memory stores with their locks and trail) in
+//! Node. The package's `src/native.js` is its only caller; what it answers
+//! is the binding's framed answer strings, which the package's API parses.
+//!
+//! A domain opened synchronously runs on the JavaScript thread: every call
+//! answers at once, and the summarizer, ranker and tokenizer a caller gives
+//! are called back on that thread during the call. A domain opened
+//! asynchronously runs on a thread of its own: every call answers a
+//! promise, and the caller's algorithms are called on the JavaScript
+//! thread through a thread-safe function, their promises awaited there
+//! while the engine's thread waits for the answer.
+//!
+//! The caller's algorithms come as one function `(kind, args) => answer`
+//! (`kind` `summarize`, `rank` or `count-tokens`, `args` and the answer
+//! JSON text framed `V…` or `E<why>`), written once in `src/native.js`.
+//! The caller's clock is read by the package before each call and handed
+//! in with it (`time`), so the engine's time is never a call into
+//! JavaScript.
+
+use engram::{Candidate, Ranker, Summarizer, Summary, Tokenizer};
+use engram_binding::{Handle, OpenError, Plugins, Store};
+use napi::bindgen_prelude::{Env, FnArgs, Function, FunctionRef, Object, Promise};
+use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
+use napi::{Error, JsDeferred, Status};
+use napi_derive::napi;
+use serde_json::{Value, json};
+use std::cell::RefCell;
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::{Arc, mpsc};
+use std::thread::ThreadId;
+
+/// A JavaScript `Error` with `message`.
+fn error(message: impl Into<String>) -> Error {
+    Error::new(Status::GenericFailure, message.into())
+}
+
+/// A JavaScript `TypeError`-to-be: the package makes one of an error whose
+/// message starts so.
+const INVALID: &str = "invalid: ";
+
+/// An open error as the package throws it: invalid settings marked.
+fn open_error(e: OpenError) -> Error {
+    match e {
+        OpenError::Invalid(why) => error(format!("{INVALID}{why}")),
+        OpenError::Failed(why) => error(why),
+    }
+}
+
+/// A store: a SQLite file, a PostgreSQL database, or memory. Closing it
+/// lets it go; the domains opened in it hold it until they close.
+#[napi]
+pub struct NativeStore {
+    store: RefCell<Option<Store>>,
+}
+
+impl NativeStore {
+    /// The store, unless closed.
+    fn store(&self) -> napi::Result<Store> {
+        self.store
+            .borrow()
+            .clone()
+            .ok_or_else(|| error("the store is closed"))
+    }
+}
+
+#[napi]
+impl NativeStore {
+    /// Opens the store `spec` names (a SQLite file path or a `postgres://`
+    /// URL) with `options` (JSON `{"sqlite":{…},"postgres":{…}}`), or a
+    /// fresh store in memory when `spec` is absent.
+    #[napi(factory)]
+    pub fn open(spec: Option<String>, options: Option<String>) -> napi::Result<Self> {
+        let store = match spec {
+            None => Store::memory(),
+            Some(spec) => Store::open(&spec, options.as_deref().unwrap_or(""))
+                .map_err(|e| error(engram_binding::shown(&e)))?,
+        };
+        Ok(NativeStore {
+            store: RefCell::new(Some(store)),
+        })
+    }
+
+    /// The trail's newest entries `query` (JSON) asks for: a framed answer.
+    #[napi]
+    pub fn audit(&self, query: String) -> napi::Result<String> {
+        self.store()?
+            .audit(&query)
+            .map(|answer| answer.framed())
+            .map_err(|e| error(engram_binding::shown(&e)))
+    }
+
+    /// The agents whose domains hold anything: a JSON array.
+    #[napi]
+    pub fn domains(&self) -> napi::Result<String> {
+        self.store()?
+            .domains()
+            .map_err(|e| error(engram_binding::shown(&e)))
+    }
+
+    /// Breaks `agent`'s maintenance lock: `{"agent_id","unlocked"}`.
+    #[napi]
+    pub fn unlock(&self, agent: String) -> napi::Result<String> {
+        self.store()?
+            .unlock(&agent)
+            .map_err(|e| error(engram_binding::shown(&e)))
+    }
+
+    /// Lets the store go.
+    #[napi]
+    pub fn close(&self) {
+        self.store.borrow_mut().take();
+    }
+}
+
+/// The time a caller's clock gave for the call under way, when the domain
+/// was opened with one; `i64::MIN` between calls.
+#[derive(Default)]
+struct CallTime(AtomicI64);
+
+impl CallTime {
+    const UNSET: i64 = i64::MIN;
+
+    fn new() -> Arc<Self> {
+        Arc::new(CallTime(AtomicI64::new(Self::UNSET)))
+    }
+
+    fn set(&self, time: Option<f64>) {
+        let time = time.map_or(Self::UNSET, |t| t as i64);
+        self.0.store(time, Ordering::SeqCst);
+    }
+
+    fn get(&self) -> i64 {
+        match self.0.load(Ordering::SeqCst) {
+            Self::UNSET => engram::system_time_ms(),
+            time => time,
+        }
+    }
+}
+
+/// The arguments of the caller's algorithms' dispatcher: the kind and the
+/// arguments' JSON text.
+type Args = FnArgs<(String, String)>;
+
+/// The caller's dispatcher as a domain's own thread calls it.
+type AsyncDispatcher = ThreadsafeFunction<Args, Promise<String>, Args, Status, false, true>;
+
+/// How the caller's algorithms are reached.
+enum Caller {
+    /// On the JavaScript thread, during a call made on it.
+    Sync {
+        env: RawEnv,
+        function: FunctionRef<Args, String>,
+        thread: ThreadId,
+    },
+    /// From the domain's own thread, through a thread-safe function whose
+    /// promise the JavaScript thread settles.
+    Async(AsyncDispatcher),
+}
+
+/// The JavaScript environment a domain was opened in: used only on the
+/// thread that opened it ([`Caller::call`] checks).
+struct RawEnv(napi::sys::napi_env);
+
+// The environment is used only on its own thread (checked before each use).
+unsafe impl Send for RawEnv {}
+unsafe impl Sync for RawEnv {}
+
+impl Caller {
+    /// The answer of the caller's `kind` for `args` (JSON), or why not.
+    fn call(&self, kind: &str, args: Value) -> Result<Value, String> {
+        let args = (kind.to_owned(), args.to_string());
+        let framed = match self {
+            Caller::Sync {
+                env,
+                function,
+                thread,
+            } => {
+                if std::thread::current().id() != *thread {
+                    return Err(format!(
+                        "the {kind} was called off the JavaScript thread it was given on"
+                    ));
+                }
+                let env = Env::from_raw(env.0);
+                let function = function.borrow_back(&env).map_err(|e| e.reason)?;
+                function.call(FnArgs::from(args)).map_err(|e| e.reason)?
+            }
+            Caller::Async(function) => {
+                let (sent, received) = mpsc::channel();
+                let status = function.call_with_return_value(
+                    FnArgs::from(args),
+                    ThreadsafeFunctionCallMode::Blocking,
+                    move |answer: napi::Result<Promise<String>>, _env| {
+                        let _ = sent.send(answer);
+                        Ok(())
+                    },
+                );
+                if status != Status::Ok {
+                    return Err(format!("the {kind} could not be called: {status}"));
+                }
+                let promise = received
+                    .recv()
+                    .map_err(|_| format!("the {kind} was not called: Node is exiting"))?
+                    .map_err(|e| e.reason)?;
+                futures::executor::block_on(promise).map_err(|e| e.reason)?
+            }
+        };
+        match framed.split_at_checked(1) {
+            Some(("V", text)) => {
+                serde_json::from_str(text).map_err(|e| format!("the {kind} answered {e}"))
+            }
+            Some(("E", why)) => Err(why.to_owned()),
+            _ => Err(format!(
+                "the {kind} answered something other than its answer"
+            )),
+        }
+    }
+}
+
+/// The caller's algorithms, as the engine calls them.
+struct Algorithms(Arc<Caller>);
+
+impl Summarizer for Algorithms {
+    fn summarize(&self, message: &str, response: Option<&str>) -> Result<Summary, String> {
+        let answer = self.0.call("summarize", json!([message, response]))?;
+        let summary = answer["summary"]
+            .as_str()
+            .ok_or("the summarizer answered no string `summary`")?;
+        let keywords = answer["keywords"]
+            .as_array()
+            .and_then(|words| {
+                words
+                    .iter()
+                    .map(|w| w.as_str().map(str::to_owned))
+                    .collect::<Option<Vec<_>>>()
+            })
+            .ok_or("the summarizer answered no list of strings `keywords`")?;
+        Ok(Summary {
+            summary: summary.to_owned(),
+            keywords,
+        })
+    }
+}
+
+impl Ranker for Algorithms {
+    fn rank(
+        &self,
+        keywords: &[String],
+        candidates: &[Candidate],
+        k: u32,
+    ) -> Result<Vec<String>, String> {
+        let candidates: Vec<Value> = candidates
+            .iter()
+            .map(|c| {
+                json!({"id": c.id, "summary": c.summary, "keywords": c.keywords,
+                    "timestamp": c.timestamp.to_string()})
+            })
+            .collect();
+        let answer = self.0.call("rank", json!([keywords, candidates, k]))?;
+        answer
+            .as_array()
+            .and_then(|ids| {
+                ids.iter()
+                    .map(|id| id.as_str().map(str::to_owned))
+                    .collect::<Option<Vec<_>>>()
+            })
+            .ok_or_else(|| "the ranker answered no list of ids".to_owned())
+    }
+}
+
+impl Tokenizer for Algorithms {
+    fn count_tokens(&self, text: &str) -> Result<u32, String> {
+        let answer = self.0.call("count-tokens", json!([text]))?;
+        answer
+            .as_u64()
+            .and_then(|n| u32::try_from(n).ok())
+            .ok_or_else(|| "the tokenizer answered no whole number of tokens".to_owned())
+    }
+}
+
+/// Which of the algorithms the caller gave.
+fn plugins(caller: Option<Caller>, given: &[String], time: &Option<Arc<CallTime>>) -> Plugins {
+    let mut plugins = Plugins::default();
+    if let Some(caller) = caller {
+        let caller = Arc::new(caller);
+        let gives = |name: &str| given.iter().any(|g| g == name);
+        if gives("summarizer") {
+            plugins.summarizer = Some(Arc::new(Algorithms(caller.clone())));
+        }
+        if gives("ranker") {
+            plugins.ranker = Some(Arc::new(Algorithms(caller.clone())));
+        }
+        if gives("tokenizer") {
+            plugins.tokenizer = Some(Arc::new(Algorithms(caller)));
+        }
+    }
+    if let Some(time) = time {
+        let time = time.clone();
+        plugins.clock = Some(Arc::new(move || time.get()));
+    }
+    plugins
+}
+
+/// Where the answer of a domain thread's job goes.
+type Answer = JsDeferred<String, Box<dyn FnOnce(Env) -> napi::Result<String>>>;
+
+/// A job for a domain's thread.
+enum Job {
+    /// One call, and where its answer goes.
+    Call {
+        name: String,
+        input: String,
+        args: String,
+        time: Option<f64>,
+        answer: Answer,
+    },
+    /// Closes the domain (its maintenance lock goes), then answers.
+    Close(Answer),
+}
+
+/// What runs a domain's calls.
+enum Runner {
+    /// On the JavaScript thread.
+    Here(RefCell<Option<Box<Handle>>>),
+    /// On the domain's thread; `None` once closed.
+    Thread(RefCell<Option<mpsc::Sender<Job>>>),
+}
+
+/// One agent's domain.
+#[napi]
+pub struct NativeDomain {
+    runner: Runner,
+    time: Option<Arc<CallTime>>,
+}
+
+#[napi]
+impl NativeDomain {
+    /// Opens the domain `settings` (JSON) name in `store`, whose calls
+    /// answer at once on this thread. `algorithms`: the caller's dispatcher,
+    /// `given` the names of the algorithms it gives (`summarizer`,
+    /// `ranker`, `tokenizer`); `clock`: whether each call comes with the
+    /// time of the caller's clock.
+    #[napi(factory)]
+    pub fn open(
+        env: Env,
+        store: &NativeStore,
+        settings: String,
+        algorithms: Option<Function<Args, String>>,
+        given: Vec<String>,
+        clock: bool,
+    ) -> napi::Result<Self> {
+        let caller = match algorithms {
+            Some(function) => Some(Caller::Sync {
+                env: RawEnv(env.raw()),
+                function: function.create_ref()?,
+                thread: std::thread::current().id(),
+            }),
+            None => None,
+        };
+        let time = clock.then(CallTime::new);
+        let handle = Handle::open(&store.store()?, &settings, plugins(caller, &given, &time))
+            .map_err(open_error)?;
+        Ok(NativeDomain {
+            runner: Runner::Here(RefCell::new(Some(Box::new(handle)))),
+            time,
+        })
+    }
+
+    /// Opens the domain as [`NativeDomain::open`] does, on a thread of its
+    /// own: its calls answer promises ([`NativeDomain::call_async`]), and
+    /// the caller's algorithms may answer promises. Answers a promise of
+    /// the domain.
+    #[napi(factory)]
+    pub fn open_async(
+        store: &NativeStore,
+        settings: String,
+        algorithms: Option<Function<Args, Promise<String>>>,
+        given: Vec<String>,
+        clock: bool,
+    ) -> napi::Result<Self> {
+        let caller = match algorithms {
+            Some(function) => Some(Caller::Async(
+                function
+                    .build_threadsafe_function()
+                    .callee_handled::<false>()
+                    .weak::<true>()
+                    .build()?,
+            )),
+            None => None,
+        };
+        let time = clock.then(CallTime::new);
+        let (jobs, queue) = mpsc::channel::<Job>();
+        let (opened, opening) = mpsc::channel();
+        let store = store.store()?;
+        let call_time = time.clone();
+        let thread_plugins = plugins(caller, &given, &time);
+        std::thread::Builder::new()
+            .name("engram-domain".into())
+            .spawn(move || {
+                let mut handle = match Handle::open(&store, &settings, thread_plugins) {
+                    Ok(handle) => {
+                        let _ = opened.send(Ok(()));
+                        handle
+                    }
+                    Err(e) => {
+                        let _ = opened.send(Err(e));
+                        return;
+                    }
+                };
+                for job in queue {
+                    let (name, input, args, time, answer) = match job {
+                        Job::Call {
+                            name,
+                            input,
+                            args,
+                            time,
+                            answer,
+                        } => (name, input, args, time, answer),
+                        Job::Close(answer) => {
+                            drop(handle);
+                            answer.resolve(Box::new(|_| Ok(String::new())));
+                            return;
+                        }
+                    };
+                    if let Some(clock) = &call_time {
+                        clock.set(time);
+                    }
+                    let result = handle.call(&name, &input, &args);
+                    if let Some(clock) = &call_time {
+                        clock.set(None);
+                    }
+                    match result {
+                        Ok(text) => answer.resolve(Box::new(move |_| Ok(text))),
+                        Err(e) => answer.reject(error(engram_binding::shown(&e))),
+                    }
+                }
+            })
+            .map_err(|e| error(format!("starting the domain's thread: {e}")))?;
+        opening
+            .recv()
+            .map_err(|_| error("the domain's thread stopped while opening it"))?
+            .map_err(open_error)?;
+        Ok(NativeDomain {
+            runner: Runner::Thread(RefCell::new(Some(jobs))),
+            time,
+        })
+    }
+
+    /// Makes the call `name` (the binding's: a surface call, `audit`,
+    /// `forget`, `domains`, `unlock`) with `args`; `input` names the input
+    /// in an input failure; `time` is the caller's clock, when the domain
+    /// has one. Answers the framed answer; a failure of the host throws.
+    #[napi(catch_unwind)]
+    pub fn call(
+        &self,
+        name: String,
+        input: String,
+        args: String,
+        time: Option<f64>,
+    ) -> napi::Result<String> {
+        let Runner::Here(handle) = &self.runner else {
+            return Err(error("this domain answers promises: use callAsync"));
+        };
+        let Ok(mut handle) = handle.try_borrow_mut() else {
+            return Err(error(
+                "a call of this domain is under way: the summarizer, ranker or tokenizer may not call its own domain",
+            ));
+        };
+        let handle = handle
+            .as_mut()
+            .ok_or_else(|| error("the domain is closed"))?;
+        if let Some(clock) = &self.time {
+            clock.set(time);
+        }
+        let answer = handle.call(&name, &input, &args);
+        if let Some(clock) = &self.time {
+            clock.set(None);
+        }
+        answer.map_err(|e| error(engram_binding::shown(&e)))
+    }
+
+    /// [`NativeDomain::call`] on the domain's thread: a promise of the
+    /// framed answer.
+    #[napi]
+    pub fn call_async<'env>(
+        &self,
+        env: &'env Env,
+        name: String,
+        input: String,
+        args: String,
+        time: Option<f64>,
+    ) -> napi::Result<Object<'env>> {
+        let Runner::Thread(jobs) = &self.runner else {
+            return Err(error("this domain answers at once: use call"));
+        };
+        let (answer, promise) = env.create_deferred()?;
+        let job = Job::Call {
+            name,
+            input,
+            args,
+            time,
+            answer,
+        };
+        if let Some(Job::Call { answer, .. }) = send(jobs.borrow().as_ref(), job) {
+            answer.reject(error("the domain is closed"));
+        }
+        Ok(promise)
+    }
+
+    /// [`NativeDomain::close`] of a domain on its own thread: a promise
+    /// settled once the domain is closed (calls made before it answered
+    /// first).
+    #[napi]
+    pub fn close_async<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
+        let (answer, promise) = env.create_deferred()?;
+        let jobs = match &self.runner {
+            Runner::Thread(jobs) => jobs.borrow_mut().take(),
+            Runner::Here(_) => None,
+        };
+        match jobs {
+            Some(jobs) => {
+                if let Some(Job::Close(answer)) = send(Some(&jobs), Job::Close(answer)) {
+                    answer.resolve(Box::new(|_| Ok(String::new())));
+                }
+            }
+            None => {
+                self.close();
+                answer.resolve(Box::new(|_| Ok(String::new())));
+            }
+        }
+        Ok(promise)
+    }
+
+    /// Closes the domain: its maintenance lock goes, and its store when no
+    /// other domain holds it. Calls under way on its thread finish first.
+    #[napi]
+    pub fn close(&self) {
+        match &self.runner {
+            Runner::Here(handle) => {
+                if let Ok(mut handle) = handle.try_borrow_mut() {
+                    handle.take();
+                }
+            }
+            Runner::Thread(jobs) => {
+                jobs.borrow_mut().take();
+            }
+        }
+    }
+}
+
+/// Sends `job` to a domain's thread: the job back when it could not go
+/// (the domain is closed).
+fn send(jobs: Option<&mpsc::Sender<Job>>, job: Job) -> Option<Job> {
+    match jobs {
+        Some(jobs) => jobs.send(job).err().map(|unsent| unsent.0),
+        None => Some(job),
+    }
+}
+
+/// Whether [`main`] runs now: the command line holds the process's
+/// standard streams while it runs.
+static RUNNING: AtomicBool = AtomicBool::new(false);
+
+/// Runs the `engram` command line `argv` (the program's name first) in
+/// this process, as the native `engram` binary does: its exit code. The
+/// package's `bin/engram.js` runs it.
+#[napi]
+pub fn main(argv: Vec<String>) -> napi::Result<u32> {
+    if RUNNING.swap(true, Ordering::SeqCst) {
+        return Err(error("the command line is already running in this process"));
+    }
+    let code = engram_binding::main(argv);
+    RUNNING.store(false, Ordering::SeqCst);
+    Ok(u32::from(code))
+}
