@@ -5,15 +5,20 @@
 //! - the Python package's wheel (`host/python`), platform-independent
 //!   (`py3-none-any`): the engine's components and the schemas are data in
 //!   it, wasmtime-py (a dependency from PyPI) runs them;
-//! - the npm package's tarball (`host/js`), the components transpiled into
-//!   it by its pinned jco; it has no runtime dependency to download;
+//! - the npm packages: `engram-memory` (`host/js`, the components
+//!   transpiled into it by its pinned jco), and its Node addon for each
+//!   platform built ([`javascript::PLATFORMS`]: linux-x64-gnu with cargo,
+//!   linux-arm64-gnu cross-built with cargo-zigbuild), each a package of its
+//!   own that `engram-memory` names as an optional dependency; nothing else
+//!   to download;
 //! - `engram-cli.wasm`, the `engram` command line as a WASI 0.2 component,
 //!   for `wasmtime run`.
 //!
 //! The library is what the build shares with the tests: the JavaScript
-//! package's npm dependencies installed and the components of this build
-//! transpiled into it ([`javascript`]), and the folder that holds those
-//! components ([`components`]).
+//! package's npm dependencies installed, the components of this build
+//! transpiled into it and its addon built beside it ([`javascript`]), the
+//! folder that holds those components ([`components`]), and the reading of
+//! an npm tarball ([`tar_entries`]).
 
 pub mod javascript;
 

@@ -1,6 +1,7 @@
 //! `cargo run -p engram-dist [-- --out DIR]`: builds the Python wheel, the
-//! npm package's tarball and `engram-cli.wasm` into `DIR` (`dist/` at the
-//! workspace's top by default) and prints each one's path and size. A
+//! npm packages (`engram-memory` and its addon's package for each platform)
+//! and `engram-cli.wasm` into `DIR` (`dist/` at the workspace's top by
+//! default) and prints each one's path and size. A
 //! failure is one line naming the step that failed (then what it printed).
 
 use anyhow::{Context, Result, bail, ensure};
@@ -12,7 +13,7 @@ use std::process::{Command, ExitCode};
 use std::time::Instant;
 
 /// Builds what a user installs into one folder: the Python wheel, the npm
-/// package's tarball and engram-cli.wasm.
+/// packages and engram-cli.wasm.
 #[derive(Parser)]
 #[command(name = "engram-dist")]
 struct Args {

@@ -1,7 +1,9 @@
 // A summarizer that asks a model: each turn's message and response go to
 // an HTTP endpoint that answers `{summary, keywords}`, awaited inside the
-// cycle. It needs a domain opened with `{async: true}` (JSPI: Node 24 and
-// later, workerd, Chromium, Firefox):
+// cycle. It needs a domain opened with `{async: true}`: in Node the addon runs
+// the domain on a thread of its own and awaits the summarizer's promise on
+// the JavaScript thread (any Node from 20 up); in a browser or a Worker, the
+// JSPI build (workerd, Chromium, Firefox):
 //
 //   import { open } from 'engram-memory';
 //   import { modelSummarizer } from './model-summarizer.js';

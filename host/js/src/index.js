@@ -54,29 +54,45 @@ export class EngramRefusedError extends Error {
   }
 }
 
-/**
- * The text of a framed answer (`V`, then the text), or the error its
- * frame says it is (`I`: an input failure, `R`: a refusal).
- * @param {string} framed
- * @returns {string}
- */
-function answered(framed) {
+/** The error a framed answer that is no value says it is (`I`: an input failure, `R`: a refusal). */
+function failureOf(framed) {
   const text = framed.slice(1);
-  switch (framed[0]) {
-    case 'V':
-      return text;
-    case 'I':
-      throw new EngramInputError(text);
-    case 'R':
-      throw new EngramRefusedError(text);
+  switch (framed.charCodeAt(0)) {
+    case 0x49: // I
+      return new EngramInputError(text);
+    case 0x52: // R
+      return new EngramRefusedError(text);
     default:
-      throw new Error(`the host answered something other than an answer: ${framed.slice(0, 80)}`);
+      return new Error(`the host answered something other than an answer: ${framed.slice(0, 80)}`);
   }
 }
 
-/** The lines of an answer's text. */
-function lines(text) {
-  return text === '' ? [] : text.split('\n').map(parse);
+/**
+ * The value of a framed answer (`V`, then its JSON text; `L` when the text
+ * holds a run of 16 digits or more, where integers beyond 2^53 may be,
+ * which come back exact as BigInt), parsed; or the error its frame says it
+ * is.
+ * @param {string} framed
+ * @returns {any}
+ */
+function valueOf(framed) {
+  switch (framed.charCodeAt(0)) {
+    case 0x56: // V
+      return JSON.parse(framed.slice(1));
+    case 0x4c: // L
+      return parse(framed.slice(1));
+    default:
+      throw failureOf(framed);
+  }
+}
+
+/** The lines of a framed answer, each parsed as {@link valueOf} parses a value. */
+function linesOf(framed) {
+  const kind = framed.charCodeAt(0);
+  if (kind !== 0x56 && kind !== 0x4c) throw failureOf(framed);
+  const text = framed.slice(1);
+  if (text === '') return [];
+  return text.split('\n').map(kind === 0x56 ? (line) => JSON.parse(line) : parse);
 }
 
 /** The native driver (src/native.js), where this runtime loads the addon; undefined elsewhere. */
@@ -316,8 +332,8 @@ export class Domain {
   }
 
   /**
-   * Makes the call `name` of the call surface: its answer's text, or the
-   * error its answer is.
+   * Makes the call `name` of the call surface: its framed answer (`V`, `L`,
+   * `I` or `R`, then the text), or a promise of it.
    * @internal
    */
   _call(name, args, input = '') {
@@ -326,7 +342,7 @@ export class Domain {
       if (this.#async) return Promise.reject(error);
       throw error;
     }
-    return then(this.#session.call(name, input, args), answered);
+    return this.#session.call(name, input, args);
   }
 
   /** The instance's generation: a cycle begun in an earlier one is gone. @internal */
@@ -334,20 +350,13 @@ export class Domain {
     return this.#session.generation;
   }
 
-  /** Text of a batch: one request a line, or the text as given. */
-  #batchText(request, options) {
-    if (Array.isArray(request)) return { text: request.map(toText).join('\n'), batch: true };
-    return { text: toText(request), batch: options.batch ?? false };
-  }
-
-  /** The answers of `write` or `read`: one, or a list for a batch. */
-  #io(call, request, options) {
-    const { text, batch } = this.#batchText(request, options);
-    const name = batch ? `${call}-batch` : call;
-    return then(this._call(name, text, options.input ?? this.#input), (text) => {
-      const answers = lines(text);
-      return batch ? answers : answers[0];
-    });
+  /** The answers of `write` or `read` (`call`, and `batchCall` for a batch): one, or a list for a batch. */
+  #io(call, batchCall, request, options) {
+    const list = Array.isArray(request);
+    const batch = list || options.batch === true;
+    const text = list ? request.map(toText).join('\n') : toText(request);
+    const framed = this._call(batch ? batchCall : call, text, options.input ?? this.#input);
+    return then(framed, batch ? linesOf : valueOf);
   }
 
   /**
@@ -360,7 +369,7 @@ export class Domain {
    * @param {{batch?: boolean, input?: string}} [options]
    */
   write(request, options = {}) {
-    return this.#io('write', request, options);
+    return this.#io('write', 'write-batch', request, options);
   }
 
   /**
@@ -370,12 +379,12 @@ export class Domain {
    * @param {{batch?: boolean, input?: string}} [options]
    */
   read(request, options = {}) {
-    return this.#io('read', request, options);
+    return this.#io('read', 'read-batch', request, options);
   }
 
   /** A lookup's answer, parsed; its arguments an object or JSON text (`request_id` a fresh one when absent). */
   #lookup(name, args) {
-    return then(this._call(name, toText(args ?? {})), parse);
+    return then(this._call(name, toText(args ?? {})), valueOf);
   }
 
   /**
@@ -446,7 +455,7 @@ export class Domain {
     const args = { message, response };
     for (const name of ['session', 'request_id']) if (options[name] != null) args[name] = options[name];
     if (options.time != null) args.time = options.time instanceof Date ? options.time.getTime() : options.time;
-    return then(this._call('remember', stringify(args)), parse);
+    return then(this._call('remember', stringify(args)), valueOf);
   }
 
   /**
@@ -462,7 +471,7 @@ export class Domain {
   recall(question, options = {}) {
     const args = { question };
     for (const name of ['top_k', 'token_budget', 'request_id']) if (options[name] != null) args[name] = options[name];
-    return then(this._call('recall', stringify(args)), parse);
+    return then(this._call('recall', stringify(args)), valueOf);
   }
 
   /**
@@ -477,8 +486,8 @@ export class Domain {
   cycle(plan, options = {}) {
     const args = { plan: toText(plan), session: options.session, request_id: options.request_id };
     const generation = this._generation;
-    return then(this._call('cycle-begin', stringify(args)), (text) => {
-      const cycle = new Cycle(this, parse(text).cycle, generation);
+    return then(this._call('cycle-begin', stringify(args)), (framed) => {
+      const cycle = new Cycle(this, valueOf(framed).cycle, generation);
       this.#cycles.add(cycle);
       return cycle;
     });
@@ -505,7 +514,7 @@ export class Domain {
       session: turn.session ?? undefined,
       request_id: turn.request_id ?? undefined,
     };
-    return then(this._call('run-cycle', stringify(args)), lines);
+    return then(this._call('run-cycle', stringify(args)), linesOf);
   }
 
   /**
@@ -515,7 +524,7 @@ export class Domain {
    * @param {{operation?: string, outcome?: string, since?: number, until?: number, limit?: number}} [query]
    */
   audit(query = {}) {
-    return then(this._call('audit', stringify(query)), parse);
+    return then(this._call('audit', stringify(query)), valueOf);
   }
 
   /**
@@ -526,8 +535,8 @@ export class Domain {
   export() {
     const all = [];
     const page = (start) =>
-      then(this._call('export', stringify({ start, limit: EXPORT_PAGE })), (text) => {
-        const { lines: got, next } = parse(text);
+      then(this._call('export', stringify({ start, limit: EXPORT_PAGE })), (framed) => {
+        const { lines: got, next } = valueOf(framed);
         all.push(...got);
         return next === null || next === undefined ? all : page(next);
       });
@@ -542,7 +551,7 @@ export class Domain {
    * @param {Array<object|string>} lines
    */
   import(lines) {
-    return then(this._call('import', stringify(lines)), parse);
+    return then(this._call('import', stringify(lines)), valueOf);
   }
 
   /**
@@ -551,7 +560,7 @@ export class Domain {
    * trail. Answers `{agent_id, expired}`.
    */
   expire() {
-    return then(this._call('expire', ''), parse);
+    return then(this._call('expire', ''), valueOf);
   }
 
   /**
@@ -561,7 +570,7 @@ export class Domain {
    * `{agent_id, removed}`.
    */
   forget() {
-    return then(this._call('forget', ''), parse);
+    return then(this._call('forget', ''), valueOf);
   }
 
   /**
@@ -621,7 +630,7 @@ export class Cycle {
    * @param {{message?: string, response?: string}} [input]
    */
   runStage(stage, input = {}) {
-    return then(this.#call('cycle-stage', { stage, message: input.message ?? undefined, response: input.response ?? undefined }), parse);
+    return then(this.#call('cycle-stage', { stage, message: input.message ?? undefined, response: input.response ?? undefined }), valueOf);
   }
 
   /**
@@ -629,7 +638,7 @@ export class Cycle {
    * @param {string} step
    */
   output(step) {
-    return then(this.#call('cycle-output', { step }), (text) => parse(text) ?? undefined);
+    return then(this.#call('cycle-output', { step }), (framed) => valueOf(framed) ?? undefined);
   }
 
   /**
@@ -637,7 +646,7 @@ export class Cycle {
    * throws {@link EngramRefusedError} with the `{cycle_error}`.
    */
   commit() {
-    return then(this.#call('cycle-commit', {}), parse);
+    return then(this.#call('cycle-commit', {}), valueOf);
   }
 
   /** Drops the cycle; nothing not committed is persisted. */
@@ -666,7 +675,7 @@ export class Cycle {
 export async function auditTrail(store, query = {}) {
   const opened = await storeOf(store, {});
   try {
-    if (opened.kind === 'native') return parse(answered(opened.store._audit(query)));
+    if (opened.kind === 'native') return valueOf(opened.store._audit(query));
     const limit = query.limit ?? AUDIT_LIMIT;
     if (!Number.isInteger(limit) || limit < 1 || limit > MAX_AUDIT_LIMIT) {
       throw new EngramInputError(`audit: the limit must be 1 to ${MAX_AUDIT_LIMIT}`);
@@ -770,7 +779,7 @@ export async function importStore(store, lines, options = {}) {
  */
 export async function domains(store, options = {}) {
   // Any domain's instance lists them: the store is one.
-  return withDomain(store, 'engram', options, (domain) => then(domain._call('domains', ''), parse));
+  return withDomain(store, 'engram', options, (domain) => then(domain._call('domains', ''), valueOf));
 }
 
 /**
@@ -793,7 +802,7 @@ export async function forget(store, agent, options = {}) {
  * @returns {Promise<{agent_id: string, unlocked: boolean}>}
  */
 export async function unlock(store, agent) {
-  return withDomain(store, agent, {}, (domain) => then(domain._call('unlock', ''), parse));
+  return withDomain(store, agent, {}, (domain) => then(domain._call('unlock', ''), valueOf));
 }
 
 /** Runs `f` with an online domain of `agent` in `store`, closed after. */

@@ -56,19 +56,39 @@ pub enum Answer {
 }
 
 impl Answer {
-    /// The answer as one string whose first character says what it is:
-    /// `V`, `I` or `R`, then the text.
-    pub fn framed(&self) -> String {
-        let (kind, text) = match self {
+    /// The answer as one string whose first character says what it is,
+    /// then the text: `V` a value, or `L` a value whose text holds a run of
+    /// 16 digits or more (an integer beyond 2^53, which JavaScript parses
+    /// exactly only as a BigInt, may be there: a parser that cares takes
+    /// its slower path, the others read `L` as `V`); `I` an input failure;
+    /// `R` a refusal.
+    pub fn framed(self) -> String {
+        let (kind, mut text) = match self {
+            Answer::Value(text) if long_digits(&text) => ('L', text),
             Answer::Value(text) => ('V', text),
             Answer::Input(text) => ('I', text),
             Answer::Refused(text) => ('R', text),
         };
-        let mut framed = String::with_capacity(text.len() + 1);
-        framed.push(kind);
-        framed.push_str(text);
-        framed
+        text.insert(0, kind);
+        text
     }
+}
+
+/// Whether `text` holds a run of 16 ASCII digits or more: where an integer
+/// beyond 2^53 may be (the shortest such is 9007199254740993, 16 digits).
+fn long_digits(text: &str) -> bool {
+    let mut run = 0;
+    for byte in text.bytes() {
+        if byte.is_ascii_digit() {
+            run += 1;
+            if run >= 16 {
+                return true;
+            }
+        } else {
+            run = 0;
+        }
+    }
+    false
 }
 
 /// Why a lookup is made as of a time.
@@ -535,11 +555,14 @@ fn each<E: Engine, R: DeserializeOwned, A: Serialize>(
         Ok(requests) => requests,
         Err(why) => return Ok(Err(Refusal::Input(why))),
     };
-    let mut lines = Vec::with_capacity(requests.len());
-    for request in requests {
-        lines.push(line(&f(engine, request)?));
+    let mut lines = String::new();
+    for (i, request) in requests.into_iter().enumerate() {
+        if i > 0 {
+            lines.push('\n');
+        }
+        lines.push_str(&line(&f(engine, request)?));
     }
-    Ok(Ok(lines.join("\n")))
+    Ok(Ok(lines))
 }
 
 /// A cycle begun in this session and not dropped.

@@ -19,6 +19,9 @@
 //! in with it (`time`), so the engine's time is never a call into
 //! JavaScript.
 
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use engram::{Candidate, Ranker, Summarizer, Summary, Tokenizer};
 use engram_binding::{Handle, OpenError, Plugins, Store};
 use napi::bindgen_prelude::{Env, FnArgs, Function, FunctionRef, Object, Promise};

@@ -490,7 +490,7 @@ class Instance:
         answer, _, rows = answer.rpartition("\0")
         self._append_rows(rows)
         kind, text = answer[:1], answer[1:]
-        if kind == "V":
+        if kind in ("V", "L"):  # L: a value with a long run of digits, which Python parses exactly anyway
             return text
         raise Failure("input" if kind == "I" else "refused", text)
 
