@@ -15,6 +15,15 @@ pub fn cargo(workspace: &Path, target_dir: &Path) -> Command {
     let cargo = env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut command = Command::new(cargo);
     command.current_dir(workspace);
+    without_host_flags(&mut command);
+    // Not the host build's own target folder: one of the guests'.
+    command.env("CARGO_TARGET_DIR", target_dir);
+    command
+}
+
+/// `command` (a cargo run inside another build or test) without the flags
+/// and wrappers meant for the run around it (coverage, clippy).
+pub fn without_host_flags(command: &mut Command) -> &mut Command {
     for var in [
         "CARGO_ENCODED_RUSTFLAGS",
         "RUSTFLAGS",
@@ -24,8 +33,6 @@ pub fn cargo(workspace: &Path, target_dir: &Path) -> Command {
     ] {
         command.env_remove(var);
     }
-    // Not the host build's own target folder: one of the guests'.
-    command.env("CARGO_TARGET_DIR", target_dir);
     command
 }
 

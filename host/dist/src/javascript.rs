@@ -173,15 +173,7 @@ pub fn build_addon(platform: &Platform) -> Result<PathBuf> {
         .current_dir(&workspace)
         .args(["--release", "--locked", "--package", "engram-node"])
         .args(["--message-format", "json-render-diagnostics"]);
-    for var in [
-        "CARGO_ENCODED_RUSTFLAGS",
-        "RUSTFLAGS",
-        "CARGO_BUILD_RUSTFLAGS",
-        "RUSTC_WRAPPER",
-        "RUSTC_WORKSPACE_WRAPPER",
-    ] {
-        command.env_remove(var);
-    }
+    engram_build::rust_target::without_host_flags(&mut command);
     let what = format!("building the Node addon for {}", platform.name);
     let output = crate::run(&mut command, &what, "the addon's build needs cargo")?;
     let built = String::from_utf8_lossy(&output.stdout)
