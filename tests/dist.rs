@@ -1,7 +1,7 @@
 //! What `cargo run -p engram-dist` builds, installed the way a user installs
 //! it, on a `PATH` that holds no `cargo` and no `rustc` (and with
-//! `RUSTUP_TOOLCHAIN` unset): the Python wheel into a fresh virtual
-//! environment (pip may download wasmtime and nothing else), the npm
+//! `RUSTUP_TOOLCHAIN` unset): this machine's Python wheel into a fresh
+//! virtual environment (it installs nothing but itself), the npm
 //! tarball into an empty npm project under the Node the package pins (it
 //! adds nothing but itself), and the README's examples run as written on
 //! what was installed: each fenced block under a line `<!-- test: python
@@ -10,7 +10,9 @@
 //! then `engram-cli.wasm` under the pinned wasmtime CLI. The Rust block
 //! (`<!-- test: rust -->`) is `host/rust/examples/remember.rs`, run with
 //! cargo: a Rust user has it. Each example must print the memory it
-//! remembered, dated in ISO 8601, in the prompt it recalled.
+//! remembered, dated in ISO 8601, in the prompt it recalled. The wheel
+//! cross-built for aarch64 runs the Python example on its machine, under
+//! qemu-user with an arm64 Debian's CPython; the sdist builds with cargo.
 //!
 //! `ENGRAM_README` names another README to take the examples from (a path
 //! from the repository's top, or absolute). The tests need Python 3 with
@@ -72,7 +74,12 @@ fn run(command: &mut Command, what: &str, needs: &str) -> Output {
 
 /// The built artifacts.
 struct Dist {
-    wheel: PathBuf,
+    /// The Python wheel of each platform, by platform.
+    wheels: Vec<(&'static engram_dist::javascript::Platform, PathBuf)>,
+    /// The Python package's source distribution.
+    sdist: PathBuf,
+    /// The folder they are all in.
+    out: PathBuf,
     /// The npm package, `engram-memory-<version>.tgz`.
     tarball: PathBuf,
     /// Its addon for each platform, `engram-memory-<platform>-<version>.tgz`, by platform.
@@ -120,8 +127,18 @@ fn dist() -> &'static Dist {
             .iter()
             .map(|platform| (platform, find(&format!("{}-", platform.package()), ".tgz")))
             .collect();
+        let prefix = engram_dist::python::FILE_PREFIX;
+        let wheels = engram_dist::javascript::PLATFORMS
+            .iter()
+            .map(|platform| {
+                let arch = platform.target.split('-').next().unwrap();
+                (platform, find(prefix, &format!("_{arch}.whl")))
+            })
+            .collect();
         let dist = Dist {
-            wheel: find("engram_memory-", ".whl"),
+            wheels,
+            sdist: find(prefix, ".tar.gz"),
+            out: out.clone(),
             tarball: find("engram-memory-0", ".tgz"),
             platforms,
             cli: out.join("engram-cli.wasm"),
@@ -198,18 +215,27 @@ const NEEDS_PYTHON: &str =
 struct Python {
     /// Its Python.
     python: PathBuf,
-    /// The packages pip installed (names normalized: `engram-memory`).
+    /// The packages pip installed (names normalized: `engram-memory-engine`).
     installed: Vec<String>,
-    /// Where pip took the engram-memory it installed from.
+    /// Where pip took the engram-memory-engine it installed from.
     engram_from: String,
+    /// The wheel it installed: this machine's.
+    wheel: PathBuf,
 }
 
-/// A fresh virtual environment (`python3 -m venv`) with the wheel installed
-/// by pip, which reports what it installed; once per test binary.
+/// A fresh virtual environment (`python3 -m venv`) with this machine's
+/// wheel installed by pip, which reports what it installed; once per test
+/// binary.
 fn python() -> &'static Python {
     static PYTHON: OnceLock<Python> = OnceLock::new();
     PYTHON.get_or_init(|| {
         let dist = dist();
+        let wheel = dist
+            .wheels
+            .iter()
+            .find(|(platform, _)| platform.is_host())
+            .map(|(_, wheel)| wheel.clone())
+            .expect("a wheel for this machine");
         let dir = fresh("python");
         let venv = dir.join("venv");
         let path = path_without_rust();
@@ -227,7 +253,7 @@ fn python() -> &'static Python {
                 .args(["-m", "pip", "install", "--disable-pip-version-check"])
                 .args(["--no-input", "--report"])
                 .arg(&report)
-                .arg(&dist.wheel)
+                .arg(&wheel)
                 .current_dir(&dir),
             "pip install the wheel",
             NEEDS_PYTHON,
@@ -249,7 +275,7 @@ fn python() -> &'static Python {
         installed.sort();
         let engram_from = items
             .iter()
-            .find(|item| name(item) == "engram-memory")
+            .find(|item| name(item) == "engram-memory-engine")
             .and_then(|item| item["download_info"]["url"].as_str())
             .unwrap_or_default()
             .to_string();
@@ -257,6 +283,7 @@ fn python() -> &'static Python {
             python,
             installed,
             engram_from,
+            wheel,
         }
     })
 }
@@ -494,61 +521,93 @@ async def main():
 asyncio.run(main())
 "#;
 
-/// The README's MCP example, a desktop client's config line (`+      "command":
-/// …, "args": […],`): its server started in the npm project (where
-/// `npx engram-memory` finds the installed package; npm told to fetch
-/// nothing), its store put in `dir`, driven by the MCP Python SDK's client.
-fn mcp_example(what: String, body: &str, project: &Path, path: &OsString, dir: &Path) -> Ran {
-    let line = body
+/// The README's MCP example: a desktop client's config lines (`+
+/// "command": …, "args": […],`), each run: its server started as the
+/// client starts it, its store put in a folder of its own, driven by the
+/// MCP Python SDK's client. `npx` runs in the npm project (where `npx
+/// engram-memory` finds the installed package; npm told to fetch nothing);
+/// `uvx` with uv (pinned among the test requirements) told to fetch nothing
+/// and to find packages in `dist/` alone, with a cache of its own, so it
+/// installs the wheel built there.
+fn mcp_examples(what: &dyn Fn(&str) -> String, body: &str, n: usize) -> Vec<Ran> {
+    let lines: Vec<&str> = body
         .lines()
-        .find_map(|line| line.strip_prefix('+'))
-        .expect("the MCP example adds a config line");
-    let server: serde_json::Value =
-        serde_json::from_str(&format!("{{{}}}", line.trim().trim_end_matches(','))).unwrap_or_else(
-            |e| panic!("the MCP example's config line is not JSON members: {e}: {line}"),
-        );
-    let mut server = server;
-    let store = dir.join("memory.db");
-    for arg in server["args"]
-        .as_array_mut()
-        .expect("the config line has args")
-    {
-        if arg.as_str().is_some_and(|a| a.ends_with("memory.db")) {
-            *arg = serde_json::Value::String(store.to_str().unwrap().to_owned());
+        .filter_map(|line| line.strip_prefix('+'))
+        .collect();
+    assert!(!lines.is_empty(), "the MCP example adds no config line");
+    let mut runs = Vec::new();
+    for (i, line) in lines.into_iter().enumerate() {
+        let mut server: serde_json::Value =
+            serde_json::from_str(&format!("{{{}}}", line.trim().trim_end_matches(',')))
+                .unwrap_or_else(|e| {
+                    panic!("the MCP example's config line is not JSON members: {e}: {line}")
+                });
+        let dir = fresh(&format!("readme-{n}-mcp-{i}"));
+        let store = dir.join("memory.db");
+        for arg in server["args"]
+            .as_array_mut()
+            .expect("the config line has args")
+        {
+            if arg.as_str().is_some_and(|a| a.ends_with("memory.db")) {
+                *arg = serde_json::Value::String(store.to_str().unwrap().to_owned());
+            }
         }
+        let python = support::python::environment();
+        let mut client = Command::new(&python);
+        client.args(["-c", MCP_CLIENT]).arg(server.to_string());
+        let command = server["command"].as_str().unwrap_or_default().to_owned();
+        match command.as_str() {
+            "npx" => {
+                let npm = npm();
+                without_rust(&mut client, &npm.path)
+                    .arg(&npm.project)
+                    .env("npm_config_offline", "true");
+            }
+            "uvx" => {
+                // uv from the tests' environment, and nothing else of it.
+                let uv = dir.join("uv-bin");
+                std::fs::create_dir_all(&uv).unwrap();
+                std::os::unix::fs::symlink(python.with_file_name("uvx"), uv.join("uvx")).unwrap();
+                std::os::unix::fs::symlink(python.with_file_name("uv"), uv.join("uv")).unwrap();
+                without_rust(&mut client, &path_with(&uv))
+                    .arg(&dir)
+                    .env("UV_OFFLINE", "1")
+                    .env("UV_NO_INDEX", "1")
+                    .env("UV_FIND_LINKS", &dist().out)
+                    .env("UV_CACHE_DIR", dir.join("uv-cache"))
+                    .env("UV_TOOL_DIR", dir.join("uv-tools"))
+                    .env("UV_PYTHON_DOWNLOADS", "never");
+            }
+            other => {
+                panic!("the MCP example runs {other:?}, which this test does not know how to run")
+            }
+        }
+        let ran = example(what(&format!(" ({command})")), &mut client);
+        let answer: serde_json::Value = serde_json::from_str(ran.stdout.trim()).unwrap_or_default();
+        let tools = answer["tools"].as_array().map(Vec::len).unwrap_or(0);
+        let problem = if tools != 9 {
+            Some(format!(
+                "it served {tools} tools, not the knowledge graph's nine"
+            ))
+        } else if !answer["graph"]
+            .to_string()
+            .contains("booked Hotel Avenida Lisbon.")
+        {
+            Some(format!(
+                "read_graph did not answer the entity created: {}",
+                answer["graph"]
+            ))
+        } else if !store.is_file() {
+            Some(format!("the store {} was not made", store.display()))
+        } else {
+            None
+        };
+        runs.push(Ran {
+            checked: Some(problem),
+            ..ran
+        });
     }
-    let python = support::python::environment();
-    let ran = example(
-        what,
-        without_rust(&mut Command::new(python), path)
-            .args(["-c", MCP_CLIENT])
-            .arg(server.to_string())
-            .arg(project)
-            .env("npm_config_offline", "true"),
-    );
-    let answer: serde_json::Value = serde_json::from_str(ran.stdout.trim()).unwrap_or_default();
-    let tools = answer["tools"].as_array().map(Vec::len).unwrap_or(0);
-    let problem = if tools != 9 {
-        Some(format!(
-            "it served {tools} tools, not the knowledge graph's nine"
-        ))
-    } else if !answer["graph"]
-        .to_string()
-        .contains("booked Hotel Avenida Lisbon.")
-    {
-        Some(format!(
-            "read_graph did not answer the entity created: {}",
-            answer["graph"]
-        ))
-    } else if !store.is_file() {
-        Some(format!("the store {} was not made", store.display()))
-    } else {
-        None
-    };
-    Ran {
-        checked: Some(problem),
-        ..ran
-    }
+    runs
 }
 
 /// Whether `stdout` holds the README's remembered turn as a memory line of
@@ -590,26 +649,263 @@ fn the_install_steps_run_on_a_path_that_holds_no_cargo_and_no_rustc() {
     );
 }
 
+// Each wheel holds the native module of its machine (the Rust host: an ELF
+// shared object that CPython loads as `engram_memory._native`), is tagged
+// for its platform and CPython's stable ABI from 3.10, and installs nothing
+// but itself, the `engram` command with it.
 #[test]
-fn the_python_wheel_is_platform_independent_and_installs_only_wasmtime() {
+fn each_python_wheel_holds_the_module_of_its_machine_and_installs_alone_with_the_engram_command() {
     let dist = dist();
-    let name = dist.wheel.file_name().unwrap().to_string_lossy();
-    assert!(
-        name.ends_with("-py3-none-any.whl"),
-        "{name} is not tagged py3-none-any"
-    );
+    for (platform, wheel) in &dist.wheels {
+        let name = wheel.file_name().unwrap().to_string_lossy();
+        let arch = platform.target.split('-').next().unwrap();
+        assert!(
+            name.starts_with("engram_memory_engine-0.1.0-cp310-abi3-manylinux")
+                && name.ends_with(&format!("_{arch}.whl")),
+            "{name} is not tagged cp310-abi3 manylinux for {arch}"
+        );
+        let module =
+            engram_dist::python::native_module(wheel).unwrap_or_else(|e| panic!("{name}: {e:#}"));
+        let machine =
+            engram_dist::python::elf_machine(&module).unwrap_or_else(|e| panic!("{name}: {e:#}"));
+        let expected = match arch {
+            "x86_64" => 62,   // EM_X86_64
+            "aarch64" => 183, // EM_AARCH64
+            other => panic!("no ELF machine known for {other}"),
+        };
+        assert_eq!(
+            machine, expected,
+            "{name}: the module is for ELF machine {machine}"
+        );
+        assert_eq!(
+            u16::from_le_bytes([module[16], module[17]]),
+            3,
+            "{name}: a shared object (ET_DYN)"
+        );
+        assert!(
+            module
+                .windows(b"PyInit__native".len())
+                .any(|w| w == b"PyInit__native"),
+            "{name}: the module does not initialize engram_memory._native"
+        );
+        eprintln!(
+            "measured: {name} ({} bytes), its native module {} bytes",
+            std::fs::metadata(wheel).map(|m| m.len()).unwrap_or(0),
+            module.len()
+        );
+    }
     let python = python();
     assert_eq!(
         python.installed,
-        ["engram-memory", "wasmtime"],
-        "pip installed more than the wheel and wasmtime"
+        ["engram-memory-engine"],
+        "pip installed more than the wheel"
     );
+    let name = python.wheel.file_name().unwrap().to_string_lossy();
     assert!(
         python.engram_from.starts_with("file:") && python.engram_from.ends_with(&*name),
-        "pip took engram-memory from {}, not from the wheel",
+        "pip took engram-memory-engine from {}, not from the wheel",
         python.engram_from
     );
-    eprintln!("pip installed {:?}", python.installed);
+    let engram = python.python.with_file_name("engram");
+    let version = run(
+        without_rust(&mut Command::new(&engram), path_without_rust()).arg("--version"),
+        "the wheel's engram --version",
+        NEEDS_PYTHON,
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&version.stdout).trim(),
+        "engram 0.1.0"
+    );
+}
+
+// The sdist builds with cargo alone (no wasm target, no guest sources: it
+// carries the engine built) into a wheel whose `engram` answers as the
+// binary does.
+#[test]
+fn the_python_sdist_builds_with_cargo_and_runs() {
+    let dist = dist();
+    let dir = fresh("sdist");
+    let venv = dir.join("venv");
+    run(
+        Command::new("python3").args(["-m", "venv"]).arg(&venv),
+        "python3 -m venv",
+        NEEDS_PYTHON,
+    );
+    let python = venv.join("bin/python");
+    let started = Instant::now();
+    let mut install = Command::new(&python);
+    install
+        .args([
+            "-m",
+            "pip",
+            "install",
+            "--disable-pip-version-check",
+            "--no-input",
+        ])
+        .arg(&dist.sdist)
+        // maturin, the build backend, from the package index; the crates
+        // built into this build's target folder, where the crates.io
+        // dependencies are built already (the same, at the same settings).
+        .env(
+            "CARGO_TARGET_DIR",
+            Path::new(env!("CARGO_TARGET_TMPDIR")).parent().unwrap(),
+        );
+    engram_build::rust_target::without_host_flags(&mut install);
+    run(&mut install, "pip install the sdist", NEEDS_PYTHON);
+    eprintln!(
+        "measured: the sdist built and installed in {:.0} s",
+        started.elapsed().as_secs_f64()
+    );
+    let answer = run(
+        Command::new(venv.join("bin/engram"))
+            .args(["--store", "m.db", "remember", "--agent", "alice"])
+            .args(["I booked the Hotel Avenida in Lisbon.", "Lovely!"])
+            .current_dir(&dir),
+        "the sdist's engram remember",
+        NEEDS_PYTHON,
+    );
+    assert!(
+        String::from_utf8_lossy(&answer.stdout).contains("\"committed\""),
+        "{answer:?}"
+    );
+}
+
+// ---- the aarch64 wheel on its machine, under qemu-user ------------------------
+
+const NEEDS_QEMU: &str = "the aarch64 wheel runs under qemu-user, with the CPython of an arm64 Debian that debootstrap unpacks: Debian's qemu-user-static and debootstrap packages (this test installs them with apt-get when it runs as root), and deb.debian.org for the arm64 packages";
+
+/// An arm64 Debian 12 with its python3, unpacked under the target folder
+/// once and kept: debootstrap's first stage (`--foreign`), which fetches
+/// and unpacks the base packages without running any of them, then every
+/// package it fetched (python3's among them) unpacked with dpkg-deb.
+fn arm64_debian() -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("arm64-debian");
+    let unpacked = dir.join(".unpacked");
+    if unpacked.exists() {
+        return dir;
+    }
+    let debootstrap = "/usr/sbin/debootstrap";
+    assert!(
+        support::debian_package(debootstrap, "debootstrap"),
+        "no {debootstrap}: {NEEDS_QEMU}"
+    );
+    if dir.exists() {
+        std::fs::remove_dir_all(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+    }
+    run(
+        Command::new(debootstrap)
+            .args(["--foreign", "--arch=arm64", "--variant=minbase"])
+            .args(["--include=python3", "bookworm"])
+            .arg(&dir)
+            .arg("http://deb.debian.org/debian"),
+        "debootstrap --foreign of an arm64 Debian 12",
+        NEEDS_QEMU,
+    );
+    // The first stage leaves the packages it did not unpack (python3 and
+    // what it needs) in apt's cache; dpkg-deb unpacks every one it fetched.
+    let archives = dir.join("var/cache/apt/archives");
+    let mut debs: Vec<PathBuf> = std::fs::read_dir(&archives)
+        .unwrap_or_else(|e| panic!("{}: {e}", archives.display()))
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.extension().is_some_and(|ext| ext == "deb"))
+        .collect();
+    debs.sort();
+    let started = Instant::now();
+    for deb in &debs {
+        let output = Command::new("dpkg-deb")
+            .arg("-x")
+            .arg(deb)
+            .arg(&dir)
+            .output()
+            .unwrap_or_else(|e| panic!("dpkg-deb: {e}: {NEEDS_QEMU}"));
+        assert!(
+            output.status.success(),
+            "dpkg-deb -x {}: {}: {}",
+            deb.display(),
+            output.status,
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    eprintln!(
+        "dpkg-deb -x of {} packages: {:.1} s",
+        debs.len(),
+        started.elapsed().as_secs_f64()
+    );
+    std::fs::write(&unpacked, "").unwrap();
+    dir
+}
+
+// The aarch64 wheel, cross-built with zig, runs on its machine: under
+// qemu-user, an arm64 CPython 3.11 (Debian's) loads its module, which
+// compiles the engine for aarch64 and runs the README's Python example (the
+// booking recalled), and its `engram` command answers as the binary does.
+#[test]
+fn the_aarch64_python_wheel_runs_the_readme_example_under_qemu_user() {
+    let dist = dist();
+    let (_, wheel) = dist
+        .wheels
+        .iter()
+        .find(|(platform, _)| platform.target.starts_with("aarch64-"))
+        .expect("an aarch64 wheel");
+    let qemu = "/usr/bin/qemu-aarch64-static";
+    assert!(
+        support::debian_package(qemu, "qemu-user-static"),
+        "no {qemu}: {NEEDS_QEMU}"
+    );
+    let debian = arm64_debian();
+    let dir = fresh("aarch64");
+    // A wheel is a zip of what pip puts into site-packages.
+    let site = dir.join("site-packages");
+    run(
+        Command::new("python3")
+            .args(["-m", "zipfile", "-e"])
+            .arg(wheel)
+            .arg(&site),
+        "unpacking the aarch64 wheel",
+        NEEDS_PYTHON,
+    );
+    let (_, text) = readme();
+    let example = examples(&text)
+        .into_iter()
+        .find(|(kind, _)| *kind == "python")
+        .map(|(_, body)| body)
+        .expect("the README's Python example");
+    std::fs::write(dir.join("example.py"), example).unwrap();
+    // qemu-user runs the arm64 python3.11 with the Debian folder as the
+    // root its absolute paths are looked up in first (`-L`).
+    let python = |what: &str, args: &[&str]| {
+        let mut command = Command::new(qemu);
+        command
+            .arg("-L")
+            .arg(&debian)
+            .arg(debian.join("usr/bin/python3.11"))
+            .args(args)
+            .env("PYTHONPATH", &site)
+            .env("ENGRAM_CACHE_DIR", dir.join("cache"))
+            .env_remove("ENGRAM_STORE")
+            .env_remove("ENGRAM_AGENT")
+            .current_dir(&dir);
+        run(&mut command, what, NEEDS_QEMU)
+    };
+    let machine = python(
+        "platform.machine() under qemu-aarch64",
+        &["-c", "import platform; print(platform.machine())"],
+    );
+    assert_eq!(String::from_utf8_lossy(&machine.stdout).trim(), "aarch64");
+    let ran = python("the README's Python example on aarch64", &["example.py"]);
+    let stdout = String::from_utf8_lossy(&ran.stdout);
+    assert!(
+        recalled_the_booking(&stdout),
+        "the example did not recall the booking:\n{stdout}"
+    );
+    let version = python(
+        "the aarch64 wheel's engram --version",
+        &["-m", "engram_memory._cli", "--version"],
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&version.stdout).trim(),
+        "engram 0.1.0"
+    );
 }
 
 #[test]
@@ -827,11 +1123,7 @@ fn the_readme_examples_run_from_the_installed_artifacts_without_cargo() {
                         .current_dir(&dir),
                 ));
             }
-            "mcp" => {
-                let npm = npm();
-                let dir = fresh(&format!("readme-{n}-mcp"));
-                runs.push(mcp_example(what(""), body, &npm.project, &npm.path, &dir));
-            }
+            "mcp" => runs.extend(mcp_examples(&what, body, n)),
             _ => {
                 let engrams = [
                     (
@@ -884,7 +1176,7 @@ fn the_readme_examples_run_from_the_installed_artifacts_without_cargo() {
 #[test]
 fn io_w2_from_the_installed_packages_remember_twice_with_one_request_id_stores_one_memory() {
     let script_py = r#"
-from engram import Engram
+from engram_memory import Engram
 alice = Engram("engram.db").open("alice")
 first = alice.remember("I booked the Hotel Avenida in Lisbon.", "Lovely!", request_id="turn-1")
 again = alice.remember("I booked the Hotel Avenida in Lisbon.", "Lovely!", request_id="turn-1")

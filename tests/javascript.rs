@@ -13,7 +13,7 @@
 mod support;
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
 use support::javascript::{npm, ready};
 use support::postgres_test;
@@ -77,30 +77,8 @@ fn chromium() -> String {
         );
         return path;
     }
-    let root = std::fs::read_to_string("/proc/self/status").is_ok_and(|status| {
-        status
-            .lines()
-            .find_map(|line| line.strip_prefix("Uid:"))
-            .and_then(|ids| ids.split_whitespace().nth(1))
-            == Some("0")
-    });
-    if !Path::new(CHROMIUM).exists() && root && Path::new("/usr/bin/apt-get").exists() {
-        eprintln!(
-            "{CHROMIUM} is missing: installing Debian's chromium package (apt-get update; apt-get install -y --no-install-recommends chromium)"
-        );
-        for args in [
-            &["update"][..],
-            &["install", "-y", "--no-install-recommends", "chromium"],
-        ] {
-            let status = Command::new("apt-get")
-                .args(args)
-                .env("DEBIAN_FRONTEND", "noninteractive")
-                .status();
-            eprintln!("apt-get {}: {status:?}", args.join(" "));
-        }
-    }
     assert!(
-        Path::new(CHROMIUM).exists(),
+        support::debian_package(CHROMIUM, "chromium"),
         "headless Chromium is missing: no {CHROMIUM}; install Debian's chromium package (apt-get install chromium) or set ENGRAM_CHROMIUM to a Chromium"
     );
     CHROMIUM.to_owned()

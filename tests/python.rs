@@ -2,12 +2,12 @@
 //! environment of its own (under this build's target folder) gets the
 //! pinned test requirements (`host/python/requirements-test.txt`, installed
 //! again only when that file changed) and the package itself, installed by
-//! pip from its folder with the components this build made (`engram-host-components`'s
-//! build script); then the package's pytest suite runs against the
-//! installed package: the shared scenarios over SQLite, in memory and on
-//! PostgreSQL, the store format shared with the `engram` command line (this
-//! crate's binary), two processes writing one file or one PostgreSQL
-//! domain, plug-in algorithms. Nothing may be skipped but the PostgreSQL
+//! pip from its folder (its build backend, maturin, builds the native module:
+//! the Rust host); then the package's pytest suite runs against the
+//! installed package: the shared scenarios over SQLite, in memory, on
+//! PostgreSQL and on a store written in Python, the store format shared with
+//! the `engram` command line (this crate's binary), processes writing one
+//! file or one PostgreSQL domain, plug-in algorithms. Nothing may be skipped but the PostgreSQL
 //! cases when `ENGRAM_TEST_POSTGRES_URL` names no database, and those are
 //! counted. The package's code is also held to its linter and formatter
 //! (ruff, configured in `pyproject.toml`) and its type checker (mypy).
@@ -125,7 +125,7 @@ fn io_w2_a_write_from_node_retried_from_python_and_the_cli_with_keys_reordered_a
     py.args([
         "-c",
         "import json, sys\n\
-         from engram import Engram\n\
+         from engram_memory import Engram\n\
          with Engram(sys.argv[1]) as engram:\n    \
              domain = engram.open('alice')\n    \
              print(json.dumps(domain.write(json.loads(sys.argv[2]))))\n    \
@@ -234,7 +234,7 @@ process.stdin.once('data', () => {
 
 const PYTHON_SHARED: &str = r#"
 import json, sys
-from engram import Engram
+from engram_memory import Engram
 store, agent, name, n = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 with Engram(store) as engram:
     domain = engram.open(agent)

@@ -9,25 +9,24 @@ use engram_build::{Build, rust_target};
 const TARGET: &str = "wasm32-unknown-unknown";
 const PROFILE: &str = "guest";
 
+/// The engine built already, beside this crate's manifest: what a source
+/// distribution (the Python package's sdist) carries instead of `guest/`.
+const PREBUILT: &str = "engram.wasm";
+
 fn main() -> Result<()> {
     let Build { out_dir, workspace } = Build::new(&["guest/src", "guest/Cargo.toml", "wit"])?;
-
-    rust_target::ensure(TARGET, "the engine")?;
-    let target_dir = out_dir.join("guest-target");
-    let mut build = rust_target::cargo(&workspace, &target_dir);
-    build
-        .args(["rustc", "--package", "engram-guest", "--lib"])
-        .args(["--crate-type", "cdylib", "--target", TARGET])
-        .args(["--profile", PROFILE]);
-    rust_target::run(build, "the engine", TARGET)?;
-
-    let module_path = target_dir
-        .join(TARGET)
-        .join(PROFILE)
-        .join("engram_guest.wasm");
-    let module = std::fs::read(&module_path)
-        .with_context(|| format!("reading {}", module_path.display()))?;
-    let component = engram_build::componentize(&module).context("the engine")?;
+    let prebuilt = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(PREBUILT);
+    let component = if workspace.join("guest/Cargo.toml").is_file() {
+        build(&workspace, &out_dir)?
+    } else {
+        println!("cargo:rerun-if-changed={}", prebuilt.display());
+        std::fs::read(&prebuilt).with_context(|| {
+            format!(
+                "reading {}: a tree without guest/ (a source distribution) carries the engine built",
+                prebuilt.display()
+            )
+        })?
+    };
     let component_path = out_dir.join("engram.wasm");
     // The compiled-engine cache names its file by this hash, so a start
     // need not hash the embedded component.
@@ -42,4 +41,24 @@ fn main() -> Result<()> {
     // `DEP_ENGRAM_COMPONENT_PATH`.
     println!("cargo::metadata=path={}", component_path.display());
     Ok(())
+}
+
+/// The engine built from `guest/` and encoded as a component.
+fn build(workspace: &std::path::Path, out_dir: &std::path::Path) -> Result<Vec<u8>> {
+    rust_target::ensure(TARGET, "the engine")?;
+    let target_dir = out_dir.join("guest-target");
+    let mut build = rust_target::cargo(workspace, &target_dir);
+    build
+        .args(["rustc", "--package", "engram-guest", "--lib"])
+        .args(["--crate-type", "cdylib", "--target", TARGET])
+        .args(["--profile", PROFILE]);
+    rust_target::run(build, "the engine", TARGET)?;
+
+    let module_path = target_dir
+        .join(TARGET)
+        .join(PROFILE)
+        .join("engram_guest.wasm");
+    let module = std::fs::read(&module_path)
+        .with_context(|| format!("reading {}", module_path.display()))?;
+    engram_build::componentize(&module).context("the engine")
 }

@@ -457,6 +457,38 @@ pub fn engram_cli(store: impl AsRef<std::ffi::OsStr>, args: &[&str], stdin: &str
     child.wait_with_output().unwrap()
 }
 
+/// Whether `path` exists, after installing Debian's `package` with apt-get
+/// (`update`, then `install -y --no-install-recommends`) when it is missing
+/// and this process runs as root where apt-get is. The tests that run a
+/// tool from Debian's packages take it this way, and fail saying what is
+/// missing when it is not there.
+pub fn debian_package(path: &str, package: &str) -> bool {
+    let root = std::fs::read_to_string("/proc/self/status").is_ok_and(|status| {
+        status
+            .lines()
+            .find_map(|line| line.strip_prefix("Uid:"))
+            .and_then(|ids| ids.split_whitespace().nth(1))
+            == Some("0")
+    });
+    let apt = std::path::Path::new("/usr/bin/apt-get");
+    if !std::path::Path::new(path).exists() && root && apt.exists() {
+        eprintln!(
+            "{path} is missing: installing Debian's {package} package (apt-get update; apt-get install -y --no-install-recommends {package})"
+        );
+        for args in [
+            &["update"][..],
+            &["install", "-y", "--no-install-recommends", package],
+        ] {
+            let status = Command::new(apt)
+                .args(args)
+                .env("DEBIAN_FRONTEND", "noninteractive")
+                .status();
+            eprintln!("apt-get {}: {status:?}", args.join(" "));
+        }
+    }
+    std::path::Path::new(path).exists()
+}
+
 // ---- builders ----------------------------------------------------------------
 
 /// Writes `n` rounds of every kind of record into `agent`'s domain: events

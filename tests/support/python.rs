@@ -1,8 +1,9 @@
 //! The Python package (`host/python`) made ready to run: a virtual
 //! environment of its own under this build's target folder with the pinned
-//! test requirements (`host/python/requirements-test.txt`: pytest, ruff,
-//! mypy, the MCP Python SDK), the package installed into it as a user
-//! installs it, and the peers the tests compare with (`tests/peers`).
+//! test requirements (`host/python/requirements-test.txt`: maturin, pytest,
+//! ruff, mypy, the MCP Python SDK), the package installed into it as a user
+//! installs it (its native module built by cargo), and the peers the tests
+//! compare with (`tests/peers`).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -80,12 +81,10 @@ pub fn installed() -> PathBuf {
 
 fn install() -> PathBuf {
     let python = environment();
-    let wasm_dir = Path::new(engram_host_components::HOST).parent().unwrap();
-    // The package as a user installs it (pip builds it from its folder),
-    // with the components of this build.
-    // setuptools builds in the package's `build/`: a fresh one each time, so
-    // nothing of an earlier build is packaged.
-    let _ = std::fs::remove_dir_all(package().join("build"));
+    // The package as a user installs it from a checkout: pip runs its build
+    // backend, maturin (pinned among the test requirements), which builds the
+    // native module with cargo, release, into the workspace's target folder
+    // (where the Node addon's build left the same dependencies built).
     let mut install = Command::new(&python);
     install
         .args([
@@ -98,9 +97,21 @@ fn install() -> PathBuf {
         ])
         .args(["--no-deps", "--no-build-isolation", "--force-reinstall"])
         .arg(package())
-        .env("ENGRAM_WASM_DIR", wasm_dir);
+        // The backend runs the `maturin` of the PATH: the environment's.
+        .env(
+            "PATH",
+            with_first(python.parent().expect("the environment's bin")),
+        );
+    engram_build::rust_target::without_host_flags(&mut install);
     run(install, "pip install host/python");
     python
+}
+
+/// The `PATH` of this process with `dir` first.
+fn with_first(dir: &Path) -> std::ffi::OsString {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let dirs = std::iter::once(dir.to_path_buf()).chain(std::env::split_paths(&path));
+    std::env::join_paths(dirs).expect("a PATH")
 }
 
 /// The peers the tests compare with (`tests/peers`: the reference MCP
@@ -187,11 +198,10 @@ pub fn pytest(tests: &[&str], engram: &Path, figures: &str) -> Report {
         .current_dir(package())
         .env("ENGRAM_BIN", engram)
         .env("ENGRAM_REFERENCE_MEMORY", peers())
-        .env("ENGRAM_TEST_FIGURES", &figures)
-        // The installed package's own components, not a checkout's. The
-        // PostgreSQL cases run against the database ENGRAM_TEST_POSTGRES_URL
-        // names (inherited), each in schemas of its own.
-        .env_remove("ENGRAM_WASM_DIR");
+        // The PostgreSQL cases run against the database
+        // ENGRAM_TEST_POSTGRES_URL names (inherited), each in schemas of its
+        // own.
+        .env("ENGRAM_TEST_FIGURES", &figures);
     let output = pytest.output().expect("running pytest");
     let report = String::from_utf8_lossy(&output.stdout);
     let summary = report.lines().last().unwrap_or_default();

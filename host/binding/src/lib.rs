@@ -20,20 +20,22 @@
 //! | `domains` | nothing | the agents whose domains hold anything in the store, a JSON array |
 //! | `unlock` | nothing | `{"agent_id","unlocked"}`: the domain's maintenance lock broken, whoever held it |
 //!
-//! An answer is framed ([`Answer::framed`]): `V`, `I` (an input failure)
-//! or `R` (a refusal) then its text. A failure of the host (the store, the
-//! engine's instance) is an `Err`, its words on one line.
+//! An answer is framed ([`Answer::framed`]): `V` (or `L`, a value that may
+//! hold integers beyond 2^53), `I` (an input failure) or `R` (a refusal)
+//! then its text. A failure of the host (the store, the engine's instance)
+//! is a [`Failure`], its words on one line.
 
 use anyhow::{Context, Result, anyhow};
 use engram::audit::{AuditQuery, Operation, Outcome};
-use engram::{Clock, Config, Domain, Engram, Mode, Ranker, Summarizer, Tokenizer};
+use engram::{Candidate, Config, Domain, Engram, Mode, Ranker, Summarizer, Summary, Tokenizer};
 pub use engram_model::surface::Answer;
 use engram_model::surface::Session;
 use engram_store::settings::{Access, Settings};
 use engram_store::{PostgresOptions, SqliteOptions, Storage, Synchronous};
 use serde::Deserialize;
-use serde_json::json;
+use serde_json::{Value, json};
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -120,6 +122,17 @@ impl Store {
     pub fn memory() -> Self {
         Store {
             storage: Storage::memory(),
+        }
+    }
+
+    /// A store a caller supplies in its own language: its backend and the
+    /// audit trail beside it (often the same object).
+    pub fn from_parts(
+        backend: Arc<dyn engram::Backend>,
+        audit: Arc<dyn engram::AuditSink>,
+    ) -> Self {
+        Store {
+            storage: Storage { backend, audit },
         }
     }
 
@@ -267,8 +280,200 @@ pub struct Plugins {
     pub ranker: Option<Arc<dyn Ranker>>,
     /// What counts a prompt's tokens for a token budget.
     pub tokenizer: Option<Arc<dyn Tokenizer>>,
-    /// The domain's time, ms since the epoch.
-    pub clock: Option<Clock>,
+    /// Whether the caller has a clock of its own: it reads it as each call
+    /// begins and hands the time in with the call ([`Handle::call`]), so
+    /// the engine's time is never a call back into the caller's language.
+    pub clock: bool,
+}
+
+/// How a package reaches the algorithms its caller gave: one function,
+/// `kind` (`summarize`, `rank` or `count-tokens`) and the arguments' JSON
+/// text in, the answer's JSON text out framed `V…`, or `E<why>`.
+pub trait Dispatch: Send + Sync {
+    /// The framed answer of the caller's `kind` for `args`, or why it could
+    /// not be reached.
+    fn dispatch(&self, kind: &str, args: String) -> Result<String, String>;
+}
+
+/// The caller's algorithms behind a [`Dispatch`], as the engine calls them.
+struct Dispatched(Arc<dyn Dispatch>);
+
+impl Dispatched {
+    /// The answer of the caller's `kind` for `args`, or why not.
+    fn call(&self, kind: &str, args: Value) -> Result<Value, String> {
+        let framed = self.0.dispatch(kind, args.to_string())?;
+        match framed.split_at_checked(1) {
+            Some(("V", text)) => {
+                serde_json::from_str(text).map_err(|e| format!("the {kind} answered {e}"))
+            }
+            Some(("E", why)) => Err(why.to_owned()),
+            _ => Err(format!(
+                "the {kind} answered something other than its answer"
+            )),
+        }
+    }
+
+    /// `value` as a list of strings, or none.
+    fn strings(value: &Value) -> Option<Vec<String>> {
+        value
+            .as_array()?
+            .iter()
+            .map(|s| s.as_str().map(str::to_owned))
+            .collect()
+    }
+}
+
+impl Summarizer for Dispatched {
+    fn summarize(&self, message: &str, response: Option<&str>) -> Result<Summary, String> {
+        let answer = self.call("summarize", json!([message, response]))?;
+        let summary = answer["summary"]
+            .as_str()
+            .ok_or("the summarizer answered no string `summary`")?;
+        let keywords = Self::strings(&answer["keywords"])
+            .ok_or("the summarizer answered no list of strings `keywords`")?;
+        Ok(Summary {
+            summary: summary.to_owned(),
+            keywords,
+        })
+    }
+}
+
+impl Ranker for Dispatched {
+    fn rank(
+        &self,
+        keywords: &[String],
+        candidates: &[Candidate],
+        k: u32,
+    ) -> Result<Vec<String>, String> {
+        let candidates: Vec<Value> = candidates
+            .iter()
+            .map(|c| {
+                json!({"id": c.id, "summary": c.summary, "keywords": c.keywords,
+                    "timestamp": c.timestamp.to_string()})
+            })
+            .collect();
+        let answer = self.call("rank", json!([keywords, candidates, k]))?;
+        Self::strings(&answer).ok_or_else(|| "the ranker answered no list of ids".to_owned())
+    }
+}
+
+impl Tokenizer for Dispatched {
+    fn count_tokens(&self, text: &str) -> Result<u32, String> {
+        self.call("count-tokens", json!([text]))?
+            .as_u64()
+            .and_then(|n| u32::try_from(n).ok())
+            .ok_or_else(|| "the tokenizer answered no whole number of tokens".to_owned())
+    }
+}
+
+/// The engine's own summarizer, ranker and tokenizer (every host's
+/// defaults), reached as a caller's are: `kind` and the arguments' JSON
+/// text in, the answer framed `V…` or `E<why>` (see [`Dispatch`]); for a
+/// package that hands them to its callers to wrap or combine.
+#[derive(Default)]
+pub struct Builtin(Config);
+
+impl Dispatch for Builtin {
+    fn dispatch(&self, kind: &str, args: String) -> Result<String, String> {
+        let Config {
+            summarizer,
+            ranker,
+            tokenizer,
+            ..
+        } = &self.0;
+        let args: Value = serde_json::from_str(&args).map_err(|e| format!("{kind}: {e}"))?;
+        let text = |value: &Value| value.as_str().map(str::to_owned);
+        let answer = match kind {
+            "summarize" => {
+                let message = text(&args[0]).ok_or("summarize: the message is no string")?;
+                let response = text(&args[1]);
+                summarizer
+                    .summarize(&message, response.as_deref())
+                    .map(|s| json!({"summary": s.summary, "keywords": s.keywords}))
+            }
+            "rank" => {
+                let keywords = Dispatched::strings(&args[0]).ok_or("rank: no list of keywords")?;
+                let candidates = args[1]
+                    .as_array()
+                    .and_then(|candidates| {
+                        candidates.iter().map(candidate).collect::<Option<Vec<_>>>()
+                    })
+                    .ok_or("rank: no list of candidates {id, summary, keywords, timestamp}")?;
+                let k = args[2]
+                    .as_u64()
+                    .and_then(|k| u32::try_from(k).ok())
+                    .ok_or("rank: k is no whole number")?;
+                ranker.rank(&keywords, &candidates, k).map(|ids| json!(ids))
+            }
+            "count-tokens" => {
+                let text = text(&args[0]).ok_or("count-tokens: the text is no string")?;
+                tokenizer.count_tokens(&text).map(|n| json!(n))
+            }
+            other => return Err(format!("no algorithm {other:?}")),
+        };
+        Ok(match answer {
+            Ok(value) => format!("V{value}"),
+            Err(why) => format!("E{why}"),
+        })
+    }
+}
+
+/// A ranker's candidate of its JSON form (`timestamp` a number or its
+/// decimal text).
+fn candidate(value: &Value) -> Option<Candidate> {
+    let timestamp = &value["timestamp"];
+    Some(Candidate {
+        id: value["id"].as_str()?.to_owned(),
+        summary: value["summary"].as_str()?.to_owned(),
+        keywords: Dispatched::strings(&value["keywords"])?,
+        timestamp: timestamp
+            .as_i64()
+            .or_else(|| timestamp.as_str()?.parse().ok())?,
+    })
+}
+
+impl Plugins {
+    /// The algorithms `given` names (`summarizer`, `ranker`, `tokenizer`),
+    /// each reached through `dispatch`; `clock` as [`Plugins::clock`].
+    pub fn dispatched(dispatch: Option<Arc<dyn Dispatch>>, given: &[String], clock: bool) -> Self {
+        let mut plugins = Plugins {
+            clock,
+            ..Plugins::default()
+        };
+        if let Some(dispatch) = dispatch {
+            let gives = |name: &str| given.iter().any(|g| g == name);
+            let algorithms = || Arc::new(Dispatched(dispatch.clone()));
+            if gives("summarizer") {
+                plugins.summarizer = Some(algorithms());
+            }
+            if gives("ranker") {
+                plugins.ranker = Some(algorithms());
+            }
+            if gives("tokenizer") {
+                plugins.tokenizer = Some(algorithms());
+            }
+        }
+        plugins
+    }
+}
+
+/// The time the caller's clock gave for the call under way; `i64::MIN`
+/// between calls (the system's clock then).
+struct CallTime(AtomicI64);
+
+impl CallTime {
+    const UNSET: i64 = i64::MIN;
+
+    fn set(&self, time: Option<i64>) {
+        self.0.store(time.unwrap_or(Self::UNSET), Ordering::SeqCst);
+    }
+
+    fn get(&self) -> i64 {
+        match self.0.load(Ordering::SeqCst) {
+            Self::UNSET => engram::system_time_ms(),
+            time => time,
+        }
+    }
 }
 
 /// Why a domain could not be opened.
@@ -276,26 +481,87 @@ pub struct Plugins {
 pub enum OpenError {
     /// The settings are not valid: why.
     Invalid(String),
-    /// The store or the engine failed (a maintenance lock someone else
-    /// holds among them): why, on one line.
+    /// Someone else holds the domain's maintenance lock: who, since when.
+    Locked(String),
+    /// The store or the engine failed: why, on one line.
     Failed(String),
 }
 
 impl std::fmt::Display for OpenError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            OpenError::Invalid(why) | OpenError::Failed(why) => f.write_str(why),
+            OpenError::Invalid(why) | OpenError::Locked(why) | OpenError::Failed(why) => {
+                f.write_str(why)
+            }
         }
     }
 }
 
 impl std::error::Error for OpenError {}
 
+/// Why a call did not answer: a failure of the host, on one line.
+#[derive(Debug)]
+pub enum Failure {
+    /// The domain's instance stopped during the call (it ran past its
+    /// time, grew past its memory, trapped, or a call of the host failed):
+    /// the next call gets a fresh one ([`engram::Stopped`]).
+    Stopped(String),
+    /// A maintenance lock someone else holds kept the call out.
+    Locked(String),
+    /// The store, or the host around the engine, failed.
+    Failed(String),
+}
+
+impl Failure {
+    /// The failure of `error`, by what it is.
+    fn of(error: &anyhow::Error) -> Self {
+        let why = shown(error);
+        if error.downcast_ref::<engram::Stopped>().is_some() {
+            Failure::Stopped(why)
+        } else if error
+            .downcast_ref::<engram::maintenance::Locked>()
+            .is_some()
+        {
+            Failure::Locked(why)
+        } else {
+            Failure::Failed(why)
+        }
+    }
+
+    /// What failed, on one line.
+    pub fn message(&self) -> &str {
+        match self {
+            Failure::Stopped(why) | Failure::Locked(why) | Failure::Failed(why) => why,
+        }
+    }
+
+    /// The failure framed as the answers are: `S` (stopped), `K` (locked)
+    /// or `F` (failed), then why.
+    pub fn framed(&self) -> String {
+        let kind = match self {
+            Failure::Stopped(_) => 'S',
+            Failure::Locked(_) => 'K',
+            Failure::Failed(_) => 'F',
+        };
+        format!("{kind}{}", self.message())
+    }
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.message())
+    }
+}
+
+impl std::error::Error for Failure {}
+
 /// One agent's domain, open: its calls by name.
 pub struct Handle {
     session: Session<Domain>,
     storage: Storage,
     agent: String,
+    /// The caller's clock's time for the call under way, when it has one.
+    time: Option<Arc<CallTime>>,
 }
 
 impl Handle {
@@ -305,7 +571,10 @@ impl Handle {
         let settings = Settings::parse(settings).map_err(|why| {
             OpenError::Invalid(why.strip_prefix("invalid: ").unwrap_or(&why).to_owned())
         })?;
-        let failed = |e: anyhow::Error| OpenError::Failed(shown(&e));
+        let failed = |e: anyhow::Error| match Failure::of(&e) {
+            Failure::Locked(why) => OpenError::Locked(why),
+            other => OpenError::Failed(other.message().to_owned()),
+        };
         let engine = engine(settings.limits.max_memory_bytes).map_err(failed)?;
         let mode = match settings.mode {
             Access::Online => Mode::Online,
@@ -332,13 +601,18 @@ impl Handle {
         if let Some(tokenizer) = plugins.tokenizer {
             domain = domain.with_tokenizer(tokenizer);
         }
-        if let Some(clock) = plugins.clock {
-            domain = domain.with_clock(clock);
+        let time = plugins
+            .clock
+            .then(|| Arc::new(CallTime(AtomicI64::new(CallTime::UNSET))));
+        if let Some(time) = &time {
+            let time = time.clone();
+            domain = domain.with_clock(Arc::new(move || time.get()));
         }
         Ok(Handle {
             session: Session::new(domain),
             storage,
             agent: settings.agent,
+            time,
         })
     }
 
@@ -348,11 +622,31 @@ impl Handle {
     }
 
     /// Makes the call `name` with `args` (`input` names the input in an
-    /// input failure of `write` and `read`): the framed answer
+    /// input failure of `write` and `read`; `time` is the caller's clock's,
+    /// when the domain was opened with one): the framed answer
     /// ([`Answer::framed`]), or the host's failure. A failure that stopped
     /// the engine's instance also ends the cycles begun in it.
-    pub fn call(&mut self, name: &str, input: &str, args: &str) -> Result<String> {
-        let answer = match name {
+    pub fn call(
+        &mut self,
+        name: &str,
+        input: &str,
+        args: &str,
+        time: Option<i64>,
+    ) -> Result<String, Failure> {
+        if let Some(clock) = &self.time {
+            clock.set(time);
+        }
+        let answer = self.answer(name, input, args);
+        if let Some(clock) = &self.time {
+            clock.set(None);
+        }
+        answer
+            .map(Answer::framed)
+            .map_err(|error| Failure::of(&error))
+    }
+
+    fn answer(&mut self, name: &str, input: &str, args: &str) -> Result<Answer> {
+        Ok(match name {
             "audit" => audit(&self.storage, Some(&self.agent), args)?,
             "forget" => {
                 let removed = self.session.engine().forget()?;
@@ -371,10 +665,9 @@ impl Handle {
                 if self.session.engine().restarts() != restarts {
                     self.session.lose_cycles();
                 }
-                answer.map_err(|e| anyhow!(shown(&e)))?
+                answer?
             }
-        };
-        Ok(answer.framed())
+        })
     }
 }
 

@@ -84,11 +84,15 @@ pub struct Platform {
     pub cpu: &'static str,
     /// See [`Platform::os`].
     pub libc: &'static str,
+    /// The ELF machine of the platform's shared libraries (`e_machine`: 62
+    /// for x86-64, 183 for AArch64).
+    pub elf_machine: u16,
 }
 
-/// The platforms `engram-dist` builds the addon for: this machine's kind
-/// (built and tested here) and Linux on arm64 (cross-built with zig). The
-/// others are built by the release workflow (docs/hosts.md).
+/// The platforms `engram-dist` builds the addon and the Python wheel for:
+/// this machine's kind (built and tested here) and Linux on arm64
+/// (cross-built with zig). The others are built by the release workflow
+/// (docs/hosts.md).
 pub const PLATFORMS: [Platform; 2] = [
     Platform {
         name: "linux-x64-gnu",
@@ -96,6 +100,7 @@ pub const PLATFORMS: [Platform; 2] = [
         os: "linux",
         cpu: "x64",
         libc: "glibc",
+        elf_machine: 62,
     },
     Platform {
         name: "linux-arm64-gnu",
@@ -103,6 +108,7 @@ pub const PLATFORMS: [Platform; 2] = [
         os: "linux",
         cpu: "arm64",
         libc: "glibc",
+        elf_machine: 183,
     },
 ];
 

@@ -2,9 +2,11 @@
 //! (`dist/` at the workspace's top unless `--out` names another) by `cargo
 //! run -p engram-dist`:
 //!
-//! - the Python package's wheel (`host/python`), platform-independent
-//!   (`py3-none-any`): the engine's components and the schemas are data in
-//!   it, wasmtime-py (a dependency from PyPI) runs them;
+//! - the Python package (`host/python`, `engram-memory-engine`): a wheel
+//!   per platform ([`javascript::PLATFORMS`]' Rust targets: x86_64 built
+//!   with cargo, aarch64 cross-built with zig), each carrying the native
+//!   module (the Rust host) and depending on nothing, and the source
+//!   distribution, which builds with cargo alone ([`python`]);
 //! - the npm packages: `engram-memory` (`host/js`, the components
 //!   transpiled into it by its pinned jco), and its Node addon for each
 //!   platform built ([`javascript::PLATFORMS`]: linux-x64-gnu with cargo,
@@ -17,13 +19,17 @@
 //! The library is what the build shares with the tests: the JavaScript
 //! package's npm dependencies installed, the components of this build
 //! transpiled into it and its addon built beside it ([`javascript`]), the
-//! folder that holds those components ([`components`]), and the reading of
-//! an npm tarball ([`tar_entries`]).
+//! Python package's builds ([`python`]), the folder that holds those
+//! components ([`components`]), and the reading of a tarball
+//! ([`tar_entries`]).
 
 pub mod javascript;
+pub mod python;
 
 use anyhow::{Context, Result, bail};
+use flate2::Compression;
 use flate2::read::GzDecoder;
+use flate2::write::GzEncoder;
 use std::io::ErrorKind;
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -69,50 +75,45 @@ pub fn run(command: &mut Command, what: &str, needed_for: &str) -> Result<Output
     Ok(output)
 }
 
-/// The files of a gzipped tar archive (ustar, with pax extended headers
-/// for long names, as npm writes it): each path and content.
+/// The files of a gzipped tar archive (npm's tarballs, an sdist): each
+/// path and content, in order.
 pub fn tar_entries(gzipped: &[u8]) -> Result<Vec<(String, Vec<u8>)>> {
-    let mut data = Vec::new();
-    GzDecoder::new(gzipped)
-        .read_to_end(&mut data)
-        .context("gunzip")?;
+    let mut archive = tar::Archive::new(GzDecoder::new(gzipped));
     let mut entries = Vec::new();
-    let mut long_name = None;
-    let mut at = 0;
-    while at + 512 <= data.len() {
-        let header = &data[at..at + 512];
-        if header.iter().all(|&b| b == 0) {
-            break;
+    for entry in archive.entries().context("reading the tar archive")? {
+        let mut entry = entry.context("reading an entry of the tar archive")?;
+        if !entry.header().entry_type().is_file() {
+            continue;
         }
-        let field = |start: usize, end: usize| {
-            let bytes = &header[start..end];
-            let len = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
-            String::from_utf8_lossy(&bytes[..len]).into_owned()
-        };
-        let size = usize::from_str_radix(field(124, 136).trim(), 8)
-            .with_context(|| format!("the size of the entry at byte {at}"))?;
-        let body = data
-            .get(at + 512..at + 512 + size)
-            .with_context(|| format!("the entry at byte {at} is cut short"))?;
-        match header[156] {
-            // A pax header: `<length> <key>=<value>\n` records.
-            b'x' => {
-                long_name = String::from_utf8_lossy(body)
-                    .lines()
-                    .find_map(|record| record.split_once(" path=").map(|(_, p)| p.to_owned()));
-            }
-            b'g' => {}
-            _ => {
-                let (prefix, name) = (field(345, 500), field(0, 100));
-                let path = long_name.take().unwrap_or(if prefix.is_empty() {
-                    name
-                } else {
-                    format!("{prefix}/{name}")
-                });
-                entries.push((path, body.to_vec()));
-            }
-        }
-        at += 512 + size.div_ceil(512) * 512;
+        let path = entry.path()?.to_string_lossy().into_owned();
+        let mut body = Vec::new();
+        entry
+            .read_to_end(&mut body)
+            .with_context(|| format!("reading {path} in the tar archive"))?;
+        entries.push((path, body));
     }
     Ok(entries)
+}
+
+/// Writes `entries` (paths and contents) as a gzipped tar archive at
+/// `path`, every file with mode 0644 and time 0.
+pub fn write_tar_gz(path: &Path, entries: &[(String, Vec<u8>)]) -> Result<()> {
+    let file =
+        std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?;
+    let mut archive = tar::Builder::new(GzEncoder::new(file, Compression::default()));
+    for (name, data) in entries {
+        let mut header = tar::Header::new_gnu();
+        header.set_size(data.len() as u64);
+        header.set_mode(0o644);
+        header.set_mtime(0);
+        header.set_entry_type(tar::EntryType::Regular);
+        archive
+            .append_data(&mut header, name, data.as_slice())
+            .with_context(|| format!("adding {name} to {}", path.display()))?;
+    }
+    archive
+        .into_inner()
+        .and_then(|gz| gz.finish())
+        .with_context(|| format!("writing {}", path.display()))?;
+    Ok(())
 }

@@ -1,19 +1,20 @@
-//! `cargo run -p engram-dist [-- --out DIR]`: builds the Python wheel, the
-//! npm packages (`engram-memory` and its addon's package for each platform)
-//! and `engram-cli.wasm` into `DIR` (`dist/` at the workspace's top by
+//! `cargo run -p engram-dist [-- --out DIR]`: builds the Python wheels
+//! (`engram-memory-engine`, one a platform) and sdist, the npm packages
+//! (`engram-memory` and its addon's package for each platform) and
+//! `engram-cli.wasm` into `DIR` (`dist/` at the workspace's top by
 //! default) and prints each one's path and size. A
 //! failure is one line naming the step that failed (then what it printed).
 
-use anyhow::{Context, Result, bail, ensure};
+use anyhow::{Context, Result, ensure};
 use clap::Parser;
-use engram_dist::{components, javascript, run, tar_entries, workspace};
+use engram_dist::{javascript, python, run, tar_entries, workspace};
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 use std::time::Instant;
 
-/// Builds what a user installs into one folder: the Python wheel, the npm
-/// packages and engram-cli.wasm.
+/// Builds what a user installs into one folder: the Python wheels and
+/// sdist, the npm packages and engram-cli.wasm.
 #[derive(Parser)]
 #[command(name = "engram-dist")]
 struct Args {
@@ -21,16 +22,6 @@ struct Args {
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
 }
-
-/// What the Python package carries besides its code, from [`components`]
-/// (`host/python/setup.py` copies them into `engram/wasm/`).
-const PYTHON_DATA: [&str; 5] = [
-    "engram-host.wasm",
-    "engram-host-builtin.wasm",
-    "engram-algorithms.wasm",
-    "sqlite-schema.sql",
-    "postgres-schema.sql",
-];
 
 /// The components transpiled into the npm package (`gen/<name>/`).
 const JS_COMPONENTS: [&str; 3] = ["engram-host", "engram-host-builtin", "engram-algorithms"];
@@ -55,7 +46,7 @@ fn build(out: PathBuf) -> Result<()> {
         .canonicalize()
         .with_context(|| format!("finding {}", out.display()))?;
     remove_earlier(&out)?;
-    let mut artifacts = vec![step("the Python wheel", || wheel(&out))?];
+    let mut artifacts = step("the Python wheels and sdist", || python_packages(&out))?;
     artifacts.extend(step("the npm packages", || tarball(&out))?);
     artifacts.push(step(CLI, || cli(&out))?);
     println!("{}", out.display());
@@ -85,7 +76,8 @@ fn remove_earlier(out: &Path) -> Result<()> {
     for entry in fs::read_dir(out).with_context(|| format!("listing {}", out.display()))? {
         let entry = entry?;
         let name = entry.file_name().to_string_lossy().into_owned();
-        let ours = (name.starts_with("engram_memory-") && name.ends_with(".whl"))
+        let ours = (name.starts_with(python::FILE_PREFIX)
+            && (name.ends_with(".whl") || name.ends_with(".tar.gz")))
             || (name.starts_with("engram-memory-") && name.ends_with(".tgz"))
             || name == CLI;
         if ours {
@@ -96,79 +88,37 @@ fn remove_earlier(out: &Path) -> Result<()> {
     Ok(())
 }
 
-/// `pip wheel` of `host/python` with [`components`] as `ENGRAM_WASM_DIR`
-/// (so that its `setup.py` copies them rather than running cargo), into
-/// `out`. It builds from a copy of the package's folder without the build
-/// folders an earlier install left there, whose stale files setuptools
-/// would put into the wheel.
-fn wheel(out: &Path) -> Result<PathBuf> {
-    let package = workspace().join("host/python");
-    let staging = tempfile::Builder::new()
-        .prefix("engram-dist-python")
-        .tempdir()
-        .context("creating a temporary folder")?;
-    let source = staging.path().join("python");
-    copy_sources(&package, &source)?;
-    run(
-        Command::new("python3")
-            .args(["-m", "pip", "wheel", "--no-deps", "--no-input"])
-            .args(["--disable-pip-version-check", "-w"])
-            .arg(out)
-            .arg(&source)
-            .env("ENGRAM_WASM_DIR", components()),
-        "python3 -m pip wheel ./host/python",
-        "the Python wheel needs Python 3 (python3) with pip",
-    )?;
-    let wheel = only(out, "engram_memory-", ".whl")?;
-    let name = wheel.file_name().unwrap().to_string_lossy().into_owned();
-    ensure!(
-        name.ends_with("-py3-none-any.whl"),
-        "{name} is not platform-independent: its tag is not py3-none-any"
-    );
-    // A zip names its files, uncompressed, in its central directory.
-    let bytes = fs::read(&wheel).with_context(|| format!("reading {}", wheel.display()))?;
-    for file in PYTHON_DATA {
-        let inside = format!("engram/wasm/{file}");
+/// The Python package's wheel for each platform (this machine's first,
+/// then the cross-built), each checked to hold the native module of its
+/// machine and to be tagged for its platform and for CPython's stable ABI
+/// from 3.10 (`cp310-abi3`), and its sdist.
+fn python_packages(out: &Path) -> Result<Vec<PathBuf>> {
+    let mut built = Vec::new();
+    for platform in &javascript::PLATFORMS {
+        let started = Instant::now();
+        let wheel = python::wheel(platform, out)?;
+        let name = wheel.file_name().unwrap().to_string_lossy().into_owned();
+        let arch = platform.target.split('-').next().unwrap_or_default();
         ensure!(
-            contains(&bytes, inside.as_bytes()),
-            "{name} does not hold {inside}"
+            name.contains("-cp310-abi3-manylinux") && name.ends_with(&format!("_{arch}.whl")),
+            "{name} is not tagged cp310-abi3 manylinux for {arch}"
         );
+        let machine = python::elf_machine(&python::native_module(&wheel)?)
+            .with_context(|| format!("{name}'s native module"))?;
+        ensure!(
+            machine == platform.elf_machine,
+            "{name}'s native module is built for ELF machine {machine}, not {}",
+            platform.elf_machine
+        );
+        eprintln!(
+            "engram-dist: {} in {:.1} s",
+            wheel.display(),
+            started.elapsed().as_secs_f64()
+        );
+        built.push(wheel);
     }
-    Ok(wheel)
-}
-
-/// Copies the package's folder `from` to `to`, leaving out what builds,
-/// installs and test runs leave in it.
-fn copy_sources(from: &Path, to: &Path) -> Result<()> {
-    const LEFT_OUT: [&str; 9] = [
-        "build",
-        "dist",
-        "__pycache__",
-        ".venv",
-        "venv",
-        ".pytest_cache",
-        ".mypy_cache",
-        ".ruff_cache",
-        "node_modules",
-    ];
-    fs::create_dir_all(to).with_context(|| format!("creating {}", to.display()))?;
-    for entry in fs::read_dir(from).with_context(|| format!("listing {}", from.display()))? {
-        let entry = entry?;
-        let name = entry.file_name().to_string_lossy().into_owned();
-        if LEFT_OUT.contains(&name.as_str())
-            || name.ends_with(".egg-info")
-            || name.ends_with(".pyc")
-        {
-            continue;
-        }
-        let (source, target) = (entry.path(), to.join(&name));
-        if entry.file_type()?.is_dir() {
-            copy_sources(&source, &target)?;
-        } else {
-            fs::copy(&source, &target).with_context(|| format!("copying {}", source.display()))?;
-        }
-    }
-    Ok(())
+    built.push(python::sdist(out)?);
+    Ok(built)
 }
 
 /// The files of the npm package that go into its tarball (its `files`, and
@@ -354,34 +304,6 @@ fn cli(out: &Path) -> Result<PathBuf> {
     fs::copy(engram_wasi::CLI, &target)
         .with_context(|| format!("copying {} to {}", engram_wasi::CLI, target.display()))?;
     Ok(target)
-}
-
-/// The only file in `dir` whose name starts with `prefix` and ends with
-/// `suffix`.
-fn only(dir: &Path, prefix: &str, suffix: &str) -> Result<PathBuf> {
-    let mut found = Vec::new();
-    for entry in fs::read_dir(dir).with_context(|| format!("listing {}", dir.display()))? {
-        let path = entry?.path();
-        let name = path.file_name().unwrap().to_string_lossy().into_owned();
-        if name.starts_with(prefix) && name.ends_with(suffix) {
-            found.push(path);
-        }
-    }
-    match found.len() {
-        1 => Ok(found.pop().unwrap()),
-        0 => bail!("no {prefix}*{suffix} in {}", dir.display()),
-        _ => bail!(
-            "more than one {prefix}*{suffix} in {}: {found:?}",
-            dir.display()
-        ),
-    }
-}
-
-/// Whether `needle` occurs in `haystack`.
-fn contains(haystack: &[u8], needle: &[u8]) -> bool {
-    haystack
-        .windows(needle.len())
-        .any(|window| window == needle)
 }
 
 /// A size as people read it.

@@ -22,15 +22,13 @@
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-use engram::{Candidate, Ranker, Summarizer, Summary, Tokenizer};
-use engram_binding::{Handle, OpenError, Plugins, Store};
+use engram_binding::{Dispatch, Failure, Handle, OpenError, Plugins, Store};
 use napi::bindgen_prelude::{Env, FnArgs, Function, FunctionRef, Object, Promise};
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi::{Error, JsDeferred, Status};
 use napi_derive::napi;
-use serde_json::{Value, json};
 use std::cell::RefCell;
-use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, mpsc};
 use std::thread::ThreadId;
 
@@ -47,8 +45,13 @@ const INVALID: &str = "invalid: ";
 fn open_error(e: OpenError) -> Error {
     match e {
         OpenError::Invalid(why) => error(format!("{INVALID}{why}")),
-        OpenError::Failed(why) => error(why),
+        OpenError::Locked(why) | OpenError::Failed(why) => error(why),
     }
+}
+
+/// A failure of a call as the package throws it.
+fn failure(failure: Failure) -> Error {
+    error(failure.message())
 }
 
 /// A store: a SQLite file, a PostgreSQL database, or memory. Closing it
@@ -117,31 +120,6 @@ impl NativeStore {
     }
 }
 
-/// The time a caller's clock gave for the call under way, when the domain
-/// was opened with one; `i64::MIN` between calls.
-#[derive(Default)]
-struct CallTime(AtomicI64);
-
-impl CallTime {
-    const UNSET: i64 = i64::MIN;
-
-    fn new() -> Arc<Self> {
-        Arc::new(CallTime(AtomicI64::new(Self::UNSET)))
-    }
-
-    fn set(&self, time: Option<f64>) {
-        let time = time.map_or(Self::UNSET, |t| t as i64);
-        self.0.store(time, Ordering::SeqCst);
-    }
-
-    fn get(&self) -> i64 {
-        match self.0.load(Ordering::SeqCst) {
-            Self::UNSET => engram::system_time_ms(),
-            time => time,
-        }
-    }
-}
-
 /// The arguments of the caller's algorithms' dispatcher: the kind and the
 /// arguments' JSON text.
 type Args = FnArgs<(String, String)>;
@@ -170,11 +148,10 @@ struct RawEnv(napi::sys::napi_env);
 unsafe impl Send for RawEnv {}
 unsafe impl Sync for RawEnv {}
 
-impl Caller {
-    /// The answer of the caller's `kind` for `args` (JSON), or why not.
-    fn call(&self, kind: &str, args: Value) -> Result<Value, String> {
-        let args = (kind.to_owned(), args.to_string());
-        let framed = match self {
+impl Dispatch for Caller {
+    fn dispatch(&self, kind: &str, args: String) -> Result<String, String> {
+        let args = (kind.to_owned(), args);
+        match self {
             Caller::Sync {
                 env,
                 function,
@@ -187,7 +164,7 @@ impl Caller {
                 }
                 let env = Env::from_raw(env.0);
                 let function = function.borrow_back(&env).map_err(|e| e.reason)?;
-                function.call(FnArgs::from(args)).map_err(|e| e.reason)?
+                function.call(FnArgs::from(args)).map_err(|e| e.reason)
             }
             Caller::Async(function) => {
                 let (sent, received) = mpsc::channel();
@@ -206,103 +183,19 @@ impl Caller {
                     .recv()
                     .map_err(|_| format!("the {kind} was not called: Node is exiting"))?
                     .map_err(|e| e.reason)?;
-                futures::executor::block_on(promise).map_err(|e| e.reason)?
+                futures::executor::block_on(promise).map_err(|e| e.reason)
             }
-        };
-        match framed.split_at_checked(1) {
-            Some(("V", text)) => {
-                serde_json::from_str(text).map_err(|e| format!("the {kind} answered {e}"))
-            }
-            Some(("E", why)) => Err(why.to_owned()),
-            _ => Err(format!(
-                "the {kind} answered something other than its answer"
-            )),
         }
     }
 }
 
-/// The caller's algorithms, as the engine calls them.
-struct Algorithms(Arc<Caller>);
-
-impl Summarizer for Algorithms {
-    fn summarize(&self, message: &str, response: Option<&str>) -> Result<Summary, String> {
-        let answer = self.0.call("summarize", json!([message, response]))?;
-        let summary = answer["summary"]
-            .as_str()
-            .ok_or("the summarizer answered no string `summary`")?;
-        let keywords = answer["keywords"]
-            .as_array()
-            .and_then(|words| {
-                words
-                    .iter()
-                    .map(|w| w.as_str().map(str::to_owned))
-                    .collect::<Option<Vec<_>>>()
-            })
-            .ok_or("the summarizer answered no list of strings `keywords`")?;
-        Ok(Summary {
-            summary: summary.to_owned(),
-            keywords,
-        })
-    }
-}
-
-impl Ranker for Algorithms {
-    fn rank(
-        &self,
-        keywords: &[String],
-        candidates: &[Candidate],
-        k: u32,
-    ) -> Result<Vec<String>, String> {
-        let candidates: Vec<Value> = candidates
-            .iter()
-            .map(|c| {
-                json!({"id": c.id, "summary": c.summary, "keywords": c.keywords,
-                    "timestamp": c.timestamp.to_string()})
-            })
-            .collect();
-        let answer = self.0.call("rank", json!([keywords, candidates, k]))?;
-        answer
-            .as_array()
-            .and_then(|ids| {
-                ids.iter()
-                    .map(|id| id.as_str().map(str::to_owned))
-                    .collect::<Option<Vec<_>>>()
-            })
-            .ok_or_else(|| "the ranker answered no list of ids".to_owned())
-    }
-}
-
-impl Tokenizer for Algorithms {
-    fn count_tokens(&self, text: &str) -> Result<u32, String> {
-        let answer = self.0.call("count-tokens", json!([text]))?;
-        answer
-            .as_u64()
-            .and_then(|n| u32::try_from(n).ok())
-            .ok_or_else(|| "the tokenizer answered no whole number of tokens".to_owned())
-    }
-}
-
-/// Which of the algorithms the caller gave.
-fn plugins(caller: Option<Caller>, given: &[String], time: &Option<Arc<CallTime>>) -> Plugins {
-    let mut plugins = Plugins::default();
-    if let Some(caller) = caller {
-        let caller = Arc::new(caller);
-        let gives = |name: &str| given.iter().any(|g| g == name);
-        if gives("summarizer") {
-            plugins.summarizer = Some(Arc::new(Algorithms(caller.clone())));
-        }
-        if gives("ranker") {
-            plugins.ranker = Some(Arc::new(Algorithms(caller.clone())));
-        }
-        if gives("tokenizer") {
-            plugins.tokenizer = Some(Arc::new(Algorithms(caller)));
-        }
-    }
-    if let Some(time) = time {
-        let time = time.clone();
-        plugins.clock = Some(Arc::new(move || time.get()));
-    }
-    plugins
+/// Which of the algorithms the caller gave, reached through `caller`.
+fn plugins(caller: Option<Caller>, given: &[String], clock: bool) -> Plugins {
+    Plugins::dispatched(
+        caller.map(|caller| Arc::new(caller) as Arc<dyn Dispatch>),
+        given,
+        clock,
+    )
 }
 
 /// Where the answer of a domain thread's job goes.
@@ -334,7 +227,6 @@ enum Runner {
 #[napi]
 pub struct NativeDomain {
     runner: Runner,
-    time: Option<Arc<CallTime>>,
 }
 
 #[napi]
@@ -361,12 +253,10 @@ impl NativeDomain {
             }),
             None => None,
         };
-        let time = clock.then(CallTime::new);
-        let handle = Handle::open(&store.store()?, &settings, plugins(caller, &given, &time))
+        let handle = Handle::open(&store.store()?, &settings, plugins(caller, &given, clock))
             .map_err(open_error)?;
         Ok(NativeDomain {
             runner: Runner::Here(RefCell::new(Some(Box::new(handle)))),
-            time,
         })
     }
 
@@ -392,12 +282,10 @@ impl NativeDomain {
             )),
             None => None,
         };
-        let time = clock.then(CallTime::new);
         let (jobs, queue) = mpsc::channel::<Job>();
         let (opened, opening) = mpsc::channel();
         let store = store.store()?;
-        let call_time = time.clone();
-        let thread_plugins = plugins(caller, &given, &time);
+        let thread_plugins = plugins(caller, &given, clock);
         std::thread::Builder::new()
             .name("engram-domain".into())
             .spawn(move || {
@@ -426,16 +314,9 @@ impl NativeDomain {
                             return;
                         }
                     };
-                    if let Some(clock) = &call_time {
-                        clock.set(time);
-                    }
-                    let result = handle.call(&name, &input, &args);
-                    if let Some(clock) = &call_time {
-                        clock.set(None);
-                    }
-                    match result {
+                    match handle.call(&name, &input, &args, time.map(|t| t as i64)) {
                         Ok(text) => answer.resolve(Box::new(move |_| Ok(text))),
-                        Err(e) => answer.reject(error(engram_binding::shown(&e))),
+                        Err(e) => answer.reject(failure(e)),
                     }
                 }
             })
@@ -446,7 +327,6 @@ impl NativeDomain {
             .map_err(open_error)?;
         Ok(NativeDomain {
             runner: Runner::Thread(RefCell::new(Some(jobs))),
-            time,
         })
     }
 
@@ -473,14 +353,9 @@ impl NativeDomain {
         let handle = handle
             .as_mut()
             .ok_or_else(|| error("the domain is closed"))?;
-        if let Some(clock) = &self.time {
-            clock.set(time);
-        }
-        let answer = handle.call(&name, &input, &args);
-        if let Some(clock) = &self.time {
-            clock.set(None);
-        }
-        answer.map_err(|e| error(engram_binding::shown(&e)))
+        handle
+            .call(&name, &input, &args, time.map(|t| t as i64))
+            .map_err(failure)
     }
 
     /// [`NativeDomain::call`] on the domain's thread: a promise of the

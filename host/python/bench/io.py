@@ -9,7 +9,7 @@ import json
 import sys
 import time
 
-from engram import Engram
+from engram_memory import Engram
 
 
 def named(request_id: str, key: str, i: int) -> str:

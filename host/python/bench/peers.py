@@ -32,7 +32,7 @@ from collections.abc import Callable
 
 from langgraph.store.sqlite import SqliteStore
 
-from engram import Engram
+from engram_memory import Engram
 
 NAMESPACE = ("bench", "facts")
 

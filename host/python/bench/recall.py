@@ -22,7 +22,7 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 
-from engram import Candidate, Engram, default_algorithms
+from engram_memory import Candidate, Engram, default_algorithms
 
 #: The sample plan's stages, split: a turn's ingest, and a question's recall.
 with open(os.path.join(os.path.dirname(__file__), "..", "..", "..", "samples", "plan.json")) as _file:

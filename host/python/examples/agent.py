@@ -18,7 +18,7 @@ import sys
 import uuid
 from typing import Any, TypedDict
 
-from engram import Cycle, Domain, Engram
+from engram_memory import Cycle, Domain, Engram
 
 #: The plan of a turn: the samples' plan (top_k 3), written out.
 PLAN = {

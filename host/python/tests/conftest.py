@@ -14,9 +14,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from dict_store import DictStore
 from mcp import ClientSession
 
-from engram import Backend, MemoryStore, SqliteStore
+from engram_memory import Backend, MemoryStore, PostgresStore, SqliteStore, Store
 
 #: The variable that names the PostgreSQL database the PostgreSQL cases run
 #: against (``postgres://postgres@127.0.0.1:5432/test``); each case makes
@@ -72,23 +73,25 @@ def pg_schema() -> Iterator[Callable[[str], str]]:
                 conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
 
 
-@pytest.fixture(params=["memory", "sqlite", pytest.param("postgres", marks=needs_postgres)])
+@pytest.fixture(params=["memory", "python", "sqlite", pytest.param("postgres", marks=needs_postgres)])
 def make_store(
     request: pytest.FixtureRequest, tmp_path: Path, pg_schema: Callable[[str], str]
-) -> Iterator[Callable[[], Backend]]:
-    """A factory of fresh, empty stores of one backend (a PostgreSQL store in
-    a schema of its own); each closed after."""
-    made: list[Backend] = []
+) -> Iterator[Callable[[], Store | Backend]]:
+    """A factory of fresh, empty stores of one kind: the Rust host's in
+    memory, SQLite and PostgreSQL stores (a PostgreSQL store in a schema of
+    its own), and a store written in Python (``dict_store.DictStore``); each
+    closed after."""
+    made: list[Store] = []
 
-    def make() -> Backend:
-        store: Backend
+    def make() -> Store | Backend:
+        if request.param == "python":
+            return DictStore()
+        store: Store
         if request.param == "memory":
             store = MemoryStore()
         elif request.param == "sqlite":
             store = SqliteStore(tmp_path / f"s{len(made)}.db")
         else:
-            from engram.postgres import PostgresStore
-
             store = PostgresStore(str(postgres_url()), schema=pg_schema("store"))
         made.append(store)
         return store

@@ -8,7 +8,7 @@ import datetime
 import pytest
 from conftest import ASK, PLAN
 
-from engram import AlgorithmError, Candidate, Domain, Engram, default_tokenizer
+from engram_memory import AlgorithmError, Candidate, Domain, Engram, default_tokenizer
 
 TURNS = [
     ("I booked the Hotel Avenida in Lisbon for May.", "Lovely, the Avenida is central."),

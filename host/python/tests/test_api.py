@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 from conftest import PLAN, by_key, fact, state
+from dict_store import DictStore
 
-from engram import EngineStopped, Engram, InputError, LockError, MemoryStore, RefusedError
+from engram_memory import EngineStopped, Engram, InputError, Limits, LockError, RefusedError
 
 
 def test_a_write_and_a_read_answer_the_cli_json() -> None:
@@ -96,17 +97,17 @@ def test_open_refuses_what_no_domain_can_be() -> None:
             mem.open("alice", mode="offline")
 
 
-# proves S-TRAP: the host layer hands a read's audit row to the host after
-# the call; a store that cannot append it fails the call as a trap does
+# proves S-TRAP: a store that cannot append a read's audit entry fails the call as a trap does, and the next
+# call gets a fresh instance
 def test_a_trail_the_store_cannot_append_to_fails_the_call_and_the_next_call_has_a_fresh_instance() -> None:
-    store = MemoryStore()
+    store = DictStore()
     failing = {"on": False}
     append = store.append_audit
 
-    def flaky(rows):
+    def flaky(entries: list[dict]) -> None:
         if failing["on"]:
             raise OSError("the trail is gone")
-        append(rows)
+        append(entries)
 
     store.append_audit = flaky  # type: ignore[method-assign]
     with Engram(store) as mem:
@@ -118,33 +119,23 @@ def test_a_trail_the_store_cannot_append_to_fails_the_call_and_the_next_call_has
         assert alice.read({"record_type": "STATE", "selector": {"Latest": {"limit": 1}}, "request_id": "r2"}) == {
             "records": []
         }
-        assert alice._generation == 1, "a fresh instance answered"
         assert "ACCEPTED" in alice.write(state("w", 1))
 
 
 # proves S-TRAP: a call whose instance stopped still has its audit entry
 def test_a_write_during_which_the_engine_stopped_is_audited_failed_with_why() -> None:
-    # The clock is an import without an error of its own: its raising when
-    # the engine asks the time (a FACT's transaction time) traps the
-    # instance (once: the entry is then stamped by it).
-    failing = {"on": False}
-
-    def clock() -> int:
-        if failing["on"]:
-            failing["on"] = False
-            raise RuntimeError("the clock is gone")
-        return 1_700_000_000_000
-
-    with Engram(clock=clock) as mem:
+    # The engine's memory held to 2 MiB, and a record that needs more: the
+    # instance stops growing past it.
+    limits = Limits(max_memory_bytes=2 << 20, max_record_bytes=16 << 20, max_batch_bytes=64 << 20)
+    with Engram(limits=limits) as mem:
         alice = mem.open("alice")
-        failing["on"] = True
-        with pytest.raises(EngineStopped):
-            alice.write(fact("w-stopped", "Alice is vegetarian"))
+        with pytest.raises(EngineStopped, match="memory limit"):
+            alice.write(fact("w-stopped", "x" * (3 << 20)))
         [entry] = [e for e in alice.audit() if e["request_id"] == "w-stopped"]
         assert entry["operation"] == "WRITE" and entry["outcome"] == "FAILED"
         assert entry["record_type"] == "FACT"
         assert entry["source"] == {"agent_id": "alice", "component": "COGNITION", "actor": "USER"}
-        assert "the clock is gone; its instance was stopped" in entry["reason"]
+        assert "memory limit" in entry["reason"] and "its instance was stopped" in entry["reason"]
         assert "ACCEPTED" in alice.write(state("w-after", 2)), "a fresh instance writes"
 
 
@@ -256,7 +247,7 @@ def test_a_closed_domain_or_store_refuses_calls() -> None:
 def test_io_w2_remember_twice_with_one_request_id_stores_one_memory_and_recall_finds_it() -> None:
     import datetime
 
-    from engram import Memory, Recalled, Remembered
+    from engram_memory import Memory, Recalled, Remembered
 
     with Engram() as mem:
         alice = mem.open("alice")

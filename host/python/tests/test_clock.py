@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from conftest import fact, needs_postgres, postgres_url, with_schema
 
-from engram import Backend, Engram
+from engram_memory import Backend, Engram
 
 
 def frozen() -> Callable[[], int]:

@@ -15,7 +15,7 @@ from conftest import cli
 #: answer a line.
 WRITER = """
 import json, sys
-from engram import Engram
+from engram_memory import Engram
 with Engram(sys.argv[1]) as mem, mem.open("io") as domain:
     for i in range(1, 11):
         answer = domain.write({
@@ -94,7 +94,7 @@ def test_io_w8_one_failed_unlock_of_the_shm_file_costs_one_write_not_every_later
 #: Opens the store ``sys.argv[1]`` and says so, or prints the error.
 OPENER = """
 import sys
-from engram import Engram
+from engram_memory import Engram
 try:
     with Engram(sys.argv[1]):
         print("opened")

@@ -1,7 +1,6 @@
-"""The PostgreSQL store (engram.postgres) against the Rust host's: the same
-tables, the same commits and the same domain locks, so the ``engram``
-command line and Python processes share one schema, and a store moves
-between them. The cases that need a server run when
+"""The PostgreSQL store from Python (the Rust host's, in the native module):
+the command line and Python processes share one schema, its domain locks
+among them, and a store moves between them. The cases that need a server run when
 ``ENGRAM_TEST_POSTGRES_URL`` names a database (each in schemas of its own)
 and are skipped, and counted, without it."""
 
@@ -12,17 +11,15 @@ import os
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Callable
 from pathlib import Path
 
 import psycopg
 import pytest
 from conftest import by_key, cli, fact, needs_postgres, postgres_url, python_and_cli_writing, state, with_schema
-from test_sqlite import check_every_write_kept, put, row
+from test_sqlite import check_every_write_kept
 
-from engram import Engram, SqliteStore, StoreError
-from engram.postgres import PostgresStore, redacted
+from engram_memory import Engram, PostgresStore, SqliteStore, StoreError
 
 
 def url() -> str:
@@ -47,33 +44,6 @@ def test_opening_errors_say_what_failed_in_one_line(tmp_path: Path) -> None:
         Engram("mysql://h/db")
     with pytest.raises(StoreError, match="cannot connect"):
         Engram("postgresql://127.0.0.1:1/db")
-    assert redacted("postgres://u:pw@h:5432/db?x=1") == "postgres://u:***@h:5432/db?x=1"
-    assert redacted("postgres://u@h/db") == "postgres://u@h/db"
-
-
-def test_without_psycopg_a_postgres_url_says_how_to_install_it() -> None:
-    # psycopg hidden from the import system, as if the extra were not installed.
-    program = (
-        "import sys; sys.modules['psycopg'] = None\n"
-        "from engram import Engram, StoreError\n"
-        "try:\n"
-        "    Engram('postgres://app:secret@db.internal/memory')\n"
-        "except StoreError as error:\n"
-        "    print(error)\n"
-    )
-    out = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, check=True).stdout
-    assert out == (
-        "postgres://app:***@db.internal/memory: a PostgreSQL store needs psycopg 3: "
-        "pip install 'engram-memory[postgres]'\n"
-    )
-
-
-def test_the_lock_key_is_the_host_layers_a_signed_64_bit_number_of_each_domain() -> None:
-    with Engram() as mem:
-        keys = [mem.open(agent)._lock_key for agent in ("alice", "bob", "carol", "dave")]
-        again = mem.open("alice")._lock_key
-    assert all(-(2**63) <= key < 2**63 for key in keys)
-    assert len(set(keys)) == len(keys) and again == keys[0]
 
 
 @needs_postgres
@@ -82,7 +52,6 @@ def test_engram_opens_a_postgres_url_in_the_schema_its_search_path_names(pg_sche
     for scheme in ("postgres", "postgresql"):
         given = with_schema(url(), schema).replace("postgres://", f"{scheme}://", 1)
         with Engram(given) as mem:
-            assert isinstance(mem.store, PostgresStore) and mem.store.schema == schema
             alice = mem.open("alice")
             answer = alice.write(fact(f"w-{scheme}", "Alice is vegetarian"))
             assert "ACCEPTED" in answer
@@ -142,7 +111,7 @@ def test_a_newer_schema_version_or_foreign_tables_are_refused_and_left_alone(
         PostgresStore(url(), schema=newer)
     assert str(refused.value) == (
         f"{url()}: cannot open the Engram store: schema {newer}: Engram store of schema version 2; "
-        "this host reads version 1"
+        "this build reads version 1"
     )
     with pytest.raises(StoreError, match="not an Engram store"):
         Engram(with_schema(url(), foreign))
@@ -158,61 +127,6 @@ def test_a_newer_schema_version_or_foreign_tables_are_refused_and_left_alone(
         assert conn.execute(f"SELECT version FROM {newer}.engram_schema").fetchall() == [(2,)]
         tables = conn.execute("SELECT table_name FROM information_schema.tables WHERE table_schema = %s", (foreign,))
         assert tables.fetchall() == [("engram_kv",)]
-
-
-@needs_postgres
-def test_a_commit_that_loses_to_another_transaction_is_a_failed_condition_and_changes_nothing(
-    pg_schema: Callable[[str], str],
-) -> None:
-    schema = pg_schema("conflict")
-    store = PostgresStore(url(), schema=schema)
-    other = psycopg.connect(with_schema(url(), schema))
-    # Another host inserts a key the store's commit writes too, and commits
-    # while the store's transaction waits for it.
-    other.execute("BEGIN ISOLATION LEVEL SERIALIZABLE")
-    other.execute("INSERT INTO engram_kv (key, value) VALUES ('\\x02', 'other')")
-    answers: list[bool] = []
-    commit = threading.Thread(
-        target=lambda: answers.append(
-            store.commit([{"key": b"\x01", "value": None}], [put(b"\x01", b"py"), put(b"\x02", b"py")], [row("w")])
-        )
-    )
-    commit.start()
-    with psycopg.connect(url()) as watcher:
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            waiting = watcher.execute(
-                "SELECT count(*) FROM pg_stat_activity "
-                "WHERE wait_event_type = 'Lock' AND query LIKE 'INSERT INTO engram_kv%'"
-            ).fetchone()
-            if waiting and waiting[0]:
-                break
-            time.sleep(0.01)
-    other.execute("COMMIT")
-    commit.join(10)
-    assert answers == [False]
-    assert store.get(b"\x01") is None and store.get(b"\x02") == b"other"
-    assert store.audit_rows(None, None, None, None, None, 10) == []
-    # The next commit goes through.
-    assert store.commit([{"key": b"\x01", "value": None}], [put(b"\x01", b"py")], [row("w")])
-    other.close()
-    store.close()
-
-
-@needs_postgres
-def test_a_lost_connection_fails_the_call_and_the_next_call_connects_again(pg_schema: Callable[[str], str]) -> None:
-    store = PostgresStore(url(), schema=pg_schema("lost"))
-    assert store.commit([], [put(b"\x01", b"\x01")], [])
-    with psycopg.connect(url(), autocommit=True) as admin:
-        assert store._conn is not None
-        admin.execute("SELECT pg_terminate_backend(%s)", (store._conn.info.backend_pid,))
-    with pytest.raises(StoreError) as lost:
-        store.get(b"\x01")
-    assert "\n" not in str(lost.value)
-    assert store.get(b"\x01") == b"\x01"
-    store.close()
-    with pytest.raises(StoreError, match="closed"):
-        store.get(b"\x01")
 
 
 # proves IO-W6 IO-W2 (across hosts): the command line reads what Python wrote to PostgreSQL, a retry through it
@@ -277,51 +191,6 @@ def test_memories_move_from_a_file_to_postgres(
             assert alice.read(by_key("q")) == before and before["records"][0]["id"] == stored
             assert alice.write(fact("w1", "Alice is vegetarian")) == {"ACCEPTED": {"stored_id": stored}}
             assert mem.export() == exported
-
-
-# proves IO-W8 IO-G1: a Python process holding a domain's write lock keeps the command line's writer of that
-# domain waiting, on the same advisory lock key, and it goes on when let go
-@needs_postgres
-def test_a_python_writer_holding_a_domain_makes_the_command_line_wait(
-    tmp_path: Path, pg_schema: Callable[[str], str], engram_bin: str
-) -> None:
-    store_url = with_schema(url(), pg_schema("lockwait"))
-    store = PostgresStore(store_url)
-    # The command line compiles the engine at its first run on a machine.
-    cli(engram_bin, store_url, ["read", "--agent", "someone-else"], json.dumps(by_key("warm")))
-    with Engram() as mem:
-        opened = mem.open("alice")  # the host layer's prefix and key, the command line's
-        prefix, key = opened._prefix, opened._lock_key
-    store.lock_domain(prefix, key)
-    request = tmp_path / "fact.json"
-    request.write_text(json.dumps(fact("w1", "Alice is vegetarian")))
-    writer = subprocess.Popen(
-        [engram_bin, "--store", store_url, "write", "--agent", "alice", str(request)],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    # PostgreSQL shows a bigint advisory key as its high and low 32 bits.
-    high, low = (key >> 32) & 0xFFFFFFFF, key & 0xFFFFFFFF
-    waiting = []
-    with psycopg.connect(url(), autocommit=True) as watcher:
-        deadline = time.monotonic() + 30
-        while not waiting and time.monotonic() < deadline and writer.poll() is None:
-            waiting = watcher.execute(
-                "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND NOT granted "
-                "AND classid = %s AND objid = %s AND objsubid = 1",
-                (high, low),
-            ).fetchall()
-            time.sleep(0.02)
-    assert waiting, "the command line's writer did not wait for the domain's lock"
-    time.sleep(0.5)
-    assert writer.poll() is None, "the command line wrote while Python held the domain"
-    store.unlock_domain(prefix, key)
-    out, err = writer.communicate(timeout=60)
-    assert writer.returncode == 0, err
-    assert "ACCEPTED" in json.loads(out)
-    store.close()
 
 
 def _writer(store: str, agent: str, prefix: str, count: int) -> subprocess.Popen:

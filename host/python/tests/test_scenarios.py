@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import scenarios
 
-from engram import Backend, Engram, RefusedError
+from engram_memory import Backend, Engram, RefusedError
 
 #: What the scenarios' host clock reads: a line's ``now``, else the time.
 _NOW: dict[str, int | None] = {"now": None}

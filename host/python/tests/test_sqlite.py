@@ -1,7 +1,8 @@
-"""The backends (the same tests for each) and the SQLite file every host
-shares (docs/store-format.md): its format, its trail file, the command
-line reading what Python wrote and the other way round, and two Python
-processes writing one file at once."""
+"""The stores (the same tests for each), a store written in Python called
+back from the Rust host, and the SQLite file every host shares
+(docs/store-format.md): its format, its trail file, the command line reading
+what Python wrote and the other way round, and Python processes writing one
+file at once."""
 
 from __future__ import annotations
 
@@ -15,65 +16,56 @@ from pathlib import Path
 
 import pytest
 from conftest import by_key, cli, fact, python_and_cli_writing, state
+from dict_store import DictStore
 
-from engram import Backend, Engram, LockError, SqliteStore, StoreError
+from engram_memory import Backend, Engram, LockError, SqliteStore, StoreError
 
-
-def row(request_id: str, **extra) -> dict:
-    base = dict(
-        at=5,
-        agent_id="alice",
-        request_id=request_id,
-        operation="READ",
-        source=None,
-        record_type="STATE",
-        outcome="RETURNED",
-        stored_id=None,
-        count=0,
-        reason=None,
-    )
-    base.update(extra)
-    return base
+READ_LATEST = {"record_type": "STATE", "selector": {"Latest": {"limit": 5}}, "request_id": "r1"}
 
 
-def put(key: bytes, value: bytes) -> dict:
-    return {"key": key, "value": value}
+# proves IO-W8 S-AUDIT: a store written in Python gets a write's audit entry with its commit and a read's appended
+def test_io_w8_a_store_written_in_python_is_called_back_with_each_commit_its_entries_and_each_read_audited() -> None:
+    store = DictStore()
+    commits: list[tuple[list, list, list]] = []
+    commit = store.commit
+
+    def recorded(conditions: list, changes: list, entries: list) -> bool:
+        commits.append((conditions, changes, entries))
+        return commit(conditions, changes, entries)
+
+    store.commit = recorded  # type: ignore[method-assign]
+    with Engram(store) as mem:
+        alice = mem.open("alice")
+        stored = alice.write(state("w1", 1))["ACCEPTED"]["stored_id"]
+        assert [r["id"] for r in alice.read(READ_LATEST)["records"]] == [stored]
+        trail = mem.audit()
+    [(conditions, changes, entries)] = commits
+    assert all(isinstance(key, bytes) for key, _ in conditions + changes)
+    assert all(key.startswith(b"\x00\x00\x00\x05alice") for key, _ in changes), "keys scoped to the domain"
+    assert [(e["request_id"], e["outcome"]) for e in entries] == [("w1", "ACCEPTED")], "the entry goes with the commit"
+    assert [(e["request_id"], e["operation"], e["outcome"]) for e in trail] == [
+        ("w1", "WRITE", "ACCEPTED"),
+        ("r1", "READ", "RETURNED"),
+    ]
+    assert store.calls["append_audit"] == 1 and store.calls["lock_domain"] == 1, store.calls
 
 
-def test_bytewise_order_scans_both_ways_and_limits(make_store: Callable[[], Backend]) -> None:
-    store = make_store()
-    assert store.commit([], [put(k, k) for k in (b"\x02", b"\x01\xff", b"\x01", b"\x80")], [])
-    keys = lambda pairs: [k for k, _ in pairs]  # noqa: E731
-    assert keys(store.scan(b"", b"\xff", 10, False)) == [b"\x01", b"\x01\xff", b"\x02", b"\x80"]
-    assert keys(store.scan(b"\x01", b"\x02", 10, True)) == [b"\x01\xff", b"\x01"]
-    assert keys(store.scan(b"", b"\xff", 2, True)) == [b"\x80", b"\x02"]
-    assert store.get(b"\x01\xff") == b"\x01\xff"
-    assert store.get(b"\x09") is None
-    assert store.get_many([b"\x09", b"\x02"]) == [None, b"\x02"]
+# proves IO-W8: a write whose commit a store written in Python fails is REJECTED, audited with the store's words
+def test_io_w8_a_store_written_in_python_that_fails_a_commit_rejects_the_write_with_its_words() -> None:
+    store = DictStore()
 
+    def broken(*_: object) -> bool:
+        raise OSError("the disk is gone")
 
-def test_a_failed_precondition_changes_nothing_and_is_a_conflict(make_store: Callable[[], Backend]) -> None:
-    store = make_store()
-    assert store.commit([{"key": b"\x01", "value": None}], [put(b"\x01", b"\x07")], [row("w1")])
-    assert not store.commit([{"key": b"\x01", "value": None}], [put(b"\x02", b"\x07")], [row("w2")])
-    assert not store.commit([{"key": b"\x01", "value": b"\x08"}], [{"key": b"\x01", "value": None}], [])
-    assert store.get(b"\x02") is None
-    assert store.commit([{"key": b"\x01", "value": b"\x07"}], [{"key": b"\x01", "value": None}], [])
-    assert store.get(b"\x01") is None
-    assert [r["request_id"] for r in store.audit_rows(None, None, None, None, None, 100)] == ["w1"]
-
-
-def test_audit_rows_in_order_filtered_and_the_newest_kept(make_store: Callable[[], Backend]) -> None:
-    store = make_store()
-    store.append_audit([row("r1")])
-    written = row("w1", operation="WRITE", outcome="ACCEPTED", stored_id="x", count=None)
-    store.commit([], [put(b"\x01", b"\x01")], [written])
-    store.append_audit([row("r2", agent_id="bob")])
-    ids = lambda rows: [r["request_id"] for r in rows]  # noqa: E731
-    assert ids(store.audit_rows(None, None, None, None, None, 100)) == ["r1", "w1", "r2"]
-    assert ids(store.audit_rows("alice", None, None, None, None, 100)) == ["r1", "w1"]
-    assert store.audit_rows(None, "WRITE", None, None, None, 100) == [written]
-    assert ids(store.audit_rows(None, None, None, None, None, 1)) == ["r2"]
+    with Engram(store) as mem:
+        alice = mem.open("alice")
+        store.commit = broken  # type: ignore[method-assign]
+        assert alice.write(state("w1", 1)) == "REJECTED"
+        [entry] = alice.audit()
+        assert entry["outcome"] == "REJECTED" and "the disk is gone" in entry["reason"]
+        del store.commit
+        assert alice.read(READ_LATEST) == {"records": []}
+        assert "ACCEPTED" in alice.write(state("w2", 2)), "the next call goes on"
 
 
 # proves IO-W7 S-FORGET: forget runs under the maintenance lock, and is audited as MAINTENANCE
@@ -132,14 +124,11 @@ def test_sqlite_the_file_format_every_host_shares(tmp_path: Path) -> None:
     assert path.read_bytes()[18:20] == b"\x02\x02"
 
 
-def test_sqlite_synchronous_full_by_default_normal_on_request(tmp_path: Path) -> None:
-    full = SqliteStore(tmp_path / "full.db")
-    assert full._conn.execute("PRAGMA synchronous").fetchone()[0] == 2
-    full.close()
-    normal = SqliteStore(tmp_path / "normal.db", synchronous="NORMAL")
-    assert normal._conn.execute("PRAGMA synchronous").fetchone()[0] == 1
-    normal.close()
-    with pytest.raises(ValueError):
+def test_sqlite_synchronous_full_or_normal_and_nothing_else(tmp_path: Path) -> None:
+    SqliteStore(tmp_path / "full.db", synchronous="FULL").close()
+    with Engram(tmp_path / "normal.db", synchronous="NORMAL") as mem:
+        assert "ACCEPTED" in mem.open("alice").write(state("w1", 1))
+    with pytest.raises(ValueError, match="synchronous must be FULL or NORMAL"):
         SqliteStore(tmp_path / "off.db", synchronous="OFF")
 
 
@@ -175,35 +164,38 @@ def test_sqlite_a_version_1_store_is_upgraded_and_its_trail_file_moved_from_the_
     line = {"at": 7, "agent_id": "alice", "request_id": "old-read", "operation": "READ", "record_type": "FACT",
             "outcome": "RETURNED", "count": 0}  # fmt: skip
     Path(f"{path}-trail").write_text(json.dumps(line) + "\n")
-    store = SqliteStore(path)
-    assert store._conn.execute("PRAGMA user_version").fetchone()[0] == 2
-    assert [r["request_id"] for r in store.audit_rows(None, None, None, None, None, 100)] == ["old-read"]
+    with Engram(path) as mem:
+        assert [e["request_id"] for e in mem.audit()] == ["old-read"]
     assert Path(f"{path}-trail").read_bytes() == b""
-    store.close()
+    db = sqlite3.connect(path)
+    assert db.execute("PRAGMA user_version").fetchone()[0] == 2
+    db.close()
 
 
 def test_sqlite_read_entries_go_to_the_trail_file_and_the_next_commit_moves_them(tmp_path: Path) -> None:
     path = tmp_path / "trail.db"
     trail = Path(f"{path}-trail")
-    store = SqliteStore(path)
-    source = '{"agent_id":"alice","component":"COGNITION","actor":"USER"}'
-    store.append_audit([row("r1"), row("r2", source=source)])
-    lines = [json.loads(line) for line in trail.read_text().splitlines()]
-    assert lines[0] == {"at": 5, "agent_id": "alice", "request_id": "r1", "operation": "READ", "record_type": "STATE",
-                        "outcome": "RETURNED", "count": 0}  # fmt: skip
-    assert lines[1]["source"] == json.loads(source)
-    with open(trail, "ab") as file:
-        file.write(b'{"at":5,"agent_id":"ali')  # a torn line: skipped
-    store.commit([], [put(b"\x01", b"\x01")], [row("w1", operation="WRITE")])
-    assert trail.read_text() == ""
-    db = sqlite3.connect(path)
-    rows = db.execute("SELECT request_id, source FROM engram_audit ORDER BY seq").fetchall()
-    db.close()
-    assert [r[0] for r in rows] == ["r1", "r2", "w1"]
-    assert rows[1][1] == source
-    store.append_audit([row("r3")])
-    assert [r["request_id"] for r in store.audit_rows(None, None, None, None, None, 100)] == ["r1", "r2", "w1", "r3"]
-    store.close()
+    with Engram(path) as mem:
+        alice = mem.open("alice")
+        alice.read(READ_LATEST)
+        [line] = [json.loads(line) for line in trail.read_text().splitlines()]
+        assert {k: line[k] for k in ("agent_id", "request_id", "operation", "outcome", "count")} == {
+            "agent_id": "alice",
+            "request_id": "r1",
+            "operation": "READ",
+            "outcome": "RETURNED",
+            "count": 0,
+        }
+        with open(trail, "ab") as file:
+            file.write(b'{"at":5,"agent_id":"ali')  # a torn line: skipped
+        alice.write(state("w1", 1))
+        assert trail.read_text() == ""
+        db = sqlite3.connect(path)
+        rows = db.execute("SELECT request_id FROM engram_audit ORDER BY seq").fetchall()
+        db.close()
+        assert [r[0] for r in rows] == ["r1", "w1"]
+        alice.read({**READ_LATEST, "request_id": "r2"})
+        assert [e["request_id"] for e in mem.audit()] == ["r1", "w1", "r2"]
 
 
 # proves IO-W6 IO-W2 (across hosts): the CLI reads what Python wrote, and a retry through it is one
@@ -335,7 +327,7 @@ def test_a_store_held_open_keeps_its_writes_while_other_processes_open_write_and
 
     def other(code: str) -> str:
         done = subprocess.run(
-            [sys.executable, "-c", f"import json, sys\nfrom engram import Engram\n{code}"],
+            [sys.executable, "-c", f"import json, sys\nfrom engram_memory import Engram\n{code}"],
             capture_output=True,
             text=True,
             check=False,

@@ -4,7 +4,7 @@ prints the stored id of each."""
 
 import sys
 
-from engram import Engram
+from engram_memory import Engram
 
 store, agent, prefix, count, now = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
 with Engram(store, clock=lambda: now) as mem:

@@ -4,7 +4,7 @@ was ACCEPTED, as soon as it was (an acknowledged write)."""
 
 import sys
 
-from engram import Engram
+from engram_memory import Engram
 
 path, agent, prefix, count = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 with Engram(path) as mem:

@@ -3,8 +3,8 @@
 //! reads each back by its id, the requests given as JSON text and the
 //! answers made JSON, the way a caller of either uses it: the Rust library
 //! through the JSON model of `engram::json`, the Python package
-//! (`host/python`, its `bench/io.py`, on the standard `sqlite3` module under
-//! wasmtime-py) through its API. Three interleaved rounds; medians of µs per
+//! (`host/python`, its `bench/io.py`: its native module, the Rust host in
+//! CPython) through its API. Three interleaved rounds; medians of µs per
 //! call and the ratio.
 //!
 //! `cargo bench --bench python` (N = 1000), or `cargo bench --bench python
@@ -34,8 +34,7 @@ fn python(n: usize, path: &Path) -> anyhow::Result<(f64, f64)> {
     command
         .arg(package().join("bench/io.py"))
         .arg(n.to_string())
-        .arg(path)
-        .env_remove("ENGRAM_WASM_DIR");
+        .arg(path);
     run_bench(command, "bench/io.py")
 }
 

@@ -720,9 +720,7 @@ impl Domain {
             ),
             None => "a call of the host failed".to_owned(),
         };
-        error.context(format!(
-            "{why}; its instance was stopped, and the next call gets a fresh one"
-        ))
+        error.context(Stopped(why))
     }
 
     /// Runs `f` as the one writer of the domain: on a store that serializes
@@ -1244,6 +1242,23 @@ impl Domain {
         self.call(Some(audited), |engine, store| {
             engine.engram_memory_io().call_read(store, request)
         })
+    }
+}
+
+/// What a call's error says when it stopped the domain's instance (it ran
+/// past its time, grew past its memory, trapped, or a call of the host it
+/// made failed): why. The domain's next call gets a fresh instance. Find it
+/// with `error.downcast_ref::<Stopped>()`.
+#[derive(Debug)]
+pub struct Stopped(String);
+
+impl std::fmt::Display for Stopped {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}; its instance was stopped, and the next call gets a fresh one",
+            self.0
+        )
     }
 }
 

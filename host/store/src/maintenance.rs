@@ -81,8 +81,8 @@ impl LockGuard {
             }),
             Err(StoreError::Conflict) => {
                 let held = backend.get(&key).ok().flatten().unwrap_or_default();
-                match serde_json::from_slice::<LockHolder>(&held) {
-                    Ok(h) => bail!(
+                Err(Locked(match serde_json::from_slice::<LockHolder>(&held) {
+                    Ok(h) => format!(
                         "the domain of {agent_id:?} is locked for maintenance by {} \
                          since {} (`engram maintenance unlock` breaks a stale lock)",
                         match h.pid {
@@ -91,8 +91,9 @@ impl LockGuard {
                         },
                         h.since
                     ),
-                    Err(_) => bail!("the domain of {agent_id:?} is locked for maintenance"),
-                }
+                    Err(_) => format!("the domain of {agent_id:?} is locked for maintenance"),
+                })
+                .into())
             }
             Err(e) => Err(e).context("taking the maintenance lock"),
         }
@@ -119,6 +120,19 @@ impl LockGuard {
         Precondition::Holds(self.key.clone(), self.value.clone())
     }
 }
+
+/// Why a maintenance lock could not be taken: someone else holds it (who,
+/// and since when). Find it with `error.downcast_ref::<Locked>()`.
+#[derive(Debug)]
+pub struct Locked(pub String);
+
+impl std::fmt::Display for Locked {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Locked {}
 
 impl Drop for LockGuard {
     fn drop(&mut self) {

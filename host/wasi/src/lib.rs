@@ -99,18 +99,27 @@ pub fn wasmtime_cli() -> Result<PathBuf> {
 /// into zig's virtual environment in the [tools folder](tools_dir) (which
 /// this crate's build made) the first time it is missing.
 pub fn cargo_zigbuild() -> Result<(PathBuf, PathBuf)> {
+    zig_tool("cargo-zigbuild", CARGO_ZIGBUILD_VERSION)
+}
+
+/// The command `package` of `version` (a Python package from PyPI whose
+/// command is named so, reporting its version on `--version`) and the folder
+/// of the Python it runs zig with: installed with pip into zig's virtual
+/// environment in the [tools folder](tools_dir) (which this crate's build
+/// made) the first time it is missing. maturin installed so cross-builds
+/// with `--zig`.
+pub fn zig_tool(package: &str, version: &str) -> Result<(PathBuf, PathBuf)> {
     let tools = tools::dir()?;
     let name = format!("zig-{}", tools::ZIG_VERSION);
     let root = tools.join(&name);
     let bin = root.join("bin");
-    let exe = bin.join(format!("cargo-zigbuild{}", env::consts::EXE_SUFFIX));
+    let exe = bin.join(format!("{package}{}", env::consts::EXE_SUFFIX));
     let reports = |exe: &std::path::Path| {
         Command::new(exe)
             .arg("--version")
             .output()
             .is_ok_and(|out| {
-                out.status.success()
-                    && String::from_utf8_lossy(&out.stdout).contains(CARGO_ZIGBUILD_VERSION)
+                out.status.success() && String::from_utf8_lossy(&out.stdout).contains(version)
             })
     };
     if !reports(&exe) {
@@ -123,7 +132,7 @@ pub fn cargo_zigbuild() -> Result<(PathBuf, PathBuf)> {
                 root.display()
             );
             eprintln!(
-                "installing cargo-zigbuild {CARGO_ZIGBUILD_VERSION} from PyPI into {}, once",
+                "installing {package} {version} from PyPI into {}, once",
                 root.display()
             );
             let output = Command::new(&python)
@@ -135,19 +144,19 @@ pub fn cargo_zigbuild() -> Result<(PathBuf, PathBuf)> {
                     "--no-input",
                     "--quiet",
                 ])
-                .arg(format!("cargo-zigbuild=={CARGO_ZIGBUILD_VERSION}"))
+                .arg(format!("{package}=={version}"))
                 .output()
-                .context("running pip to install cargo-zigbuild")?;
+                .with_context(|| format!("running pip to install {package}"))?;
             ensure!(
                 output.status.success(),
-                "installing cargo-zigbuild {CARGO_ZIGBUILD_VERSION} with pip failed ({}):\n{}",
+                "installing {package} {version} with pip failed ({}):\n{}",
                 output.status,
                 String::from_utf8_lossy(&output.stderr)
             );
         }
         ensure!(
             reports(&exe),
-            "{} does not report version {CARGO_ZIGBUILD_VERSION} after its install",
+            "{} does not report version {version} after its install",
             exe.display()
         );
     }

@@ -1,0 +1,513 @@
+//! The native module of the Python package `engram-memory-engine`
+//! (`engram_memory._native`): the Rust host (`engram-binding`, over the
+//! `engram` library: wasmtime, the engine, the SQLite, PostgreSQL and
+//! memory stores with their locks and trail) in CPython. The package's
+//! `engram_memory/__init__.py` is its only caller; what it answers is the
+//! binding's framed answer strings, which the package's API parses.
+//!
+//! Every call releases the GIL while Rust works: other Python threads run
+//! meanwhile, and calls of other domains run at the same time. A domain
+//! takes one call at a time; a second thread's call waits its turn.
+//!
+//! The caller's algorithms come as one function `(kind, args) -> answer`
+//! (see [`engram_binding::Dispatch`]), written once in the package; a store
+//! written in Python (the persistence capability supplied in Python) is
+//! called back through [`PyBackend`]. Both are called with the GIL taken
+//! again, on the thread of the call.
+//!
+//! A failure comes back framed as the answers are (`I` invalid, `K`
+//! locked, `S` stopped, `F` failed, then why): from a call as its answer,
+//! from an open as the message of a `RuntimeError`.
+
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+use engram::audit::{AuditEntry, AuditQuery, AuditSink};
+use engram::backend::{Op, Order, Pair, Precondition, StoreError};
+use engram_binding::{Builtin, Dispatch, Failure, Handle, OpenError, Plugins, Store};
+use pyo3::exceptions::PyRuntimeError;
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyList, PyTuple};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
+
+/// A `RuntimeError` with `message`.
+fn error(message: impl Into<String>) -> PyErr {
+    PyRuntimeError::new_err(message.into())
+}
+
+/// `mutex` locked, whatever a panic left in it.
+fn locked<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// A store: a SQLite file, a PostgreSQL database, memory, or a store
+/// written in Python. Closing it lets it go; the domains opened in it hold
+/// it until they close.
+#[pyclass(frozen, module = "engram_memory._native")]
+struct NativeStore {
+    store: Mutex<Option<Store>>,
+}
+
+impl NativeStore {
+    /// The store, unless closed.
+    fn store(&self) -> PyResult<Store> {
+        locked(&self.store)
+            .clone()
+            .ok_or_else(|| error("the store is closed"))
+    }
+
+    fn of(store: Store) -> Self {
+        NativeStore {
+            store: Mutex::new(Some(store)),
+        }
+    }
+}
+
+#[pymethods]
+impl NativeStore {
+    /// Opens the store `spec` names (a SQLite file path or a `postgres://`
+    /// URL) with `options` (JSON `{"sqlite":{…},"postgres":{…}}`), or a
+    /// fresh store in memory when `spec` is None.
+    #[staticmethod]
+    #[pyo3(signature = (spec=None, options=None))]
+    fn open(py: Python<'_>, spec: Option<String>, options: Option<String>) -> PyResult<Self> {
+        let store = match spec {
+            None => Store::memory(),
+            Some(spec) => py
+                .detach(|| Store::open(&spec, options.as_deref().unwrap_or("")))
+                .map_err(|e| error(engram_binding::shown(&e)))?,
+        };
+        Ok(Self::of(store))
+    }
+
+    /// The store `backend`, an object written in Python (the package's
+    /// `Backend` protocol), keeps: its pairs and its audit trail.
+    #[staticmethod]
+    fn of_backend(backend: Py<PyAny>) -> Self {
+        let backend = Arc::new(PyBackend { object: backend });
+        Self::of(Store::from_parts(backend.clone(), backend))
+    }
+
+    /// The trail's newest entries `query` (JSON) asks for: a framed answer.
+    fn audit(&self, py: Python<'_>, query: String) -> PyResult<String> {
+        let store = self.store()?;
+        py.detach(|| store.audit(&query))
+            .map(|answer| answer.framed())
+            .map_err(|e| error(engram_binding::shown(&e)))
+    }
+
+    /// The agents whose domains hold anything: a JSON array.
+    fn domains(&self, py: Python<'_>) -> PyResult<String> {
+        let store = self.store()?;
+        py.detach(|| store.domains())
+            .map_err(|e| error(engram_binding::shown(&e)))
+    }
+
+    /// Breaks `agent`'s maintenance lock: `{"agent_id","unlocked"}`.
+    fn unlock(&self, py: Python<'_>, agent: String) -> PyResult<String> {
+        let store = self.store()?;
+        py.detach(|| store.unlock(&agent))
+            .map_err(|e| error(engram_binding::shown(&e)))
+    }
+
+    /// Lets the store go.
+    fn close(&self) {
+        locked(&self.store).take();
+    }
+}
+
+/// A number for the calling thread, never 0: which thread holds a domain.
+fn thread_key() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    thread_local! {
+        static KEY: u64 = NEXT.fetch_add(1, Ordering::Relaxed);
+    }
+    KEY.with(|key| *key)
+}
+
+/// One agent's domain.
+#[pyclass(frozen, module = "engram_memory._native")]
+struct NativeDomain {
+    handle: Mutex<Option<Handle>>,
+    /// The [`thread_key`] of the thread whose call is under way; 0 when none.
+    caller: AtomicU64,
+}
+
+#[pymethods]
+impl NativeDomain {
+    /// Opens the domain `settings` (JSON) name in `store`. `algorithms`:
+    /// the caller's dispatcher, `given` the names of the algorithms it
+    /// gives (`summarizer`, `ranker`, `tokenizer`); `clock`: whether each
+    /// call comes with the time of the caller's clock. A failure raises a
+    /// `RuntimeError` whose message is framed (`I`, `K` or `F`).
+    #[staticmethod]
+    #[pyo3(signature = (store, settings, algorithms=None, given=Vec::new(), clock=false))]
+    fn open(
+        py: Python<'_>,
+        store: &NativeStore,
+        settings: String,
+        algorithms: Option<Py<PyAny>>,
+        given: Vec<String>,
+        clock: bool,
+    ) -> PyResult<Self> {
+        let store = store.store()?;
+        let dispatch = algorithms.map(|f| Arc::new(PyDispatch(f)) as Arc<dyn Dispatch>);
+        let plugins = Plugins::dispatched(dispatch, &given, clock);
+        let handle = py
+            .detach(|| Handle::open(&store, &settings, plugins))
+            .map_err(|e| {
+                error(match e {
+                    OpenError::Invalid(why) => format!("I{why}"),
+                    OpenError::Locked(why) => format!("K{why}"),
+                    OpenError::Failed(why) => format!("F{why}"),
+                })
+            })?;
+        Ok(NativeDomain {
+            handle: Mutex::new(Some(handle)),
+            caller: AtomicU64::new(0),
+        })
+    }
+
+    /// Makes the call `name` (the binding's: a surface call, `audit`,
+    /// `forget`, `domains`, `unlock`) with `args`; `input` names the input
+    /// in an input failure; `time` is the caller's clock, when the domain
+    /// has one. Answers the framed answer, a failure of the host among them
+    /// (`S`, `K` or `F`).
+    #[pyo3(signature = (name, input, args, time=None))]
+    fn call(
+        &self,
+        py: Python<'_>,
+        name: &str,
+        input: &str,
+        args: &str,
+        time: Option<i64>,
+    ) -> PyResult<String> {
+        let me = thread_key();
+        if self.caller.load(Ordering::SeqCst) == me {
+            return Err(error(
+                "a call of this domain is under way: the summarizer, ranker, tokenizer or store may not call its own domain",
+            ));
+        }
+        py.detach(|| {
+            let mut handle = locked(&self.handle);
+            let handle = handle
+                .as_mut()
+                .ok_or_else(|| "the domain is closed".to_owned())?;
+            self.caller.store(me, Ordering::SeqCst);
+            let answer = handle.call(name, input, args, time);
+            self.caller.store(0, Ordering::SeqCst);
+            Ok(answer.unwrap_or_else(|failure: Failure| failure.framed()))
+        })
+        .map_err(|why: String| error(why))
+    }
+
+    /// Closes the domain once a call under way has answered: its
+    /// maintenance lock goes, and its store when no other domain holds it.
+    fn close(&self, py: Python<'_>) -> PyResult<()> {
+        if self.caller.load(Ordering::SeqCst) == thread_key() {
+            return Err(error(
+                "a call of this domain is under way: it may not be closed from its own summarizer, ranker, tokenizer or store",
+            ));
+        }
+        let handle = py.detach(|| locked(&self.handle).take());
+        drop(handle);
+        Ok(())
+    }
+}
+
+/// The caller's dispatcher (the package's), called with the GIL taken.
+struct PyDispatch(Py<PyAny>);
+
+impl Dispatch for PyDispatch {
+    fn dispatch(&self, kind: &str, args: String) -> Result<String, String> {
+        Python::attach(|py| {
+            self.0
+                .call1(py, (kind, args))
+                .and_then(|answer| answer.extract::<String>(py))
+                .map_err(|e| e.to_string())
+        })
+    }
+}
+
+/// A store written in Python (the package's `Backend` protocol): its
+/// pairs and its trail, called with the GIL taken. Byte strings cross as
+/// `bytes`; audit entries as dicts of the `engram audit` line form.
+struct PyBackend {
+    object: Py<PyAny>,
+}
+
+impl PyBackend {
+    /// Calls the store's `method` with `args`; a Python exception is the
+    /// store's failure, its words.
+    fn call<'py, A>(
+        &self,
+        py: Python<'py>,
+        method: &str,
+        args: A,
+    ) -> Result<Bound<'py, PyAny>, String>
+    where
+        A: pyo3::call::PyCallArgs<'py>,
+    {
+        self.object
+            .bind(py)
+            .call_method1(method, args)
+            .map_err(|e| format!("the store's {method}: {e}"))
+    }
+
+    /// `entries` as the list of dicts the store takes.
+    fn entries<'py>(py: Python<'py>, entries: &[AuditEntry]) -> Result<Bound<'py, PyAny>, String> {
+        let text = serde_json::to_string(entries).map_err(|e| e.to_string())?;
+        py.import("json")
+            .and_then(|json| json.call_method1("loads", (text,)))
+            .map_err(|e| e.to_string())
+    }
+
+    /// `(key, value or None)` pairs of conditions or changes.
+    fn pairs<'py>(
+        py: Python<'py>,
+        pairs: impl Iterator<Item = (&'py [u8], Option<&'py [u8]>)>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let items: Vec<Bound<'py, PyTuple>> = pairs
+            .map(|(key, value)| {
+                PyTuple::new(
+                    py,
+                    [
+                        PyBytes::new(py, key).into_any(),
+                        match value {
+                            Some(value) => PyBytes::new(py, value).into_any(),
+                            None => py.None().into_bound(py),
+                        },
+                    ],
+                )
+            })
+            .collect::<PyResult<_>>()?;
+        PyList::new(py, items)
+    }
+
+    /// Commits through the store's `commit(conditions, changes, entries)`.
+    fn commit_with(
+        &self,
+        preconditions: &[Precondition],
+        ops: &[Op],
+        trail: &[AuditEntry],
+    ) -> Result<(), StoreError> {
+        Python::attach(|py| {
+            let conditions = Self::pairs(
+                py,
+                preconditions.iter().map(|p| match p {
+                    Precondition::Absent(key) => (key.as_slice(), None),
+                    Precondition::Holds(key, value) => (key.as_slice(), Some(value.as_slice())),
+                }),
+            )
+            .map_err(|e| e.to_string())?;
+            let changes = Self::pairs(
+                py,
+                ops.iter().map(|op| match op {
+                    Op::Put(key, value) => (key.as_slice(), Some(value.as_slice())),
+                    Op::Delete(key) => (key.as_slice(), None),
+                }),
+            )
+            .map_err(|e| e.to_string())?;
+            let entries = Self::entries(py, trail)?;
+            let done = self.call(py, "commit", (conditions, changes, entries))?;
+            done.is_truthy().map_err(|e| e.to_string())
+        })
+        .map_err(StoreError::Unavailable)
+        .and_then(|done| {
+            if done {
+                Ok(())
+            } else {
+                Err(StoreError::Conflict)
+            }
+        })
+    }
+
+    /// Whether the store has `method`.
+    fn has(&self, method: &str) -> bool {
+        Python::attach(|py| self.object.bind(py).hasattr(method).unwrap_or(false))
+    }
+}
+
+/// `value` as bytes, or why not.
+fn bytes_of(value: &Bound<'_, PyAny>, what: &str) -> Result<Vec<u8>, String> {
+    value
+        .cast::<PyBytes>()
+        .map(|b| b.as_bytes().to_vec())
+        .map_err(|_| format!("the store answered {what} that is not bytes"))
+}
+
+impl engram::Backend for PyBackend {
+    fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, StoreError> {
+        let mut values = self.get_many(&[key.to_vec()])?;
+        Ok(values.pop().flatten())
+    }
+
+    fn get_many(&self, keys: &[Vec<u8>]) -> Result<Vec<Option<Vec<u8>>>, StoreError> {
+        Python::attach(|py| {
+            let list = PyList::new(py, keys.iter().map(|key| PyBytes::new(py, key)))
+                .map_err(|e| e.to_string())?;
+            let values = self.call(py, "get_many", (list,))?;
+            let mut answer = Vec::with_capacity(values.len().unwrap_or(0));
+            for value in values.try_iter().map_err(|e| e.to_string())? {
+                let value = value.map_err(|e| e.to_string())?;
+                answer.push(if value.is_none() {
+                    None
+                } else {
+                    Some(bytes_of(&value, "a value")?)
+                });
+            }
+            if answer.len() != keys.len() {
+                return Err(format!(
+                    "the store's get_many answered {} values for {} keys",
+                    answer.len(),
+                    keys.len()
+                ));
+            }
+            Ok(answer)
+        })
+        .map_err(StoreError::Unavailable)
+    }
+
+    fn scan(
+        &self,
+        start: &[u8],
+        end: &[u8],
+        limit: u32,
+        order: Order,
+    ) -> Result<Vec<Pair>, StoreError> {
+        Python::attach(|py| {
+            let args = (
+                PyBytes::new(py, start),
+                PyBytes::new(py, end),
+                limit,
+                order == Order::Descending,
+            );
+            let pairs = self.call(py, "scan", args)?;
+            let mut answer = Vec::new();
+            for pair in pairs.try_iter().map_err(|e| e.to_string())? {
+                let pair = pair.map_err(|e| e.to_string())?;
+                let (key, value): (Bound<'_, PyAny>, Bound<'_, PyAny>) =
+                    pair.extract().map_err(|_| {
+                        "the store's scan answered something other than (key, value) pairs"
+                            .to_owned()
+                    })?;
+                answer.push((bytes_of(&key, "a key")?, bytes_of(&value, "a value")?));
+            }
+            Ok(answer)
+        })
+        .map_err(StoreError::Unavailable)
+    }
+
+    fn commit(&self, preconditions: &[Precondition], ops: &[Op]) -> Result<(), StoreError> {
+        self.commit_with(preconditions, ops, &[])
+    }
+
+    fn commit_audited(
+        &self,
+        preconditions: &[Precondition],
+        ops: &[Op],
+        trail: &[AuditEntry],
+        sink: &dyn AuditSink,
+    ) -> Result<bool, StoreError> {
+        // The store keeps its own trail: the entries go with the commit.
+        if std::ptr::addr_eq(self as *const Self, sink as *const dyn AuditSink) {
+            self.commit_with(preconditions, ops, trail).map(|()| true)
+        } else {
+            self.commit_with(preconditions, ops, &[]).map(|()| false)
+        }
+    }
+
+    fn lock_domain(&self, prefix: &[u8]) -> Result<bool, StoreError> {
+        if !self.has("lock_domain") {
+            return Ok(false);
+        }
+        let key = engram::backend::domain_lock_key(prefix);
+        Python::attach(|py| {
+            self.call(py, "lock_domain", (PyBytes::new(py, prefix), key))
+                .map(|_| true)
+        })
+        .map_err(StoreError::Unavailable)
+    }
+
+    fn unlock_domain(&self, prefix: &[u8]) {
+        let key = engram::backend::domain_lock_key(prefix);
+        // Nothing to answer: a store that cannot let go says so next time.
+        let _ = Python::attach(|py| {
+            self.call(py, "unlock_domain", (PyBytes::new(py, prefix), key))
+                .map(drop)
+        });
+    }
+}
+
+impl AuditSink for PyBackend {
+    fn append(&self, entry: &AuditEntry) -> anyhow::Result<()> {
+        Python::attach(|py| {
+            let entries = Self::entries(py, std::slice::from_ref(entry))?;
+            self.call(py, "append_audit", (entries,)).map(drop)
+        })
+        .map_err(anyhow::Error::msg)
+    }
+
+    fn trail(&self, query: &AuditQuery) -> anyhow::Result<Vec<AuditEntry>> {
+        let text = Python::attach(|py| {
+            let args = (
+                query.agent.clone(),
+                query.operation.map(|o| serde_name(&o)),
+                query.outcome.map(|o| serde_name(&o)),
+                query.since,
+                query.until,
+                query.limit,
+            );
+            let entries = self.call(py, "trail", args)?;
+            py.import("json")
+                .and_then(|json| json.call_method1("dumps", (entries,)))
+                .and_then(|text| text.extract::<String>())
+                .map_err(|e| format!("the store's trail answered no list of entries: {e}"))
+        })
+        .map_err(anyhow::Error::msg)?;
+        serde_json::from_str(&text)
+            .map_err(|e| anyhow::anyhow!("the store's trail answered no list of entries: {e}"))
+    }
+}
+
+/// An enum's name as its JSON holds it (`WRITE`, `ACCEPTED`).
+fn serde_name(value: &impl serde::Serialize) -> String {
+    serde_json::to_value(value)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_default()
+}
+
+/// The engine's own summarizer, ranker and tokenizer (every host's
+/// defaults), reached as a caller's are: `kind` and the arguments' JSON
+/// text in, the answer framed `V…` or `E<why>`.
+#[pyfunction]
+fn builtin(py: Python<'_>, kind: &str, args: String) -> String {
+    static BUILTIN: OnceLock<Builtin> = OnceLock::new();
+    py.detach(|| {
+        BUILTIN
+            .get_or_init(Builtin::default)
+            .dispatch(kind, args)
+            .unwrap_or_else(|why| format!("E{why}"))
+    })
+}
+
+/// Runs the `engram` command line `argv` (the program's name first) in
+/// this process, as the native `engram` binary does: its exit code. The
+/// package's `engram` command runs it.
+#[pyfunction]
+fn main(py: Python<'_>, argv: Vec<String>) -> u8 {
+    py.detach(|| engram_binding::main(argv))
+}
+
+/// The module.
+#[pymodule]
+#[pyo3(name = "_native")]
+fn native(module: &Bound<'_, PyModule>) -> PyResult<()> {
+    module.add_class::<NativeStore>()?;
+    module.add_class::<NativeDomain>()?;
+    module.add_function(wrap_pyfunction!(builtin, module)?)?;
+    module.add_function(wrap_pyfunction!(main, module)?)?;
+    Ok(())
+}
