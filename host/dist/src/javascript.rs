@@ -156,22 +156,11 @@ pub fn build_addon(platform: &Platform) -> Result<PathBuf> {
         engram_build::rust_target::ensure(platform.target, "the Node addon")?;
         let (zigbuild, python_bin) = engram_wasi::cargo_zigbuild()?;
         let mut command = Command::new(zigbuild);
-        // cargo-zigbuild runs the `cargo` of the PATH, and zig with the
-        // `python3` that has it: this cargo's folder and zig's first.
-        let path = std::env::var_os("PATH").unwrap_or_default();
-        let mut paths = vec![python_bin];
-        paths.extend(
-            Path::new(&cargo)
-                .parent()
-                .filter(|dir| !dir.as_os_str().is_empty())
-                .map(Path::to_path_buf),
-        );
-        paths.extend(std::env::split_paths(&path));
         command
             .arg("zigbuild")
             .arg("--target")
             .arg(platform.target)
-            .env("PATH", std::env::join_paths(paths)?)
+            .env("PATH", crate::zig_path(python_bin)?)
             .env("CARGO", &cargo);
         command
     };

@@ -49,6 +49,24 @@ pub fn components() -> &'static Path {
         .expect("the components are in a folder")
 }
 
+/// The `PATH` a tool run with zig takes (cargo-zigbuild, maturin `--zig`):
+/// the folder of the Python that has zig first (`python_bin`), then this
+/// cargo's folder (they run the `cargo` of the `PATH`), then this process's.
+pub fn zig_path(python_bin: PathBuf) -> Result<std::ffi::OsString> {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut paths = vec![python_bin];
+    paths.extend(
+        Path::new(&cargo)
+            .parent()
+            .filter(|dir| !dir.as_os_str().is_empty())
+            .map(Path::to_path_buf),
+    );
+    paths.extend(std::env::split_paths(
+        &std::env::var_os("PATH").unwrap_or_default(),
+    ));
+    Ok(std::env::join_paths(paths)?)
+}
+
 /// Runs `command` (`what` names the step), its output captured: the output
 /// when it succeeds; otherwise an error that names the step and says why,
 /// with what the command printed. A program missing from the `PATH` is

@@ -41,17 +41,7 @@ pub fn maturin_version() -> Result<String> {
 /// then this cargo's folder.
 fn maturin() -> Result<(Command, std::ffi::OsString)> {
     let (exe, python_bin) = engram_wasi::zig_tool("maturin", &maturin_version()?)?;
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    let mut paths = vec![python_bin];
-    paths.extend(
-        Path::new(&cargo)
-            .parent()
-            .filter(|dir| !dir.as_os_str().is_empty())
-            .map(Path::to_path_buf),
-    );
-    paths.extend(std::env::split_paths(&path));
-    let path = std::env::join_paths(paths)?;
+    let path = crate::zig_path(python_bin)?;
     let mut command = Command::new(exe);
     command.current_dir(package()).env("PATH", &path);
     engram_build::rust_target::without_host_flags(&mut command);
