@@ -499,6 +499,19 @@ impl std::fmt::Display for OpenError {
 
 impl std::error::Error for OpenError {}
 
+impl OpenError {
+    /// The failure framed as a call's are ([`Failure::framed`]): `I`
+    /// (invalid settings), `K` (locked) or `F` (failed), then why.
+    pub fn framed(&self) -> String {
+        let kind = match self {
+            OpenError::Invalid(_) => 'I',
+            OpenError::Locked(_) => 'K',
+            OpenError::Failed(_) => 'F',
+        };
+        format!("{kind}{self}")
+    }
+}
+
 /// Why a call did not answer: a failure of the host, on one line.
 #[derive(Debug)]
 pub enum Failure {

@@ -24,7 +24,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 use engram::audit::{AuditEntry, AuditQuery, AuditSink};
 use engram::backend::{Op, Order, Pair, Precondition, StoreError};
-use engram_binding::{Builtin, Dispatch, Failure, Handle, OpenError, Plugins, Store};
+use engram_binding::{Builtin, Dispatch, Failure, Handle, Plugins, Store};
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyTuple};
@@ -156,13 +156,7 @@ impl NativeDomain {
         let plugins = Plugins::dispatched(dispatch, &given, clock);
         let handle = py
             .detach(|| Handle::open(&store, &settings, plugins))
-            .map_err(|e| {
-                error(match e {
-                    OpenError::Invalid(why) => format!("I{why}"),
-                    OpenError::Locked(why) => format!("K{why}"),
-                    OpenError::Failed(why) => format!("F{why}"),
-                })
-            })?;
+            .map_err(|e| error(e.framed()))?;
         Ok(NativeDomain {
             handle: Mutex::new(Some(handle)),
             caller: AtomicU64::new(0),
@@ -411,7 +405,7 @@ impl engram::Backend for PyBackend {
         sink: &dyn AuditSink,
     ) -> Result<bool, StoreError> {
         // The store keeps its own trail: the entries go with the commit.
-        if std::ptr::addr_eq(self as *const Self, sink as *const dyn AuditSink) {
+        if engram::backend::same_object(self, sink) {
             self.commit_with(preconditions, ops, trail).map(|()| true)
         } else {
             self.commit_with(preconditions, ops, &[]).map(|()| false)
@@ -450,11 +444,13 @@ impl AuditSink for PyBackend {
     }
 
     fn trail(&self, query: &AuditQuery) -> anyhow::Result<Vec<AuditEntry>> {
+        let operation = query.operation.map(engram::backend::name_of).transpose()?;
+        let outcome = query.outcome.map(engram::backend::name_of).transpose()?;
         let text = Python::attach(|py| {
             let args = (
                 query.agent.clone(),
-                query.operation.map(|o| serde_name(&o)),
-                query.outcome.map(|o| serde_name(&o)),
+                operation,
+                outcome,
                 query.since,
                 query.until,
                 query.limit,
@@ -469,14 +465,6 @@ impl AuditSink for PyBackend {
         serde_json::from_str(&text)
             .map_err(|e| anyhow::anyhow!("the store's trail answered no list of entries: {e}"))
     }
-}
-
-/// An enum's name as its JSON holds it (`WRITE`, `ACCEPTED`).
-fn serde_name(value: &impl serde::Serialize) -> String {
-    serde_json::to_value(value)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_owned))
-        .unwrap_or_default()
 }
 
 /// The engine's own summarizer, ranker and tokenizer (every host's

@@ -249,9 +249,17 @@ pub fn domain_lock_key(prefix: &[u8]) -> i64 {
 
 /// Whether `sink` is the very object `backend` is: a store that keeps its
 /// own trail, which can then take a commit's entries in its transaction.
-#[cfg(any(feature = "sqlite", feature = "postgres"))]
-pub(crate) fn same_object<T>(backend: &T, sink: &dyn AuditSink) -> bool {
+pub fn same_object<T>(backend: &T, sink: &dyn AuditSink) -> bool {
     std::ptr::addr_eq(backend as *const T, sink as *const dyn AuditSink)
+}
+
+/// A unit enum's name as its JSON holds it (`WRITE`, `ACCEPTED`): an audit
+/// query's filters as a store matches them against its rows.
+pub fn name_of(value: impl serde::Serialize) -> anyhow::Result<String> {
+    match serde_json::to_value(value)? {
+        serde_json::Value::String(name) => Ok(name),
+        other => anyhow::bail!("not a name: {other}"),
+    }
 }
 
 /// The key prefix of an agent's domain: the id's length, then the id. No

@@ -7,7 +7,7 @@
 //! both succeed: PostgreSQL aborts one with a serialization failure, which
 //! this backend answers as [`StoreError::Conflict`] and the engine retries.
 
-use super::{Backend, Op, Order, Pair, Precondition, StoreError};
+use super::{Backend, Op, Order, Pair, Precondition, StoreError, name_of};
 use anyhow::{Context, Result, anyhow, bail};
 use engram_model::audit::{AuditEntry, AuditQuery, AuditSink};
 use postgres::error::SqlState;
@@ -689,13 +689,6 @@ fn back_off(lost: bool) {
 }
 
 /// The upper-case JSON name of an enum value (`WRITE`, `ACCEPTED`, `FACT`).
-fn name_of(value: impl serde::Serialize) -> Result<String> {
-    match serde_json::to_value(value)? {
-        serde_json::Value::String(name) => Ok(name),
-        other => bail!("not a name: {other}"),
-    }
-}
-
 fn from_name<T: serde::de::DeserializeOwned>(name: String) -> Result<T> {
     Ok(serde_json::from_value(serde_json::Value::String(name))?)
 }
