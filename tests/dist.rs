@@ -1107,19 +1107,15 @@ fn the_readme_examples_run_from_the_installed_artifacts_without_cargo() {
                     "the README's Rust example is not {}",
                     source.display()
                 );
+                // Run in a folder of its own, which may be anywhere (under a
+                // target folder outside the checkout, too): the manifest is named.
                 let dir = fresh(&format!("readme-{n}-rust"));
                 runs.push(example(
                     what(" (examples/remember.rs)"),
                     Command::new(env!("CARGO"))
-                        .args([
-                            "run",
-                            "-q",
-                            "--locked",
-                            "-p",
-                            "engram",
-                            "--example",
-                            "remember",
-                        ])
+                        .args(["run", "-q", "--locked", "--manifest-path"])
+                        .arg(root().join("Cargo.toml"))
+                        .args(["-p", "engram", "--example", "remember"])
                         .current_dir(&dir),
                 ));
             }

@@ -579,3 +579,163 @@ fn b5_d1_a_cycle_whose_line_cannot_be_printed_stops_before_it_commits() {
         );
     }
 }
+
+/// `/dev/full`: every write to it fails with ENOSPC.
+fn full() -> Stdio {
+    Stdio::from(std::fs::File::create("/dev/full").expect("/dev/full"))
+}
+
+#[test]
+fn an_unwritable_standard_error_never_turns_a_failure_into_a_panic() {
+    // The error of a store that cannot be opened, said on a standard error
+    // that cannot be written: the exit code is still the failure's (4), not
+    // a panic's (101). So for a turn that committed and whose answer and
+    // error both cannot be written: exit 4, the turn kept.
+    let dir = tempfile::tempdir().unwrap();
+    let reads = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../samples/reads.jsonl");
+    let missing = Path::new("/nonexistent/x.db");
+    let out = engram(
+        &[],
+        missing,
+        &["read", "--agent", "a", "--batch", reads.to_str().unwrap()],
+        dir.path(),
+    )
+    .stderr(full())
+    .output()
+    .unwrap();
+    assert_eq!(out.status.code(), Some(4), "{out:?}");
+
+    let store = dir.path().join("turns.db");
+    let remember = ["remember", "I am vegetarian.", "Noted.", "--agent", "a"];
+    let out = engram(&[], &store, &remember, dir.path())
+        .args(["--request-id", "turn-1"])
+        .stdout(full())
+        .stderr(full())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(4), "{out:?}");
+    let again = engram(&[], &store, &remember, dir.path())
+        .args(["--request-id", "turn-1"])
+        .output()
+        .unwrap();
+    let answer: serde_json::Value = serde_json::from_slice(&again.stdout).unwrap();
+    assert_eq!(
+        answer["committed"].as_array().map(Vec::len),
+        Some(1),
+        "{answer}"
+    );
+}
+
+#[test]
+fn b5_d1_a_committed_turn_whose_answer_cannot_be_printed_says_so_and_names_its_request_id() {
+    // `remember` and `cycle --batch` commit, then cannot print: the one
+    // line says the request was committed and names its id, and a retry
+    // with that id answers the same ids without storing anything twice.
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("turns.db");
+    let remember = ["remember", "I am vegetarian.", "Noted.", "--agent", "a"];
+    let out = engram(&[], &store, &remember, dir.path())
+        .args(["--request-id", "turn-1"])
+        .stdout(full())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(4), "{out:?}");
+    one_line_naming(&out, "turn-1");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("was committed"), "{stderr}");
+    let again = engram(&[], &store, &remember, dir.path())
+        .args(["--request-id", "turn-1"])
+        .output()
+        .unwrap();
+    let first: serde_json::Value = serde_json::from_slice(&again.stdout).unwrap();
+    let ids = first["committed"].clone();
+    assert_eq!(ids.as_array().map(Vec::len), Some(1), "{first}");
+
+    let plan = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../samples/plan.json");
+    std::fs::write(
+        dir.path().join("turns.jsonl"),
+        r#"{"message":"Where should I eat?","response":"Try the vegetarian place.","request_id":"batch-1"}"#,
+    )
+    .unwrap();
+    let batch = [
+        "cycle",
+        plan.to_str().unwrap(),
+        "--agent",
+        "a",
+        "--batch",
+        "turns.jsonl",
+    ];
+    let out = engram(&[], &store, &batch, dir.path())
+        .stdout(full())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(4), "{out:?}");
+    one_line_naming(&out, "batch-1");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("was committed"), "{stderr}");
+    let again = engram(&[], &store, &batch, dir.path()).output().unwrap();
+    let line: serde_json::Value = serde_json::from_slice(&again.stdout).unwrap();
+    assert_eq!(line["request_id"], "batch-1", "{line}");
+    assert_eq!(
+        line["committed"].as_array().map(Vec::len),
+        Some(1),
+        "{line}"
+    );
+    // The memories: one from each turn, none twice.
+    let recall = ["recall", "vegetarian", "--agent", "a"];
+    let out = engram(&[], &store, &recall, dir.path()).output().unwrap();
+    let recalled: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        recalled["memories"].as_array().map(Vec::len),
+        Some(2),
+        "{recalled}"
+    );
+}
+
+#[test]
+fn a_short_read_of_the_header_is_read_again_and_never_called_no_database() {
+    // `pread` answers 0 bytes (end of file) for the header of a store that
+    // holds a write: once, it is read again and the store answers; from then
+    // on, the one line names a failed read, never "not a SQLite database":
+    // a user told so may delete a healthy store.
+    let strace = strace();
+    let dir = tempfile::tempdir().unwrap();
+    let store = written(dir.path(), "kept.db");
+    std::fs::write(
+        dir.path().join("q.json"),
+        r#"{"record_type":"STATE","selector":{"Latest":{"limit":5}},"request_id":"q"}"#,
+    )
+    .unwrap();
+    let mut answered = 0;
+    // (The first two `pread`s are the dynamic loader's, reading the C
+    // library: the store's header is read from the third on.)
+    for when in ["3", "3..4", "4", "3+", "5+"] {
+        let inject = format!("inject=pread64:retval=0:when={when}");
+        let under_strace = [strace, "-f", "-o", "/dev/null", "-e", &inject];
+        let read = ["read", "--agent", "alice", "q.json"];
+        let out = engram(&under_strace, &store, &read, dir.path())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !stderr.contains("not a SQLite database"),
+            "pread {when}: {stderr}"
+        );
+        assert!(
+            !stderr.contains("not an Engram store"),
+            "pread {when}: {stderr}"
+        );
+        match out.status.code() {
+            Some(0) => {
+                answered += 1;
+                assert!(String::from_utf8_lossy(&out.stdout).contains("mission.current"));
+            }
+            _ => {
+                one_line_naming(&out, "kept.db");
+                assert!(stderr.contains("read"), "pread {when}: {stderr}");
+                assert!(stderr.contains("I/O error"), "pread {when}: {stderr}");
+            }
+        }
+    }
+    assert!(answered > 0, "a short read of a moment must be read again");
+}

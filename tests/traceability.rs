@@ -431,10 +431,51 @@ fn every_test() -> (Vec<Test>, Vec<Problem>) {
     (tests, problems)
 }
 
+/// Where each rule is implemented: the source files (the contract, the
+/// engine, the hosts; no test, no bench) whose code or comments name its
+/// ID, as the code cites the rule it serves.
+fn implementations() -> BTreeMap<String, BTreeSet<String>> {
+    let root = root();
+    let sources = files(&root.join("wit"), ".wit")
+        .into_iter()
+        .chain(files(&root.join("guest"), ".rs"))
+        .chain(files(&root.join("host"), ".rs"))
+        .chain(files(&root.join("host/js/src"), ".js"))
+        .chain(files(&root.join("host/python/src"), ".py"));
+    let mut found: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for path in sources {
+        let file = path
+            .strip_prefix(&root)
+            .unwrap()
+            .to_string_lossy()
+            .replace('\\', "/");
+        if file.starts_with("host/bench/") || file.contains("/tests/") || file.contains("/test-") {
+            continue;
+        }
+        let text = read(&path);
+        // A Rust file's unit tests are tests.
+        let code = text.split("#[cfg(test)]").next().unwrap_or_default();
+        for id in ids_in(code) {
+            found.entry(id).or_default().insert(file.clone());
+        }
+    }
+    found
+}
+
+/// The part a source file belongs to: its crate's or package's folder
+/// (`guest`, `host/store`, `host/components/adapter`), or `wit`.
+fn part(file: &str) -> &str {
+    match file.split_once("/src/") {
+        Some((folder, _)) => folder,
+        None => file.split('/').next().unwrap_or(file),
+    }
+}
+
 /// `docs/traceability.md`, as the tests are now.
 fn traceability() -> String {
     let rules = rules();
     let (tests, _) = every_test();
+    let implemented = implementations();
     let mut by_rule: BTreeMap<&str, BTreeMap<Host, BTreeMap<&str, Vec<&str>>>> = BTreeMap::new();
     for test in &tests {
         for id in &test.ids {
@@ -464,13 +505,16 @@ fn traceability() -> String {
          `test-postgres`, `test-browser`, `tests/javascript.rs`, `host/node` and `host/components`; **Python** \
          and **MCP** — `host/python/tests` (MCP: `test_mcp.py`, `test_knowledge_graph.py`); \
          **scenarios** —\nthe lines of \
-         `tests/scenarios/`, which every host runs.\n\n",
+         `tests/scenarios/`, which every host runs.\n\n\
+         Implemented in: the parts whose source (the contract in `wit/`, the engine, the hosts' \
+         code; no test)\nnames the rule's ID where it is enforced or served; each rule's files \
+         are listed below.\n\n",
     );
-    doc.push_str("## Tests by rule and host\n\n| rule |");
+    doc.push_str("## Tests by rule and host\n\n| rule | implemented in |");
     for (_, name) in HOSTS {
         let _ = write!(doc, " {name} |");
     }
-    doc.push_str("\n|---|");
+    doc.push_str("\n|---|---|");
     for _ in HOSTS {
         doc.push_str("---:|");
     }
@@ -479,6 +523,16 @@ fn traceability() -> String {
     for rule in &rules {
         let hosts = by_rule.get(rule.id.as_str());
         let _ = write!(doc, "| [{0}](#{1}) |", rule.id, rule.id.to_lowercase());
+        let parts: BTreeSet<&str> = implemented
+            .get(&rule.id)
+            .map(|files| files.iter().map(|f| part(f)).collect())
+            .unwrap_or_default();
+        if parts.is_empty() {
+            doc.push_str(" — |");
+        } else {
+            let parts: Vec<String> = parts.iter().map(|p| format!("`{p}`")).collect();
+            let _ = write!(doc, " {} |", parts.join(", "));
+        }
         for (host, _) in HOSTS {
             let count: usize = hosts
                 .and_then(|h| h.get(&host))
@@ -505,9 +559,25 @@ fn traceability() -> String {
     } else {
         let _ = writeln!(doc, "Named by no test: {}.", unproven.join(", "));
     }
+    let uncited: Vec<&str> = rules
+        .iter()
+        .filter(|rule| !implemented.contains_key(&rule.id))
+        .map(|rule| rule.id.as_str())
+        .collect();
+    if !uncited.is_empty() {
+        let _ = writeln!(
+            doc,
+            "Named where it is implemented by no source yet: {}.",
+            uncited.join(", ")
+        );
+    }
     doc.push_str("\n## The tests of each rule\n");
     for rule in &rules {
         let _ = write!(doc, "\n### {}\n\n{}\n\n", rule.id, rule.text);
+        if let Some(files) = implemented.get(&rule.id) {
+            let list: Vec<String> = files.iter().map(|f| format!("`{f}`")).collect();
+            let _ = writeln!(doc, "- implemented in: {}", list.join(", "));
+        }
         let Some(hosts) = by_rule.get(rule.id.as_str()) else {
             doc.push_str("No test names it.\n");
             continue;

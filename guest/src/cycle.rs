@@ -2,16 +2,16 @@
 //! outputs and staged writes live in the cycle resource only (B5-F5), and one
 //! atomic commit when every step succeeded (B5-D1).
 
-use crate::engram::memory::audit::{self, Operation, Outcome};
-use crate::engram::memory::domain::{self, AccessMode};
-use crate::engram::memory::ranker::{self, Candidate};
-use crate::engram::memory::summarizer;
-use crate::engram::memory::tokenizer;
-use crate::engram::memory::types::{
+use crate::bindings::engram::memory::audit::{self, Operation, Outcome};
+use crate::bindings::engram::memory::domain::{self, AccessMode};
+use crate::bindings::engram::memory::ranker::{self, Candidate};
+use crate::bindings::engram::memory::summarizer;
+use crate::bindings::engram::memory::tokenizer;
+use crate::bindings::engram::memory::types::{
     Event, EventPayload, IngestedMemory, MemoryRecord, RecordType, SourceActor, SourceComponent,
     WriteSource,
 };
-use crate::exports::engram::memory::cycle::{
+use crate::bindings::exports::engram::memory::cycle::{
     AssembledPrompt, Cycle, CycleError, Damage, ExecutionPlan, Guest, GuestCycle, PlanError,
     PlanErrorKind, PlanStep, RetrievedMemory, Stage, StepKind, StepOutput, StepResult,
     SummarizeInput, Summarized, TurnInput,

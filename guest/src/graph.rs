@@ -1,13 +1,15 @@
 //! Entities and relationships in namespaces (MT-7) and their index-backed
 //! lookups (MT-8), all of it FACT records under the IO contract.
 
-use crate::engram::memory::persistence::Direction;
-use crate::engram::memory::types::{EntityType, Fact, FactPayload, MemoryRecord, StoredFact};
-use crate::exports::engram::memory::graph::{
+use crate::bindings::engram::memory::persistence::Direction;
+use crate::bindings::engram::memory::types::{
+    EntityType, Fact, FactPayload, MemoryRecord, StoredFact,
+};
+use crate::bindings::exports::engram::memory::graph::{
     EdgeDirection, Guest, Node, PutRequest, RelationshipsRequest, Traversal, TraversalOrder,
     TraverseRequest,
 };
-use crate::exports::engram::memory::io::{ReadError, WriteRequest, WriteResult};
+use crate::bindings::exports::engram::memory::io::{ReadError, WriteRequest, WriteResult};
 use crate::{
     Answer, Engine, Refused, Stored, answered, audit_fact_read, bounded, get, id_text, keys, load,
     load_facts, request_id_given, validate, write,

@@ -1,10 +1,12 @@
 //! Bounded reads of a FACT's versions in time (MT-2), beside the five
 //! selectors of the IO.
 
-use crate::engram::memory::persistence::Direction;
-use crate::engram::memory::types::{FactPayload, StoredFact};
-use crate::exports::engram::memory::history::{AsOfRequest, Guest, TimeAxis, VersionsRequest};
-use crate::exports::engram::memory::io::ReadError;
+use crate::bindings::engram::memory::persistence::Direction;
+use crate::bindings::engram::memory::types::{FactPayload, StoredFact};
+use crate::bindings::exports::engram::memory::history::{
+    AsOfRequest, Guest, TimeAxis, VersionsRequest,
+};
+use crate::bindings::exports::engram::memory::io::ReadError;
 use crate::{
     Answer, Engine, Now, Refused, audit_fact_read, bounded, facts, get, keys, load_facts, load_ids,
     request_id_given, validate,

@@ -54,6 +54,8 @@
 //! it. One that does not is written as format `2`, as before expiry was
 //! kept.
 
+use engram_keyspace::{prefix_range, successor};
+
 /// The key of the domain's sequence counter.
 pub const SEQ: &[u8] = b"Mseq";
 
@@ -274,25 +276,6 @@ pub fn time_range(kind: u8, from: i64, to: i64) -> (Vec<u8>, Vec<u8>) {
 /// The range `start..end` of every time-index entry of one kind.
 pub fn time_all(kind: u8) -> (Vec<u8>, Vec<u8>) {
     (vec![TIME, kind], vec![TIME, kind + 1])
-}
-
-/// The range `start..end` of every key that starts with `prefix`.
-fn prefix_range(prefix: Vec<u8>) -> (Vec<u8>, Vec<u8>) {
-    let end = successor(&prefix);
-    (prefix, end)
-}
-
-/// The smallest key greater than every key that starts with `prefix`.
-fn successor(prefix: &[u8]) -> Vec<u8> {
-    let mut end = prefix.to_vec();
-    while let Some(last) = end.pop() {
-        if last < u8::MAX {
-            end.push(last + 1);
-            return end;
-        }
-    }
-    // Only a prefix made of 0xFF bytes gets here; the engine builds none.
-    vec![u8::MAX; prefix.len() + 1]
 }
 
 /// A record id made of 128 random bits: 32 lower-case hex digits.

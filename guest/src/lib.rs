@@ -14,17 +14,21 @@ mod time;
 mod validate;
 mod writer;
 
-wit_bindgen::generate!({
-    world: "engine",
-    path: "../wit",
-    additional_derives: [serde::Serialize, serde::Deserialize, PartialEq],
-});
+/// The WIT package's bindings (`engram:memory`, the `engine` world): the
+/// imports the engine calls and the exports it implements.
+mod bindings {
+    wit_bindgen::generate!({
+        world: "engine",
+        path: "../wit",
+        additional_derives: [serde::Serialize, serde::Deserialize, PartialEq],
+    });
+}
 
-use engram::memory::audit::{self, Operation, Outcome};
-use engram::memory::domain::{self, AccessMode as Mode};
-use engram::memory::persistence::{self, Direction, StorageError};
-use engram::memory::types;
-use exports::engram::memory::io::{
+use bindings::engram::memory::audit::{self, Operation, Outcome};
+use bindings::engram::memory::domain::{self, AccessMode as Mode};
+use bindings::engram::memory::persistence::{self, Direction, StorageError};
+use bindings::engram::memory::types;
+use bindings::exports::engram::memory::io::{
     Guest, ReadError, ReadRequest, ReadResult, ReadSelector, WriteRequest, WriteResult,
 };
 use serde::{Deserialize, Serialize};
@@ -46,7 +50,7 @@ const FORMAT_EXPIRING: u8 = 3;
 
 struct Engine;
 
-export!(Engine);
+bindings::export!(Engine with_types_in bindings);
 
 impl Guest for Engine {
     fn write(request: WriteRequest) -> WriteResult {

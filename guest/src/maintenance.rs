@@ -1,13 +1,15 @@
 //! Offline maintenance (IO-W7): a faithful export of a domain and its import
 //! back, ids, write order and both time axes included.
 
-use crate::engram::memory::audit::{self, Operation, Outcome};
-use crate::engram::memory::domain::{self, AccessMode};
-use crate::engram::memory::persistence::{self, Direction, Entry, Precondition, StorageError};
-use crate::engram::memory::types::{
+use crate::bindings::engram::memory::audit::{self, Operation, Outcome};
+use crate::bindings::engram::memory::domain::{self, AccessMode};
+use crate::bindings::engram::memory::persistence::{
+    self, Direction, Entry, Precondition, StorageError,
+};
+use crate::bindings::engram::memory::types::{
     MemoryRecord, RecordType, SourceActor, SourceComponent, StoredFact, StoredState, WriteSource,
 };
-use crate::exports::engram::memory::maintenance::{
+use crate::bindings::exports::engram::memory::maintenance::{
     ExportPage, ExportedItem, ExportedRecord, ExportedRequest, Guest, MaintenanceError,
 };
 use crate::keys::{self, Exported};

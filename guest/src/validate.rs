@@ -1,6 +1,6 @@
 //! The checks a record must pass before it is stored (IO-W1, IO-R4).
 
-use crate::engram::memory::types::{
+use crate::bindings::engram::memory::types::{
     Entity, Episode, EventPayload, Fact, FactPayload, IngestedMemory, MemoryRecord, ProceduralRule,
     Relationship, SemanticMemory, State,
 };

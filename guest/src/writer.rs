@@ -2,10 +2,10 @@
 //! one atomic commit, with idempotency (IO-W2), id allocation, supersession
 //! of fact versions and the indexes.
 
-use crate::engram::memory::audit;
-use crate::engram::memory::domain;
-use crate::engram::memory::persistence::{self, Entry, Op, Precondition, StorageError};
-use crate::engram::memory::types::{
+use crate::bindings::engram::memory::audit;
+use crate::bindings::engram::memory::domain;
+use crate::bindings::engram::memory::persistence::{self, Entry, Op, Precondition, StorageError};
+use crate::bindings::engram::memory::types::{
     EntityType, EventPayload, FactPayload, MemoryRecord, SourceActor, SourceComponent, StoredFact,
     StoredState, WriteSource,
 };

@@ -14,7 +14,8 @@ const PROFILE: &str = "guest";
 const PREBUILT: &str = "engram.wasm";
 
 fn main() -> Result<()> {
-    let Build { out_dir, workspace } = Build::new(&["guest/src", "guest/Cargo.toml", "wit"])?;
+    let Build { out_dir, workspace } =
+        Build::new(&["guest/src", "guest/Cargo.toml", "guest/keyspace", "wit"])?;
     let prebuilt = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(PREBUILT);
     let component = if workspace.join("guest/Cargo.toml").is_file() {
         build(&workspace, &out_dir)?

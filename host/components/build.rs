@@ -73,6 +73,10 @@ const POSTGRES_SCHEMA_FILE: &str = "postgres-schema.sql";
 /// what the JavaScript package tells its callers (`DEFAULT_LIMITS`) and
 /// holds a read of a trail written in JavaScript to.
 const LIMITS_FILE: &str = "limits.json";
+/// The PostgreSQL connection's defaults of every host
+/// (`engram_store::postgres_defaults`), in ms by the settings' names: the
+/// JavaScript package's `DEFAULT_POSTGRES_OPTIONS`.
+const POSTGRES_DEFAULTS_FILE: &str = "postgres-defaults.json";
 
 fn main() -> Result<()> {
     // Not `host/components` whole: a build's output may live there.
@@ -89,6 +93,7 @@ fn main() -> Result<()> {
         "host/algorithms",
         "host/store/src",
         "host/store/Cargo.toml",
+        "guest/keyspace",
         "wit",
     ])?;
     let (out_dir, workspace) = (&build.out_dir, build.workspace.as_path());
@@ -120,6 +125,8 @@ fn main() -> Result<()> {
     write_if_changed(&out_dir.join(POSTGRES_SCHEMA_FILE), &schema)?;
     let limits = limits();
     write_if_changed(&out_dir.join(LIMITS_FILE), limits.as_bytes())?;
+    let postgres = engram_store::postgres_defaults::json();
+    write_if_changed(&out_dir.join(POSTGRES_DEFAULTS_FILE), postgres.as_bytes())?;
     Ok(())
 }
 

@@ -95,21 +95,23 @@ export class MemoryBackend implements Backend {
   close(): void;
 }
 
-/** How a PostgreSQL store is opened (the Rust host's defaults), times in ms. */
+/** How a PostgreSQL store is opened, times in ms; what is left out has every host's defaults ({@link DEFAULT_POSTGRES_OPTIONS}). */
 export interface PostgresOptions {
   /** The schema of the tables, created if absent; the URL's search path (`public`) by default. */
   schema?: string;
-  /** 5000 */
+  /** How long connecting may take. */
   connectTimeout?: number;
-  /** One statement, lock waits included; 30000 */
+  /** One statement, lock waits included. */
   statementTimeout?: number;
-  /** A session idle inside a transaction; 60000 */
+  /** A session idle inside a transaction. */
   idleInTransactionTimeout?: number;
-  /** Silence before TCP keepalive probes; 15000 */
+  /** Silence before TCP keepalive probes. */
   keepalivesIdle?: number;
-  /** Unacknowledged data before the connection is given up (Linux); 30000 */
+  /** Unacknowledged data before the connection is given up (Linux). */
   tcpUserTimeout?: number;
 }
+/** Every host's PostgreSQL connection defaults, in ms. */
+export const DEFAULT_POSTGRES_OPTIONS: Readonly<Required<Omit<PostgresOptions, 'schema'>>>;
 
 /** How a SQLite store is opened (the Rust host's defaults). */
 export interface SqliteOptions {

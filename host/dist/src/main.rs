@@ -192,70 +192,95 @@ fn tarball(out: &Path) -> Result<Vec<PathBuf>> {
         .prefix("engram-dist-npm")
         .tempdir()
         .context("creating a temporary folder")?;
-
     let mut optional = serde_json::Map::new();
     let mut tarballs = Vec::new();
     for platform in &javascript::PLATFORMS {
-        let started = Instant::now();
-        let built = javascript::build_addon(platform)?;
-        let folder = staging.path().join(platform.package());
-        fs::create_dir_all(&folder).with_context(|| format!("creating {}", folder.display()))?;
-        fs::copy(&built, folder.join(platform.addon_file()))
-            .with_context(|| format!("copying {}", built.display()))?;
-        let manifest = serde_json::json!({
-            "name": platform.package(),
-            "version": version,
-            "description": format!("The Node addon of engram-memory for {}: the Rust host, installed by npm with engram-memory where it runs", platform.name),
-            "main": platform.addon_file(),
-            "files": [platform.addon_file()],
-            "os": [platform.os],
-            "cpu": [platform.cpu],
-            "libc": [platform.libc],
-            "license": source_manifest["license"],
-            "engines": source_manifest["engines"],
-        });
-        fs::write(
-            folder.join("package.json"),
-            serde_json::to_string_pretty(&manifest)? + "\n",
-        )
-        .context("writing a platform package's package.json")?;
-        let (tarball, entries) = pack(&folder, out)?;
-        let addon = format!("package/{}", platform.addon_file());
-        let size = entries
-            .iter()
-            .find(|(path, _)| *path == addon)
-            .map(|(_, bytes)| bytes.len())
-            .with_context(|| format!("{} holds no {addon}", tarball.display()))?;
-        eprintln!(
-            "engram-dist: {} ({} of addon) in {:.1} s",
-            tarball.display(),
-            human(size as u64),
-            started.elapsed().as_secs_f64()
-        );
+        let tarball = platform_tarball(platform, &source_manifest, staging.path(), out)?;
         optional.insert(
             platform.package(),
             serde_json::Value::String(version.clone()),
         );
         tarballs.push(tarball);
     }
+    let mut main_manifest = source_manifest;
+    main_manifest["optionalDependencies"] = serde_json::Value::Object(optional);
+    tarballs.push(main_tarball(&source, &main_manifest, staging.path(), out)?);
+    Ok(tarballs)
+}
 
-    let folder = staging.path().join("engram-memory");
+/// The package of one platform's addon (`engram-memory-<platform>`), of the
+/// version and license of the package whose manifest is `source`, packed
+/// into `out` from a folder under `staging`.
+fn platform_tarball(
+    platform: &javascript::Platform,
+    source: &serde_json::Value,
+    staging: &Path,
+    out: &Path,
+) -> Result<PathBuf> {
+    let started = Instant::now();
+    let built = javascript::build_addon(platform)?;
+    let folder = staging.join(platform.package());
+    fs::create_dir_all(&folder).with_context(|| format!("creating {}", folder.display()))?;
+    fs::copy(&built, folder.join(platform.addon_file()))
+        .with_context(|| format!("copying {}", built.display()))?;
+    let manifest = serde_json::json!({
+        "name": platform.package(),
+        "version": source["version"],
+        "description": format!("The Node addon of engram-memory for {}: the Rust host, installed by npm with engram-memory where it runs", platform.name),
+        "main": platform.addon_file(),
+        "files": [platform.addon_file()],
+        "os": [platform.os],
+        "cpu": [platform.cpu],
+        "libc": [platform.libc],
+        "license": source["license"],
+        "engines": source["engines"],
+    });
+    fs::write(
+        folder.join("package.json"),
+        serde_json::to_string_pretty(&manifest)? + "\n",
+    )
+    .context("writing a platform package's package.json")?;
+    let (tarball, entries) = pack(&folder, out)?;
+    let addon = format!("package/{}", platform.addon_file());
+    let size = entries
+        .iter()
+        .find(|(path, _)| *path == addon)
+        .map(|(_, bytes)| bytes.len())
+        .with_context(|| format!("{} holds no {addon}", tarball.display()))?;
+    eprintln!(
+        "engram-dist: {} ({} of addon) in {:.1} s",
+        tarball.display(),
+        human(size as u64),
+        started.elapsed().as_secs_f64()
+    );
+    Ok(tarball)
+}
+
+/// The package itself, with `manifest` (its platform packages as optional
+/// dependencies), packed into `out` from a folder under `staging`, and
+/// checked: it downloads nothing, carries the components transpiled and no
+/// addon.
+fn main_tarball(
+    source: &Path,
+    manifest: &serde_json::Value,
+    staging: &Path,
+    out: &Path,
+) -> Result<PathBuf> {
+    let folder = staging.join("engram-memory");
     fs::create_dir_all(&folder).with_context(|| format!("creating {}", folder.display()))?;
     for file in JS_FILES {
         copy_tree(&source.join(file), &folder.join(file))?;
     }
-    let mut main_manifest = source_manifest.clone();
-    main_manifest["optionalDependencies"] = serde_json::Value::Object(optional.clone());
     fs::write(
         folder.join("package.json"),
-        serde_json::to_string_pretty(&main_manifest)? + "\n",
+        serde_json::to_string_pretty(manifest)? + "\n",
     )
     .context("writing the package's package.json")?;
     let (tarball, entries) = pack(&folder, out)?;
     let name = tarball.display().to_string();
-    let manifest = manifest(&tarball, &entries)?;
+    let packed = self::manifest(&tarball, &entries)?;
     for field in ["dependencies", "peerDependencies"] {
-        if let Some(listed) = manifest[field].as_object() {
+        if let Some(listed) = packed[field].as_object() {
             ensure!(
                 listed.is_empty(),
                 "{name}'s package.json lists {field}, which an install would download: {:?}",
@@ -264,7 +289,7 @@ fn tarball(out: &Path) -> Result<Vec<PathBuf>> {
         }
     }
     ensure!(
-        manifest["optionalDependencies"] == serde_json::Value::Object(optional),
+        packed["optionalDependencies"] == manifest["optionalDependencies"],
         "{name}'s optional dependencies are not exactly its platform packages of its version"
     );
     for component in JS_COMPONENTS {
@@ -278,8 +303,7 @@ fn tarball(out: &Path) -> Result<Vec<PathBuf>> {
         !entries.iter().any(|(path, _)| path.ends_with(".node")),
         "{name} holds an addon: they go in the platform packages"
     );
-    tarballs.push(tarball);
-    Ok(tarballs)
+    Ok(tarball)
 }
 
 /// Copies `from` (a file or a folder) to `to`.

@@ -158,6 +158,8 @@ writeFileSync(
     '/** The limits of every host by default (docs/limits.md). */\n' +
     `export const DEFAULT_LIMITS = Object.freeze(${JSON.stringify(limits, null, 2)});\n\n` +
     '/** How many entries a read of the audit trail answers when not told, and at most. */\n' +
-    `export const AUDIT_LIMIT = ${auditLimit};\nexport const MAX_AUDIT_LIMIT = ${maxAuditLimit};\n`,
+    `export const AUDIT_LIMIT = ${auditLimit};\nexport const MAX_AUDIT_LIMIT = ${maxAuditLimit};\n\n` +
+    '/** How long a PostgreSQL store\'s connection waits by default, in ms (every host\'s). */\n' +
+    `export const DEFAULT_POSTGRES_OPTIONS = Object.freeze(${readFileSync(built('postgres-defaults.json'), 'utf8').trim()});\n`,
 );
-console.log('build: limits.json -> gen/limits.js');
+console.log('build: limits.json, postgres-defaults.json -> gen/limits.js');

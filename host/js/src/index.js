@@ -22,7 +22,7 @@ import { WasmSession } from './wasm.js';
 import { AUDIT_LIMIT, MAX_AUDIT_LIMIT } from '../gen/limits.js';
 
 export { MemoryBackend } from './backends/memory.js';
-export { DEFAULT_LIMITS } from '../gen/limits.js';
+export { DEFAULT_LIMITS, DEFAULT_POSTGRES_OPTIONS } from '../gen/limits.js';
 export { componentImports } from './imports.js';
 export { parse, stringify } from './json.js';
 export { hasJspi } from './wasm.js';
@@ -204,17 +204,18 @@ function release({ store, owned }) {
  */
 
 /**
- * How a PostgreSQL store is opened (the Rust host's defaults), times in ms.
+ * How a PostgreSQL store is opened, times in ms; what is left out has
+ * every host's defaults ({@link DEFAULT_POSTGRES_OPTIONS}).
  * @typedef {object} PostgresOptions
  * @property {string} [schema] the tables' schema, created if absent; the
  *   URL's search path (`public`) by default
- * @property {number} [connectTimeout] 5000
- * @property {number} [statementTimeout] one statement, lock waits
- *   included; 30000
- * @property {number} [idleInTransactionTimeout] 60000
- * @property {number} [keepalivesIdle] silence before TCP keepalive probes; 15000
+ * @property {number} [connectTimeout] how long connecting may take
+ * @property {number} [statementTimeout] one statement, lock waits included
+ * @property {number} [idleInTransactionTimeout] how long a session may sit
+ *   idle inside a transaction
+ * @property {number} [keepalivesIdle] silence before TCP keepalive probes
  * @property {number} [tcpUserTimeout] unacknowledged data before the
- *   connection is given up (Linux); 30000
+ *   connection is given up (Linux)
  */
 
 /**
@@ -289,6 +290,15 @@ const EXPORT_PAGE = 1000;
  * gets a fresh instance. With `async`, every call answers a promise.
  */
 export class Domain {
+  #session;
+  #agent;
+  #mode;
+  #store;
+  #owned;
+  #input;
+  #async;
+  #closed = false;
+
   /** @internal */
   constructor(session, { agent, mode, store, owned, input, async }) {
     this.#session = session;
@@ -300,14 +310,6 @@ export class Domain {
     this.#async = async;
   }
 
-  #session;
-  #agent;
-  #mode;
-  #store;
-  #owned;
-  #input;
-  #async;
-  #closed = false;
   /** @type {Set<Cycle>} */
   #cycles = new Set();
 

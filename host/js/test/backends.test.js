@@ -6,7 +6,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { MemoryBackend } from '../src/backends/memory.js';
-import { auditTrail, domains, open, openStore, unlock } from '../src/index.js';
+import { DEFAULT_POSTGRES_OPTIONS, auditTrail, domains, open, openStore, unlock } from '../src/index.js';
 import { notBuilt } from './built.js';
 
 const BACKENDS = {
@@ -114,4 +114,12 @@ test('the lock area is above every domain', { skip: notBuilt }, async () => {
   assert.deepEqual(lock.slice(-prefix.length), prefix, "the lock names the domain's prefix");
   assert.ok(keys.length > 1 && keys.slice(0, -1).every((key) => prefix.every((byte, i) => key[i] === byte)));
   assert.equal(store.scan(b(0xff), b(0xff, 0xff), 10, false).length, 0, 'the lock was let go');
+});
+
+test('the PostgreSQL connection defaults are every host\'s: one for each option, in ms', () => {
+  // Written by the build from engram-store's, which the Rust host opens with.
+  const options = ['connectTimeout', 'idleInTransactionTimeout', 'keepalivesIdle', 'statementTimeout', 'tcpUserTimeout'];
+  assert.deepEqual(Object.keys(DEFAULT_POSTGRES_OPTIONS).sort(), options);
+  for (const ms of Object.values(DEFAULT_POSTGRES_OPTIONS)) assert.ok(Number.isInteger(ms) && ms > 0, String(ms));
+  assert.ok(Object.isFrozen(DEFAULT_POSTGRES_OPTIONS));
 });

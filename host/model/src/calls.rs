@@ -25,128 +25,6 @@ pub const MAX_NODES: u32 = 100;
 /// `traverse`: how many edge-index entries to examine at most.
 pub const MAX_EDGES: u32 = 1_000;
 
-/// `history`: `{"request_id","key","limit"}`.
-#[derive(Clone, Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct HistoryArgs {
-    /// The request id the call is audited under; a fresh one when none.
-    #[serde(default)]
-    pub request_id: Option<String>,
-    /// The FACT key.
-    pub key: String,
-    /// How many versions at most: 10 by default.
-    #[serde(default = "history_limit")]
-    pub limit: u32,
-}
-
-/// `as-of`: `{"request_id","key","limit"}` and `"valid"` or `"known"`.
-#[derive(Clone, Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct AsOfArgs {
-    /// The request id the call is audited under; a fresh one when none.
-    #[serde(default)]
-    pub request_id: Option<String>,
-    /// The FACT key.
-    pub key: String,
-    /// A valid time (ms since the epoch).
-    #[serde(default)]
-    pub valid: Option<i64>,
-    /// A transaction time (ms since the epoch).
-    #[serde(default)]
-    pub known: Option<i64>,
-    /// How many of the newest versions to look at: 100 by default.
-    #[serde(default = "as_of_limit")]
-    pub limit: u32,
-}
-
-/// `list`: `{"request_id","namespace","limit","after"}`.
-#[derive(Clone, Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ListArgs {
-    /// The request id the call is audited under; a fresh one when none.
-    #[serde(default)]
-    pub request_id: Option<String>,
-    /// The namespace's segments; at least one.
-    pub namespace: Vec<String>,
-    /// How many at most: 100 by default.
-    #[serde(default = "list_limit")]
-    pub limit: u32,
-    /// Only the keys after this one.
-    #[serde(default)]
-    pub after: Option<String>,
-}
-
-/// `entities`: `{"request_id","entity_type","limit"}`.
-#[derive(Clone, Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct EntitiesArgs {
-    /// The request id the call is audited under; a fresh one when none.
-    #[serde(default)]
-    pub request_id: Option<String>,
-    /// `person`, `organization`, `place`, `product` or `event`.
-    pub entity_type: crate::json::EntityType,
-    /// How many at most: 100 by default.
-    #[serde(default = "entities_limit")]
-    pub limit: u32,
-}
-
-/// `relationships`: `{"request_id","entity","incoming","types","valid_at",
-/// "limit"}`.
-#[derive(Clone, Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RelationshipsArgs {
-    /// The request id the call is audited under; a fresh one when none.
-    #[serde(default)]
-    pub request_id: Option<String>,
-    /// The entity's key (or a pseudo-entity such as `USER`).
-    pub entity: String,
-    /// Those it is the target of, instead of the source.
-    #[serde(default)]
-    pub incoming: bool,
-    /// Only relationships of these types; every type when empty.
-    #[serde(default)]
-    pub types: Vec<String>,
-    /// Only those valid at this time.
-    #[serde(default)]
-    pub valid_at: Option<i64>,
-    /// How many index entries to examine at most: 100 by default.
-    #[serde(default = "relationships_limit")]
-    pub limit: u32,
-}
-
-/// `traverse`: `{"request_id","start","depth_first","incoming","types",
-/// "valid_at","max_depth","max_nodes","max_edges"}`.
-#[derive(Clone, Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct TraverseArgs {
-    /// The request id the call is audited under; a fresh one when none.
-    #[serde(default)]
-    pub request_id: Option<String>,
-    /// The key of the entity to start from.
-    pub start: String,
-    /// Depth-first instead of breadth-first.
-    #[serde(default)]
-    pub depth_first: bool,
-    /// Follow relationships from target to source.
-    #[serde(default)]
-    pub incoming: bool,
-    /// Only relationships of these types; every type when empty.
-    #[serde(default)]
-    pub types: Vec<String>,
-    /// Only relationships valid at this time.
-    #[serde(default)]
-    pub valid_at: Option<i64>,
-    /// How many edges away at most: 2 by default.
-    #[serde(default = "max_depth")]
-    pub max_depth: u32,
-    /// How many nodes at most: 100 by default.
-    #[serde(default = "max_nodes")]
-    pub max_nodes: u32,
-    /// How many edge-index entries to examine at most: 1,000 by default.
-    #[serde(default = "max_edges")]
-    pub max_edges: u32,
-}
-
 /// What every lookup's arguments have: the request id it is audited
 /// under, when the caller gave one.
 pub trait Lookup {
@@ -154,23 +32,125 @@ pub trait Lookup {
     fn request_id(&self) -> Option<String>;
 }
 
-macro_rules! lookups {
-    ($($args:ty),*) => {
-        $(impl Lookup for $args {
-            fn request_id(&self) -> Option<String> {
-                self.request_id.clone()
+/// The lookups' arguments: each a JSON object whose fields are the
+/// command line's options, with `request_id` first (the request id the call
+/// is audited under; a fresh one when none), none other taken.
+macro_rules! lookup_args {
+    ($($(#[$doc:meta])* $name:ident { $($fields:tt)* })*) => {
+        $(
+            $(#[$doc])*
+            #[derive(Clone, Debug, Deserialize)]
+            #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+            #[serde(deny_unknown_fields)]
+            pub struct $name {
+                /// The request id the call is audited under; a fresh one when none.
+                #[serde(default)]
+                pub request_id: Option<String>,
+                $($fields)*
             }
-        })*
+
+            impl Lookup for $name {
+                fn request_id(&self) -> Option<String> {
+                    self.request_id.clone()
+                }
+            }
+        )*
     };
 }
-lookups!(
-    HistoryArgs,
-    AsOfArgs,
-    ListArgs,
-    EntitiesArgs,
-    RelationshipsArgs,
-    TraverseArgs
-);
+
+lookup_args! {
+    /// `history`: `{"request_id","key","limit"}`.
+    HistoryArgs {
+        /// The FACT key.
+        pub key: String,
+        /// How many versions at most: 10 by default.
+        #[serde(default = "history_limit")]
+        pub limit: u32,
+    }
+
+    /// `as-of`: `{"request_id","key","limit"}` and `"valid"` or `"known"`.
+    AsOfArgs {
+        /// The FACT key.
+        pub key: String,
+        /// A valid time (ms since the epoch).
+        #[serde(default)]
+        pub valid: Option<i64>,
+        /// A transaction time (ms since the epoch).
+        #[serde(default)]
+        pub known: Option<i64>,
+        /// How many of the newest versions to look at: 100 by default.
+        #[serde(default = "as_of_limit")]
+        pub limit: u32,
+    }
+
+    /// `list`: `{"request_id","namespace","limit","after"}`.
+    ListArgs {
+        /// The namespace's segments; at least one.
+        pub namespace: Vec<String>,
+        /// How many at most: 100 by default.
+        #[serde(default = "list_limit")]
+        pub limit: u32,
+        /// Only the keys after this one.
+        #[serde(default)]
+        pub after: Option<String>,
+    }
+
+    /// `entities`: `{"request_id","entity_type","limit"}`.
+    EntitiesArgs {
+        /// `person`, `organization`, `place`, `product` or `event`.
+        pub entity_type: crate::json::EntityType,
+        /// How many at most: 100 by default.
+        #[serde(default = "entities_limit")]
+        pub limit: u32,
+    }
+
+    /// `relationships`: `{"request_id","entity","incoming","types","valid_at",
+    /// "limit"}`.
+    RelationshipsArgs {
+        /// The entity's key (or a pseudo-entity such as `USER`).
+        pub entity: String,
+        /// Those it is the target of, instead of the source.
+        #[serde(default)]
+        pub incoming: bool,
+        /// Only relationships of these types; every type when empty.
+        #[serde(default)]
+        pub types: Vec<String>,
+        /// Only those valid at this time.
+        #[serde(default)]
+        pub valid_at: Option<i64>,
+        /// How many index entries to examine at most: 100 by default.
+        #[serde(default = "relationships_limit")]
+        pub limit: u32,
+    }
+
+    /// `traverse`: `{"request_id","start","depth_first","incoming","types",
+    /// "valid_at","max_depth","max_nodes","max_edges"}`.
+    TraverseArgs {
+        /// The key of the entity to start from.
+        pub start: String,
+        /// Depth-first instead of breadth-first.
+        #[serde(default)]
+        pub depth_first: bool,
+        /// Follow relationships from target to source.
+        #[serde(default)]
+        pub incoming: bool,
+        /// Only relationships of these types; every type when empty.
+        #[serde(default)]
+        pub types: Vec<String>,
+        /// Only relationships valid at this time.
+        #[serde(default)]
+        pub valid_at: Option<i64>,
+        /// How many edges away at most: 2 by default.
+        #[serde(default = "max_depth")]
+        pub max_depth: u32,
+        /// How many nodes at most: 100 by default.
+        #[serde(default = "max_nodes")]
+        pub max_nodes: u32,
+        /// How many edge-index entries to examine at most: 1,000 by default.
+        #[serde(default = "max_edges")]
+        pub max_edges: u32,
+    }
+}
 
 // The defaults, as serde takes them.
 fn history_limit() -> u32 {

@@ -21,6 +21,15 @@ impl Object {
     pub fn text(&self) -> &str {
         &self.0
     }
+
+    /// The object whose JSON text is `text`, kept to the letter; `None`
+    /// when `text` is not one JSON object.
+    pub fn from_text(text: &str) -> Option<Self> {
+        match serde_json::from_str::<Value>(text) {
+            Ok(Value::Object(_)) => Some(Object(text.to_owned())),
+            _ => None,
+        }
+    }
 }
 
 impl Serialize for Object {
@@ -305,6 +314,7 @@ pub struct ProceduralRule {
 
 /// `person`, `organization`, `place`, `product` or `event` (MT-5).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "lowercase")]
 #[allow(missing_docs)]
 pub enum EntityType {
@@ -332,6 +342,21 @@ pub struct Entity<P> {
     pub source_memories: Vec<String>,
 }
 
+impl<P> Entity<P> {
+    /// The same entity with `properties` in another form.
+    pub fn with_properties<Q>(self, properties: Q) -> Entity<Q> {
+        Entity {
+            name: self.name,
+            entity_type: self.entity_type,
+            properties,
+            first_seen: self.first_seen,
+            last_mentioned: self.last_mentioned,
+            mention_count: self.mention_count,
+            source_memories: self.source_memories,
+        }
+    }
+}
+
 /// A relationship (MT-6).
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -347,6 +372,21 @@ pub struct Relationship<P> {
     pub properties: P,
     #[serde(default)]
     pub source_memories: Vec<String>,
+}
+
+impl<P> Relationship<P> {
+    /// The same relationship with `properties` in another form.
+    pub fn with_properties<Q>(self, properties: Q) -> Relationship<Q> {
+        Relationship {
+            from_entity: self.from_entity,
+            to_entity: self.to_entity,
+            relationship_type: self.relationship_type,
+            valid_at: self.valid_at,
+            invalid_at: self.invalid_at,
+            properties,
+            source_memories: self.source_memories,
+        }
+    }
 }
 
 /// An ingested memory (B5-S2): with the event's timestamp and the record's

@@ -15,6 +15,15 @@ pub mod surface;
 pub mod turns;
 mod wit;
 
+/// Milliseconds since the Unix epoch by the system clock (`wasi:clocks`
+/// under WASI); 0 before the epoch.
+pub fn system_time_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+        .unwrap_or(0)
+}
+
 /// For the macros' expansions in other crates.
 #[doc(hidden)]
 pub use serde_json;

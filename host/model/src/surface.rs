@@ -318,71 +318,95 @@ impl<E: Engine> Session<E> {
         input: &str,
         args: &str,
     ) -> Result<Result<String, Refusal>, E::Fault> {
+        match name {
+            "write" | "write-batch" | "read" | "read-batch" => self.io(name, input, args),
+            "history" | "as-of" | "list" | "entities" | "relationships" | "traverse" => {
+                self.lookup(name, args)
+            }
+            "remember" | "recall" => self.turn(name, args),
+            "run-cycle" | "cycle-begin" | "cycle-stage" | "cycle-output" | "cycle-commit"
+            | "cycle-drop" => self.cycle(name, args),
+            "export" | "import" | "expire" => self.maintenance(name, args),
+            other => Ok(Err(Refusal::Input(format!("no call named {other:?}")))),
+        }
+    }
+
+    /// `write` and `read`, one request or a batch.
+    fn io(
+        &mut self,
+        name: &str,
+        input: &str,
+        args: &str,
+    ) -> Result<Result<String, Refusal>, E::Fault> {
         let engine = &mut self.engine;
-        Ok(Ok(match name {
+        match name {
             "write" | "write-batch" => {
                 let batch = name == "write-batch";
-                return each(
+                each(
                     engine,
                     input,
                     args,
                     batch,
                     "write request",
                     |e, r: WriteRequest| e.write(r),
-                );
+                )
             }
             "read" | "read-batch" => {
                 let batch = name == "read-batch";
-                return each(
+                each(
                     engine,
                     input,
                     args,
                     batch,
                     "read request",
                     |e, r: ReadRequest| e.read(r),
-                );
+                )
             }
-            "history" => {
-                return lookup(engine, name, args, |e, id, a: HistoryArgs| {
-                    Ok(line(&e.history(id, a)?))
-                });
-            }
-            "as-of" => {
-                return lookup(engine, name, args, |e, id, a: AsOfArgs| {
-                    let (axis, at) = match (a.valid, a.known) {
-                        (Some(at), None) => (Axis::Valid, at),
-                        (None, Some(at)) => (Axis::Known, at),
-                        (Some(_), Some(_)) => {
-                            return Ok(Err("as-of: give \"valid\" or \"known\", not both"));
-                        }
-                        (None, None) => return Ok(Err("as-of: give \"valid\" or \"known\"")),
-                    };
-                    Ok(Ok(line(&e.as_of(id, a, axis, at)?)))
-                });
-            }
-            "list" => {
-                return lookup(engine, name, args, |e, id, a: ListArgs| {
-                    if a.namespace.is_empty() {
-                        return Ok(Err("list: \"namespace\" needs at least one segment"));
+            other => Ok(Err(Refusal::Input(format!("no call named {other:?}")))),
+        }
+    }
+
+    /// The lookups: `history`, `as-of`, `list`, `entities`, `relationships`, `traverse`.
+    fn lookup(&mut self, name: &str, args: &str) -> Result<Result<String, Refusal>, E::Fault> {
+        let engine = &mut self.engine;
+        match name {
+            "history" => lookup(engine, name, args, |e, id, a: HistoryArgs| {
+                Ok(line(&e.history(id, a)?))
+            }),
+            "as-of" => lookup(engine, name, args, |e, id, a: AsOfArgs| {
+                let (axis, at) = match (a.valid, a.known) {
+                    (Some(at), None) => (Axis::Valid, at),
+                    (None, Some(at)) => (Axis::Known, at),
+                    (Some(_), Some(_)) => {
+                        return Ok(Err("as-of: give \"valid\" or \"known\", not both"));
                     }
-                    Ok(Ok(line(&e.list(id, a)?)))
-                });
-            }
-            "entities" => {
-                return lookup(engine, name, args, |e, id, a: EntitiesArgs| {
-                    Ok(line(&e.entities(id, a)?))
-                });
-            }
-            "relationships" => {
-                return lookup(engine, name, args, |e, id, a: RelationshipsArgs| {
-                    Ok(line(&e.relationships(id, a)?))
-                });
-            }
-            "traverse" => {
-                return lookup(engine, name, args, |e, id, a: TraverseArgs| {
-                    Ok(e.traverse(id, a)?.to_string())
-                });
-            }
+                    (None, None) => return Ok(Err("as-of: give \"valid\" or \"known\"")),
+                };
+                Ok(Ok(line(&e.as_of(id, a, axis, at)?)))
+            }),
+            "list" => lookup(engine, name, args, |e, id, a: ListArgs| {
+                if a.namespace.is_empty() {
+                    return Ok(Err("list: \"namespace\" needs at least one segment"));
+                }
+                Ok(Ok(line(&e.list(id, a)?)))
+            }),
+            "entities" => lookup(engine, name, args, |e, id, a: EntitiesArgs| {
+                Ok(line(&e.entities(id, a)?))
+            }),
+            "relationships" => lookup(engine, name, args, |e, id, a: RelationshipsArgs| {
+                Ok(line(&e.relationships(id, a)?))
+            }),
+            "traverse" => lookup(engine, name, args, |e, id, a: TraverseArgs| {
+                Ok(e.traverse(id, a)?.to_string())
+            }),
+            other => Ok(Err(Refusal::Input(format!("no call named {other:?}")))),
+        }
+    }
+
+    /// `remember` and `recall`.
+    fn turn(&mut self, name: &str, args: &str) -> Result<Result<String, Refusal>, E::Fault> {
+        let engine = &mut self.engine;
+        Ok(Ok(match name {
             "remember" => {
                 let args: RememberArgs = try_input!(parse_args(name, args));
                 try_turn!(turns::remember(engine, args))
@@ -391,6 +415,14 @@ impl<E: Engine> Session<E> {
                 let args: RecallArgs = try_input!(parse_args(name, args));
                 try_turn!(turns::recall(engine, args))
             }
+            other => return Ok(Err(Refusal::Input(format!("no call named {other:?}")))),
+        }))
+    }
+
+    /// The cycle calls: `run-cycle`, and one cycle stage by stage.
+    fn cycle(&mut self, name: &str, args: &str) -> Result<Result<String, Refusal>, E::Fault> {
+        let engine = &mut self.engine;
+        Ok(Ok(match name {
             "run-cycle" => {
                 let args: RunCycleArgs = try_input!(parse_args(name, args));
                 let plan = try_input!(parse_plan(args.plan));
@@ -455,6 +487,14 @@ impl<E: Engine> Session<E> {
                 }
                 "null".to_owned()
             }
+            other => return Ok(Err(Refusal::Input(format!("no call named {other:?}")))),
+        }))
+    }
+
+    /// `export`, `import` and `expire`.
+    fn maintenance(&mut self, name: &str, args: &str) -> Result<Result<String, Refusal>, E::Fault> {
+        let engine = &mut self.engine;
+        Ok(Ok(match name {
             "export" => {
                 let args: ExportArgs = if args.trim().is_empty() {
                     ExportArgs::default()
@@ -776,6 +816,15 @@ macro_rules! domain_engine {
             $crate::serde_json::json!({ "error": why })
         }
 
+        /// The direction a lookup follows relationships in.
+        fn edge_direction(incoming: bool) -> graph::EdgeDirection {
+            if incoming {
+                graph::EdgeDirection::Incoming
+            } else {
+                graph::EdgeDirection::Outgoing
+            }
+        }
+
         impl $crate::surface::Engine for Domain {
             fn agent(&self) -> String {
                 self.agent_id().to_owned()
@@ -862,11 +911,7 @@ macro_rules! domain_engine {
                 let request = graph::RelationshipsRequest {
                     request_id,
                     entity: args.entity,
-                    direction: if args.incoming {
-                        graph::EdgeDirection::Incoming
-                    } else {
-                        graph::EdgeDirection::Outgoing
-                    },
+                    direction: edge_direction(args.incoming),
                     relationship_types: args.types,
                     valid_at: args.valid_at,
                     limit: args.limit,
@@ -887,11 +932,7 @@ macro_rules! domain_engine {
                     } else {
                         graph::TraversalOrder::BreadthFirst
                     },
-                    direction: if args.incoming {
-                        graph::EdgeDirection::Incoming
-                    } else {
-                        graph::EdgeDirection::Outgoing
-                    },
+                    direction: edge_direction(args.incoming),
                     relationship_types: args.types,
                     valid_at: args.valid_at,
                     max_depth: args.max_depth,

@@ -497,5 +497,9 @@ fn native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<NativeDomain>()?;
     module.add_function(wrap_pyfunction!(builtin, module)?)?;
     module.add_function(wrap_pyfunction!(main, module)?)?;
+    module.add(
+        "POSTGRES_DEFAULTS",
+        engram::backend::postgres_defaults::json(),
+    )?;
     Ok(())
 }

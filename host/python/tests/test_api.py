@@ -3,6 +3,7 @@ drops the instance, cycles stage by stage, maintenance."""
 
 from __future__ import annotations
 
+import inspect
 import json
 import sqlite3
 from pathlib import Path
@@ -11,7 +12,16 @@ import pytest
 from conftest import PLAN, by_key, fact, state
 from dict_store import DictStore
 
-from engram_memory import EngineStopped, Engram, InputError, Limits, LockError, RefusedError
+from engram_memory import (
+    POSTGRES_DEFAULTS,
+    EngineStopped,
+    Engram,
+    InputError,
+    Limits,
+    LockError,
+    PostgresStore,
+    RefusedError,
+)
 
 
 def test_a_write_and_a_read_answer_the_cli_json() -> None:
@@ -290,3 +300,11 @@ def test_remember_and_recall_refuse_with_typed_errors_and_store_nothing() -> Non
             alice.remember("a", "b", time=datetime.datetime(2026, 1, 1))
         stored = alice.read({"record_type": "EVENT", "selector": {"Latest": {"limit": 10}}, "request_id": "r"})
         assert len(stored["records"]) == 1
+
+
+def test_the_postgresql_defaults_are_every_hosts_and_name_each_option() -> None:
+    # Read from the native module, which has them from engram-store: one for
+    # each timing PostgresStore takes, in seconds.
+    options = set(inspect.signature(PostgresStore).parameters) - {"url", "schema"}
+    assert set(POSTGRES_DEFAULTS) == options
+    assert all(seconds > 0 for seconds in POSTGRES_DEFAULTS.values())

@@ -9,10 +9,6 @@
 
 #[cfg(target_family = "wasm")]
 mod cli;
-// Under WASI only its import is reachable: the tools are `engram mcp`'s.
-#[cfg(target_family = "wasm")]
-#[allow(dead_code)]
-mod knowledge_graph;
 #[cfg(target_family = "wasm")]
 mod wasi;
 

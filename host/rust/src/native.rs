@@ -82,7 +82,12 @@ pub mod platform {
         tools: crate::cli::McpTools,
         http: Option<&str>,
     ) -> Result<()> {
-        crate::mcp::serve(domain, agent, tools, http)
+        let tools = match tools {
+            crate::cli::McpTools::Engram => engram_mcp::Tools::Engram,
+            crate::cli::McpTools::KnowledgeGraph => engram_mcp::Tools::KnowledgeGraph,
+            crate::cli::McpTools::All => engram_mcp::Tools::All,
+        };
+        engram_mcp::serve(domain, agent, tools, http)
     }
 
     /// Breaks an agent's maintenance lock; whether there was one.

@@ -88,12 +88,7 @@ pub mod binding {
     pub const MAX_AGENT_ID_LEN: usize = 256;
 
     /// Milliseconds since the Unix epoch by the system clock (`wasi:clocks`).
-    pub fn system_time_ms() -> i64 {
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
-            .unwrap_or(0)
-    }
+    pub use engram_model::system_time_ms;
 
     /// How a domain is opened (IO-W7).
     #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -115,6 +110,7 @@ pub mod binding {
     engram_model::domain_cycles!();
     engram_model::domain_engine!();
     engram_model::guest_domain_calls!(checked);
+    engram_mcp::domain_graph!();
 
     /// The call's answer, or the failure the provider held back for it (a
     /// commit whose audit entries could not be kept).

@@ -15,6 +15,7 @@ pub mod maintenance;
 mod memory;
 #[cfg(feature = "postgres")]
 mod postgres;
+pub mod postgres_defaults;
 pub mod scope;
 pub mod settings;
 #[cfg(feature = "sqlite")]

@@ -9,6 +9,7 @@
 
 use crate::{Backend, Op, Order, Precondition, StoreError};
 use anyhow::{Context, Result, bail};
+use engram_keyspace::successor;
 use engram_model::audit::{self, AuditEntry, AuditSink};
 use engram_model::json::{Actor, Component, Source};
 use serde::{Deserialize, Serialize};
@@ -197,18 +198,6 @@ pub fn domains(backend: &dyn Backend) -> Result<Vec<String>> {
         start = successor(&key[..4 + len]);
     }
     Ok(agents)
-}
-
-/// The smallest key above every key that starts with `prefix`.
-fn successor(prefix: &[u8]) -> Vec<u8> {
-    let mut end = prefix.to_vec();
-    while let Some(last) = end.pop() {
-        if last < u8::MAX {
-            end.push(last + 1);
-            return end;
-        }
-    }
-    vec![u8::MAX; prefix.len() + 1]
 }
 
 /// How many pairs one commit of a forget removes.

@@ -8,6 +8,7 @@
 //! this backend answers as [`StoreError::Conflict`] and the engine retries.
 
 use super::{Backend, Op, Order, Pair, Precondition, StoreError, name_of};
+use crate::postgres_defaults as defaults;
 use anyhow::{Context, Result, anyhow, bail};
 use engram_model::audit::{AuditEntry, AuditQuery, AuditSink};
 use postgres::error::SqlState;
@@ -52,15 +53,16 @@ pub struct PostgresOptions {
     pub tcp_user_timeout: Duration,
 }
 
+/// Every host's defaults ([`crate::postgres_defaults`]).
 impl Default for PostgresOptions {
     fn default() -> Self {
         PostgresOptions {
             schema: None,
-            connect_timeout: Duration::from_secs(5),
-            statement_timeout: Duration::from_secs(30),
-            idle_in_transaction_timeout: Duration::from_secs(60),
-            keepalives_idle: Duration::from_secs(15),
-            tcp_user_timeout: Duration::from_secs(30),
+            connect_timeout: defaults::CONNECT_TIMEOUT,
+            statement_timeout: defaults::STATEMENT_TIMEOUT,
+            idle_in_transaction_timeout: defaults::IDLE_IN_TRANSACTION_TIMEOUT,
+            keepalives_idle: defaults::KEEPALIVES_IDLE,
+            tcp_user_timeout: defaults::TCP_USER_TIMEOUT,
         }
     }
 }

@@ -79,39 +79,8 @@ impl Settings {
                 ));
             }
         };
-        let mut limits = Limits::default();
-        let number = |name: &str, max: u64| -> Result<Option<u64>, String> {
-            match &json[name] {
-                Value::Null => Ok(None),
-                value => value
-                    .as_u64()
-                    .filter(|n| (1..=max).contains(n))
-                    .map(Some)
-                    .ok_or_else(|| format!("invalid: {name} must be a whole number 1 to {max}")),
-            }
-        };
-        let small = u64::from(u32::MAX);
-        if let Some(n) = number("read_limit_ceiling", small)? {
-            limits.read_limit_ceiling = n as u32;
-        }
-        if let Some(n) = number("candidate_limit", small)? {
-            limits.candidate_limit = n as u32;
-        }
-        if let Some(n) = number("max_answer_bytes", u64::MAX)? {
-            limits.max_answer_bytes = n;
-        }
-        if let Some(n) = number("max_memory_bytes", u64::MAX)? {
-            limits.max_memory_bytes = n;
-        }
-        if let Some(n) = number("max_record_bytes", small)? {
-            limits.max_record_bytes = n as usize;
-        }
-        if let Some(n) = number("max_batch_ops", small)? {
-            limits.max_batch_ops = n as u32;
-        }
-        if let Some(n) = number("max_batch_bytes", small)? {
-            limits.max_batch_bytes = n as usize;
-        }
+        let number = |name: &str, max: u64| whole_number(&json, name, max);
+        let limits = limits(&json)?;
         let expire_after = number("expire_after_ms", u64::MAX)?;
         let pid = match &json["pid"] {
             Value::Null => 0,
@@ -129,4 +98,46 @@ impl Settings {
             expire_after,
         })
     }
+}
+
+/// The setting `name` of `json`: none when absent or null, else a whole
+/// number from 1 to `max`.
+fn whole_number(json: &Value, name: &str, max: u64) -> Result<Option<u64>, String> {
+    match &json[name] {
+        Value::Null => Ok(None),
+        value => value
+            .as_u64()
+            .filter(|n| (1..=max).contains(n))
+            .map(Some)
+            .ok_or_else(|| format!("invalid: {name} must be a whole number 1 to {max}")),
+    }
+}
+
+/// The limits `json` sets, every host's defaults for the rest.
+fn limits(json: &Value) -> Result<Limits, String> {
+    let mut limits = Limits::default();
+    let number = |name: &str, max: u64| whole_number(json, name, max);
+    let small = u64::from(u32::MAX);
+    if let Some(n) = number("read_limit_ceiling", small)? {
+        limits.read_limit_ceiling = n as u32;
+    }
+    if let Some(n) = number("candidate_limit", small)? {
+        limits.candidate_limit = n as u32;
+    }
+    if let Some(n) = number("max_answer_bytes", u64::MAX)? {
+        limits.max_answer_bytes = n;
+    }
+    if let Some(n) = number("max_memory_bytes", u64::MAX)? {
+        limits.max_memory_bytes = n;
+    }
+    if let Some(n) = number("max_record_bytes", small)? {
+        limits.max_record_bytes = n as usize;
+    }
+    if let Some(n) = number("max_batch_ops", small)? {
+        limits.max_batch_ops = n as u32;
+    }
+    if let Some(n) = number("max_batch_bytes", small)? {
+        limits.max_batch_bytes = n as usize;
+    }
+    Ok(limits)
 }

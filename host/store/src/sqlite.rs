@@ -195,99 +195,18 @@ impl SqliteBackend {
     }
 
     fn open_once(path: &Path, options: &SqliteOptions) -> Result<Self> {
-        let path = path.to_path_buf();
-        let shown = path.display();
-        // Each step names the file, what was being done, and why it failed.
-        let failed = |doing: &'static str| {
-            let shown = path.display().to_string();
-            let path = path.clone();
-            move |e: rusqlite::Error| {
-                use rusqlite::ErrorCode;
-                match e.sqlite_error_code() {
-                    Some(ErrorCode::DatabaseBusy) => {
-                        anyhow::Error::new(Busy(format!("{shown}: {doing}: {}", describe(&e))))
-                    }
-                    Some(ErrorCode::DatabaseCorrupt | ErrorCode::NotADatabase) => {
-                        anyhow::Error::new(Unreadable(format!(
-                            "{shown}: {doing}: {}",
-                            unreadable(&path, &e)
-                        )))
-                    }
-                    Some(ErrorCode::SystemIoFailure) => anyhow::Error::new(Unreadable(format!(
-                        "{shown}: {doing}: {}",
-                        describe(&e)
-                    ))),
-                    _ => anyhow::anyhow!("{shown}: {doing}: {}", describe(&e)),
-                }
-            }
-        };
-        let conn = connect(&path).map_err(failed("cannot open the store"))?;
+        let conn = connect(path).map_err(failed(path, "cannot open the store"))?;
         conn.busy_timeout(options.busy_timeout)
-            .map_err(failed("cannot set the busy timeout"))?;
-        let identify = |conn: &Connection| -> Result<(i32, i32, i64)> {
-            conn.query_row(
-                "SELECT (SELECT application_id FROM pragma_application_id),
-                        (SELECT user_version FROM pragma_user_version),
-                        (SELECT count(*) FROM sqlite_schema)",
-                [],
-                |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)),
-            )
-            .map_err(|e| match e.sqlite_error_code() {
-                Some(rusqlite::ErrorCode::NotADatabase) => {
-                    anyhow::anyhow!("{shown}: not an Engram store (not a SQLite database)")
-                }
-                _ => failed("cannot read the store")(e),
-            })
-        };
-        let mut found = identify(&conn)?;
+            .map_err(failed(path, "cannot set the busy timeout"))?;
+        let mut found = identify(&conn, path)?;
         if found == (0, 0, 0) {
-            // Another process may be creating it at this moment: look again
-            // under the write lock, and create it only if it is still empty.
-            conn.execute_batch("BEGIN IMMEDIATE")
-                .map_err(failed("cannot create the store"))?;
-            found = identify(&conn)?;
-            let created = if found == (0, 0, 0) {
-                conn.execute_batch(&format!(
-                    "{}
-                     PRAGMA application_id = {APPLICATION_ID};
-                     PRAGMA user_version = {};",
-                    schema_after(0),
-                    schema_version()
-                ))
-                .map(|()| (APPLICATION_ID, schema_version(), 1))
-            } else {
-                Ok(found)
-            };
-            let finished = created.and_then(|c| conn.execute_batch("COMMIT").map(|()| c));
-            if finished.is_err() {
-                let _ = conn.execute_batch("ROLLBACK");
-            }
-            found = finished.map_err(failed("cannot create the store"))?;
+            found = create(&conn, path)?;
         }
         let current = schema_version();
-        let older =
-            |found: (i32, i32, i64)| found.0 == APPLICATION_ID && (1..current).contains(&found.1);
         if older(found) {
-            // The versions after its own, under the write lock. Version 1
-            // had no `engram_trail`: its trail file is moved from the start.
-            conn.execute_batch("BEGIN IMMEDIATE")
-                .map_err(failed("cannot upgrade the store"))?;
-            found = identify(&conn)?;
-            let upgraded = if older(found) {
-                conn.execute_batch(&format!(
-                    "{} PRAGMA user_version = {current};",
-                    schema_after(found.1)
-                ))
-                .map(|()| (APPLICATION_ID, current, found.2))
-            } else {
-                Ok(found)
-            };
-            let finished = upgraded.and_then(|u| conn.execute_batch("COMMIT").map(|()| u));
-            if finished.is_err() {
-                let _ = conn.execute_batch("ROLLBACK");
-            }
-            found = finished.map_err(failed("cannot upgrade the store"))?;
+            found = upgrade(&conn, path)?;
         }
+        let shown = path.display();
         match found {
             (APPLICATION_ID, version, _) if version == current => {}
             (APPLICATION_ID, other, _) => {
@@ -297,33 +216,11 @@ impl SqliteBackend {
             }
             _ => bail!("{shown}: not an Engram store (it is another SQLite database)"),
         }
-        // The pragma answers its row before the switch is committed, so an
-        // error of the switch (a failed fsync) comes only with the step that
-        // ends the statement: it is run to its end. The file is never read
-        // here through a descriptor of the host's own: closing one would let
-        // go of the lock SQLite keeps on the file while a connection is open
-        // in WAL mode, and another process closing the store would then
-        // delete the WAL under this one's writes.
-        let mode = (|| {
-            let mut statement = conn.prepare("PRAGMA journal_mode = WAL")?;
-            let mut rows = statement.query([])?;
-            let mode = match rows.next()? {
-                Some(row) => row.get::<_, String>(0)?,
-                None => String::new(),
-            };
-            while rows.next()?.is_some() {}
-            Ok::<_, rusqlite::Error>(mode)
-        })()
-        .map_err(failed("cannot switch the store to the WAL journal"))?;
-        if !mode.eq_ignore_ascii_case("wal") {
-            return Err(anyhow::Error::new(Unreadable(format!(
-                "{shown}: the switch to the WAL journal did not take (the journal is {mode:?}); check the disk"
-            ))));
-        }
-        durability(&conn, options).map_err(failed("cannot set the durability"))?;
-        let trail = TrailFile::open(&path, options.busy_timeout)?;
+        switch_to_wal(&conn, path)?;
+        durability(&conn, options).map_err(failed(path, "cannot set the durability"))?;
+        let trail = TrailFile::open(path, options.busy_timeout)?;
         Ok(SqliteBackend {
-            path,
+            path: path.to_path_buf(),
             options: options.clone(),
             conn: Mutex::new(conn),
             broken: AtomicBool::new(false),
@@ -492,6 +389,148 @@ impl SqliteBackend {
     }
 }
 
+/// The error of one step of opening the store at `path`: the file, what
+/// was being done, and why it failed; a busy file or a failed read is
+/// marked so that opening is tried again.
+fn failed<'a>(
+    path: &'a Path,
+    doing: &'static str,
+) -> impl Fn(rusqlite::Error) -> anyhow::Error + 'a {
+    move |e: rusqlite::Error| {
+        use rusqlite::ErrorCode;
+        let shown = path.display();
+        match e.sqlite_error_code() {
+            Some(ErrorCode::DatabaseBusy) => {
+                anyhow::Error::new(Busy(format!("{shown}: {doing}: {}", describe(&e))))
+            }
+            Some(ErrorCode::DatabaseCorrupt | ErrorCode::NotADatabase) => anyhow::Error::new(
+                Unreadable(format!("{shown}: {doing}: {}", unreadable(path, &e))),
+            ),
+            Some(ErrorCode::SystemIoFailure) => {
+                anyhow::Error::new(Unreadable(format!("{shown}: {doing}: {}", describe(&e))))
+            }
+            _ => anyhow::anyhow!("{shown}: {doing}: {}", describe(&e)),
+        }
+    }
+}
+
+/// What the file says it is: its application id, schema version and how
+/// many schema objects it holds (all 0: empty, to be created).
+fn identify(conn: &Connection, path: &Path) -> Result<(i32, i32, i64)> {
+    conn.query_row(
+        "SELECT (SELECT application_id FROM pragma_application_id),
+                (SELECT user_version FROM pragma_user_version),
+                (SELECT count(*) FROM sqlite_schema)",
+        [],
+        |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)),
+    )
+    .map_err(|e| match e.sqlite_error_code() {
+        // A file whose size no SQLite database has is none. One that
+        // could be one is as likely a read that failed (a short read of the
+        // header looks the same): read again, then said so.
+        Some(rusqlite::ErrorCode::NotADatabase) if !sized_like_a_database(path) => {
+            anyhow::anyhow!(
+                "{}: not an Engram store (not a SQLite database)",
+                path.display()
+            )
+        }
+        _ => failed(path, "cannot read the store")(e),
+    })
+}
+
+/// Whether `found` is an Engram store of an earlier schema version.
+fn older(found: (i32, i32, i64)) -> bool {
+    found.0 == APPLICATION_ID && (1..schema_version()).contains(&found.1)
+}
+
+/// Runs `step` under the write lock, after checking with `identify` that
+/// it is still to be done (`needed`): another process may have done it
+/// meanwhile. What the file is then.
+fn under_write_lock(
+    conn: &Connection,
+    path: &Path,
+    doing: &'static str,
+    needed: impl Fn((i32, i32, i64)) -> bool,
+    step: impl FnOnce((i32, i32, i64)) -> rusqlite::Result<(i32, i32, i64)>,
+) -> Result<(i32, i32, i64)> {
+    conn.execute_batch("BEGIN IMMEDIATE")
+        .map_err(failed(path, doing))?;
+    let found = identify(conn, path)?;
+    let done = if needed(found) {
+        step(found)
+    } else {
+        Ok(found)
+    };
+    let finished = done.and_then(|d| conn.execute_batch("COMMIT").map(|()| d));
+    if finished.is_err() {
+        let _ = conn.execute_batch("ROLLBACK");
+    }
+    finished.map_err(failed(path, doing))
+}
+
+/// Creates the store in an empty file: the schema, the application id and
+/// the version, unless another process created it meanwhile.
+fn create(conn: &Connection, path: &Path) -> Result<(i32, i32, i64)> {
+    under_write_lock(
+        conn,
+        path,
+        "cannot create the store",
+        |found| found == (0, 0, 0),
+        |_| {
+            conn.execute_batch(&format!(
+                "{}
+                 PRAGMA application_id = {APPLICATION_ID};
+                 PRAGMA user_version = {};",
+                schema_after(0),
+                schema_version()
+            ))
+            .map(|()| (APPLICATION_ID, schema_version(), 1))
+        },
+    )
+}
+
+/// Brings a store of an earlier schema version to this one: the versions
+/// after its own, under the write lock. Version 1 had no `engram_trail`:
+/// its trail file is moved from the start.
+fn upgrade(conn: &Connection, path: &Path) -> Result<(i32, i32, i64)> {
+    let current = schema_version();
+    under_write_lock(conn, path, "cannot upgrade the store", older, |found| {
+        conn.execute_batch(&format!(
+            "{} PRAGMA user_version = {current};",
+            schema_after(found.1)
+        ))
+        .map(|()| (APPLICATION_ID, current, found.2))
+    })
+}
+
+/// Switches the store to the WAL journal. The pragma answers its row
+/// before the switch is committed, so an error of the switch (a failed
+/// fsync) comes only with the step that ends the statement: it is run to
+/// its end. The file is never read here through a descriptor of the host's
+/// own: closing one would let go of the lock SQLite keeps on the file while
+/// a connection is open in WAL mode, and another process closing the store
+/// would then delete the WAL under this one's writes.
+fn switch_to_wal(conn: &Connection, path: &Path) -> Result<()> {
+    let mode = (|| {
+        let mut statement = conn.prepare("PRAGMA journal_mode = WAL")?;
+        let mut rows = statement.query([])?;
+        let mode = match rows.next()? {
+            Some(row) => row.get::<_, String>(0)?,
+            None => String::new(),
+        };
+        while rows.next()?.is_some() {}
+        Ok::<_, rusqlite::Error>(mode)
+    })()
+    .map_err(failed(path, "cannot switch the store to the WAL journal"))?;
+    if !mode.eq_ignore_ascii_case("wal") {
+        return Err(anyhow::Error::new(Unreadable(format!(
+            "{}: the switch to the WAL journal did not take (the journal is {mode:?}); check the disk",
+            path.display()
+        ))));
+    }
+    Ok(())
+}
+
 /// A connection to the file at `path`, created if absent.
 #[cfg(not(target_os = "wasi"))]
 fn connect(path: &Path) -> rusqlite::Result<Connection> {
@@ -558,6 +597,14 @@ impl std::error::Error for Unreadable {}
 /// Only the file's size is looked at, from its metadata: a descriptor of
 /// our own on the file, once closed, would let go of the locks SQLite holds
 /// on it for every connection of this process (see [`SqliteBackend::open`]).
+/// Whether the file at `path` has a size a SQLite database can have: a
+/// whole number of pages (512 bytes to 64 KiB each), at least one. Its
+/// size is read without opening it: closing a descriptor of the file would
+/// let go of the locks SQLite holds on it in this process.
+fn sized_like_a_database(path: &Path) -> bool {
+    std::fs::metadata(path).is_ok_and(|meta| meta.len() >= 512 && meta.len() % 512 == 0)
+}
+
 fn unreadable(path: &Path, error: &rusqlite::Error) -> String {
     match std::fs::metadata(path) {
         Err(io) => format!("reading the file's metadata failed: {io}"),

@@ -45,6 +45,7 @@ __all__ = [
     "MemoryStore",
     "SqliteStore",
     "PostgresStore",
+    "POSTGRES_DEFAULTS",
     "EngramError",
     "InputError",
     "RefusedError",
@@ -408,10 +409,18 @@ class SqliteStore(Store):
         super().__init__(native)
 
 
+POSTGRES_DEFAULTS: Mapping[str, float] = {
+    "".join("_" + c.lower() if c.isupper() else c for c in name): ms / 1000
+    for name, ms in json.loads(_native.POSTGRES_DEFAULTS).items()
+}
+"""Every host's PostgreSQL connection defaults, in seconds, by
+:class:`PostgresStore`'s parameter names."""
+
+
 class PostgresStore(Store):
     """A PostgreSQL database (``postgres://…``), its tables created if
     absent, in ``schema`` (the URL's search path when None); times in
-    seconds, the Rust host's defaults when None."""
+    seconds, :data:`POSTGRES_DEFAULTS` when None."""
 
     def __init__(
         self,

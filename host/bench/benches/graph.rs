@@ -34,6 +34,110 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
     sorted[((sorted.len() - 1) as f64 * p).round() as usize]
 }
 
+/// Puts `value` as FACT `<namespace><i>` of `namespace`; it must be
+/// ACCEPTED.
+fn put(
+    domain: &mut engram::Domain,
+    namespace: &str,
+    i: usize,
+    value: FactPayload,
+    source: &WriteSource,
+) -> anyhow::Result<()> {
+    let request = PutRequest {
+        namespace: vec![namespace.into()],
+        id: format!("{namespace}{i}"),
+        value,
+        source: source.clone(),
+        request_id: format!("{namespace}{i}"),
+    };
+    anyhow::ensure!(matches!(domain.put(&request)?, WriteResult::Accepted(_)));
+    Ok(())
+}
+
+/// Puts `entities` entity FACTs under `e`, a quarter each of four types.
+fn put_entities(
+    domain: &mut engram::Domain,
+    entities: usize,
+    source: &WriteSource,
+) -> anyhow::Result<()> {
+    let kinds = [
+        EntityType::Person,
+        EntityType::Place,
+        EntityType::Organization,
+        EntityType::Product,
+    ];
+    for i in 0..entities {
+        let value = FactPayload::Entity(Entity {
+            name: format!("entity {i}"),
+            entity_type: kinds[i % kinds.len()],
+            properties: "{}".into(),
+            first_seen: 0,
+            last_mentioned: 0,
+            mention_count: 1,
+            source_memories: vec![],
+        });
+        put(domain, "e", i, value, source)?;
+    }
+    Ok(())
+}
+
+/// Puts `relationships` relationship FACTs under `r`, from each entity in
+/// turn to one at random; a quarter of them closed.
+fn put_relationships(
+    domain: &mut engram::Domain,
+    entities: usize,
+    relationships: usize,
+    source: &WriteSource,
+    rng: &mut Lcg,
+) -> anyhow::Result<()> {
+    for i in 0..relationships {
+        let from = i % entities;
+        let to = rng.below(entities);
+        let valid_at = rng.below(1000) as i64;
+        let value = FactPayload::Relationship(Relationship {
+            from_entity: format!("e.e{from}"),
+            to_entity: format!("e.e{to}"),
+            relationship_type: TYPES[rng.below(TYPES.len())].into(),
+            valid_at,
+            invalid_at: (rng.below(4) == 0).then_some(valid_at + 500),
+            properties: "{}".into(),
+            source_memories: vec![],
+        });
+        put(domain, "r", i, value, source)?;
+    }
+    Ok(())
+}
+
+/// Fills the store at `path`: set-up, not measured, so no disk flush per
+/// write.
+fn fill(
+    engram: &Engram,
+    path: &std::path::Path,
+    entities: usize,
+    rng: &mut Lcg,
+) -> anyhow::Result<()> {
+    let source = WriteSource {
+        agent_id: "bench".into(),
+        component: SourceComponent::Cognition,
+        actor: SourceActor::System,
+    };
+    let fast = SqliteOptions {
+        synchronous: Synchronous::Normal,
+        ..SqliteOptions::default()
+    };
+    let store = Arc::new(SqliteBackend::open_with(path, &fast)?);
+    let mut domain = engram.open("bench", Mode::Online, store.clone(), store)?;
+    let start = Instant::now();
+    put_entities(&mut domain, entities, &source)?;
+    put_relationships(&mut domain, entities, entities * 10, &source, rng)?;
+    eprintln!(
+        "# wrote {entities} entities and {} relationships in {:.1?}",
+        entities * 10,
+        start.elapsed()
+    );
+    Ok(())
+}
+
 fn main() -> anyhow::Result<()> {
     let entities: usize = match std::env::args().skip(1).find(|a| !a.starts_with('-')) {
         Some(n) => n.parse()?,
@@ -43,73 +147,8 @@ fn main() -> anyhow::Result<()> {
     let dir = tempfile::tempdir()?;
     let path = dir.path().join("engram.db");
     let engram = Engram::with_config(Config::default())?;
-    let source = WriteSource {
-        agent_id: "bench".into(),
-        component: SourceComponent::Cognition,
-        actor: SourceActor::System,
-    };
     let mut rng = Lcg(7);
-    {
-        let fast = SqliteOptions {
-            synchronous: Synchronous::Normal,
-            ..SqliteOptions::default()
-        };
-        let store = Arc::new(SqliteBackend::open_with(&path, &fast)?);
-        let mut domain = engram.open("bench", Mode::Online, store.clone(), store)?;
-        let start = Instant::now();
-        let kinds = [
-            EntityType::Person,
-            EntityType::Place,
-            EntityType::Organization,
-            EntityType::Product,
-        ];
-        for i in 0..entities {
-            let value = FactPayload::Entity(Entity {
-                name: format!("entity {i}"),
-                entity_type: kinds[i % kinds.len()],
-                properties: "{}".into(),
-                first_seen: 0,
-                last_mentioned: 0,
-                mention_count: 1,
-                source_memories: vec![],
-            });
-            let request = PutRequest {
-                namespace: vec!["e".into()],
-                id: format!("e{i}"),
-                value,
-                source: source.clone(),
-                request_id: format!("e{i}"),
-            };
-            anyhow::ensure!(matches!(domain.put(&request)?, WriteResult::Accepted(_)));
-        }
-        for i in 0..relationships {
-            let from = i % entities;
-            let to = rng.below(entities);
-            let valid_at = rng.below(1000) as i64;
-            let value = FactPayload::Relationship(Relationship {
-                from_entity: format!("e.e{from}"),
-                to_entity: format!("e.e{to}"),
-                relationship_type: TYPES[rng.below(TYPES.len())].into(),
-                valid_at,
-                invalid_at: (rng.below(4) == 0).then_some(valid_at + 500),
-                properties: "{}".into(),
-                source_memories: vec![],
-            });
-            let request = PutRequest {
-                namespace: vec!["r".into()],
-                id: format!("r{i}"),
-                value,
-                source: source.clone(),
-                request_id: format!("r{i}"),
-            };
-            anyhow::ensure!(matches!(domain.put(&request)?, WriteResult::Accepted(_)));
-        }
-        eprintln!(
-            "# wrote {entities} entities and {relationships} relationships in {:.1?}",
-            start.elapsed()
-        );
-    }
-
+    fill(&engram, &path, entities, &mut rng)?;
     let store = Arc::new(SqliteBackend::open(&path)?);
     let mut domain = engram.open("bench", Mode::Online, store.clone(), store)?;
     println!("graph benchmark: {entities} entities, {relationships} relationships, SQLite WAL");

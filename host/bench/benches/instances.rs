@@ -10,6 +10,7 @@
 use engram::io::{Latest, ReadRequest, ReadSelector, WriteRequest, WriteResult};
 use engram::types::*;
 use engram::{AuditSink, Backend, Config, Engram, MemoryAudit, MemoryBackend, Mode, SqliteBackend};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -160,23 +161,11 @@ fn mib(bytes: u64) -> f64 {
     bytes as f64 / (1 << 20) as f64
 }
 
-fn main() -> anyhow::Result<()> {
-    if let Ok(kind) = std::env::var("ENGRAM_BENCH_RSS") {
-        return live_domains_here(kind == "pooled");
-    }
-    let numbers: Vec<usize> = std::env::args()
-        .skip(1)
-        .filter(|a| !a.starts_with('-'))
-        .map(|a| a.parse())
-        .collect::<Result<_, _>>()?;
-    let n = numbers.first().copied().unwrap_or(2000);
-    let live = numbers.get(1).copied().unwrap_or(1000);
-    let dir = tempfile::tempdir()?;
-
-    // Start-up: compile, then load what the compilation left in the cache.
-    let cache = dir.path().join("cache");
+/// The times of starting an Engram: compiling the component, then loading
+/// it from `cache` pooled and on demand (the median of 5 each).
+fn start_up(cache: &Path) -> anyhow::Result<[Duration; 3]> {
     let start = Instant::now();
-    let compiled = engram(true, Some(&cache))?;
+    let compiled = engram(true, Some(cache))?;
     let compile = start.elapsed();
     assert_eq!(compiled.origin(), engram::Origin::Compiled);
     drop(compiled);
@@ -184,7 +173,7 @@ fn main() -> anyhow::Result<()> {
         let mut loads = Vec::new();
         for _ in 0..5 {
             let start = Instant::now();
-            let loaded = engram(pooled, Some(&cache))?;
+            let loaded = engram(pooled, Some(cache))?;
             loads.push(start.elapsed());
             assert_eq!(loaded.origin(), engram::Origin::Cache);
         }
@@ -194,9 +183,19 @@ fn main() -> anyhow::Result<()> {
     let load_pooled = load(true)?;
     let load_on_demand = load(false)?;
 
-    let pooled = engram(true, Some(&cache))?;
-    let on_demand = engram(false, Some(&cache))?;
-    let sqlite = Arc::new(SqliteBackend::open(dir.path().join("engram.db"))?);
+    Ok([compile, load_pooled, load_on_demand])
+}
+
+/// A row of the per-domain table: its name, and p50 and p99 pooled and on
+/// demand.
+type Row = (String, [Duration; 2], [Duration; 2]);
+
+/// Opening a domain, and opening it plus one read, `n` times per store,
+/// pooled and on demand.
+fn per_domain(n: usize, dir: &Path, cache: &Path) -> anyhow::Result<Vec<Row>> {
+    let pooled = engram(true, Some(cache))?;
+    let on_demand = engram(false, Some(cache))?;
+    let sqlite = Arc::new(SqliteBackend::open(dir.join("engram.db"))?);
     let stores: [Store; 2] = [
         (
             "in memory",
@@ -224,16 +223,42 @@ fn main() -> anyhow::Result<()> {
             total(on_demand),
         ));
     }
-    let (pool_before, pool_after) = live_domains(true, live, &cache)?;
-    let (demand_before, demand_after) = live_domains(false, live, &cache)?;
+    Ok(rows)
+}
 
+fn main() -> anyhow::Result<()> {
+    if let Ok(kind) = std::env::var("ENGRAM_BENCH_RSS") {
+        return live_domains_here(kind == "pooled");
+    }
+    let numbers: Vec<usize> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with('-'))
+        .map(|a| a.parse())
+        .collect::<Result<_, _>>()?;
+    let n = numbers.first().copied().unwrap_or(2000);
+    let live = numbers.get(1).copied().unwrap_or(1000);
+    let dir = tempfile::tempdir()?;
+    // Start-up: compile, then load what the compilation left in the cache.
+    let cache = dir.path().join("cache");
+    let start = start_up(&cache)?;
+    let rows = per_domain(n, dir.path(), &cache)?;
+    let pooled = live_domains(true, live, &cache)?;
+    let on_demand = live_domains(false, live, &cache)?;
+    report(n, live, &rows, [pooled, on_demand], start);
+    Ok(())
+}
+
+/// Prints the tables.
+fn report(n: usize, live: usize, rows: &[Row], rss: [(u64, u64); 2], start: [Duration; 3]) {
+    let [(pool_before, pool_after), (demand_before, demand_after)] = rss;
+    let [compile, load_pooled, load_on_demand] = start;
     println!("engram instances benchmark: {n} opens per case, {live} live domains");
     println!();
     println!(
         "{:<34} {:>12} {:>12} {:>13} {:>13} {:>9}",
         "per domain", "pooled p50", "pooled p99", "on-demand p50", "on-demand p99", "× p50"
     );
-    for (name, [pm, pp], [dm, dp]) in rows {
+    for (name, [pm, pp], [dm, dp]) in rows.iter().cloned() {
         println!(
             "{:<34} {:>10.1}µs {:>10.1}µs {:>11.1}µs {:>11.1}µs {:>9.2}",
             name,
@@ -289,5 +314,4 @@ fn main() -> anyhow::Result<()> {
     println!();
     println!("pooled: Config::max_live_domains = Some(1000); on-demand: None. Loads: median of 5.");
     println!("Both: a 64 MiB memory limit, copy-on-write memory images, epoch interruption.");
-    Ok(())
 }

@@ -195,32 +195,24 @@ enum Baseline {
     Bare,
 }
 
-fn native_run(
-    n: usize,
-    dir: &std::path::Path,
-    baseline: Baseline,
-    sync: Synchronous,
-) -> anyhow::Result<Timings> {
-    let name = match baseline {
-        Baseline::Layout => "layout.db",
-        Baseline::Minimal => "minimal.db",
-        Baseline::Bare => "bare.db",
-    };
-    let indexed = baseline != Baseline::Bare;
-    let sync = match sync {
-        Synchronous::Full => "FULL",
-        Synchronous::Normal => "NORMAL",
-    };
-    let mut conn = native_connection(&dir.join(name), sync)?;
-    let record_key = |i: usize| match baseline {
+/// The value of `key`, if the store holds it.
+fn native_get(tx: &Connection, key: &[u8]) -> rusqlite::Result<Option<Vec<u8>>> {
+    tx.prepare_cached("SELECT value FROM kv WHERE key = ?1")?
+        .query_row([key], |r| r.get(0))
+        .optional()
+}
+
+/// The key of the `i`-th record in `baseline`'s layout.
+fn native_record_key(baseline: Baseline, i: usize) -> Vec<u8> {
+    match baseline {
         Baseline::Bare => format!("bench/R{i:016x}").into_bytes(),
         _ => format!("bench/R{}", id(i)).into_bytes(),
-    };
-    let get = |tx: &Connection, key: &[u8]| -> rusqlite::Result<Option<Vec<u8>>> {
-        tx.prepare_cached("SELECT value FROM kv WHERE key = ?1")?
-            .query_row([key], |r| r.get(0))
-            .optional()
-    };
+    }
+}
+
+/// Writes `n` records as `baseline` lays them out, a transaction each.
+fn native_writes(conn: &mut Connection, n: usize, baseline: Baseline) -> anyhow::Result<()> {
+    let indexed = baseline != Baseline::Bare;
     let MemoryRecord::Event(Event {
         payload: EventPayload::Ingested(memory),
         ..
@@ -228,8 +220,8 @@ fn native_run(
     else {
         unreachable!()
     };
-
-    let start = Instant::now();
+    let get = native_get;
+    let record_key = |i| native_record_key(baseline, i);
     for i in 0..n {
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         {
@@ -269,15 +261,15 @@ fn native_run(
         }
         tx.commit()?;
     }
-    let write = start.elapsed();
+    Ok(())
+}
 
-    let start = Instant::now();
-    for i in 0..n {
-        assert!(get(&conn, &record_key(i))?.is_some());
-    }
-    let read_by_id = start.elapsed();
-
-    let start = Instant::now();
+/// Reads the `n` records page by page in time order (through the time
+/// index when `baseline` has one).
+fn native_range(conn: &Connection, n: usize, baseline: Baseline) -> anyhow::Result<()> {
+    let indexed = baseline != Baseline::Bare;
+    let get = native_get;
+    let record_key = |i| native_record_key(baseline, i);
     let mut seen = 0;
     let mut scan = conn.prepare_cached(
         "SELECT key, value FROM kv WHERE key >= ?1 AND key < ?2 ORDER BY key LIMIT ?3",
@@ -294,7 +286,7 @@ fn native_run(
                 .collect::<Result<_, _>>()?;
             for id in ids {
                 let key = [b"bench/R".as_slice(), &id].concat();
-                seen += usize::from(get(&conn, &key)?.is_some());
+                seen += usize::from(get(conn, &key)?.is_some());
             }
         } else {
             let rows: Vec<(Vec<u8>, Vec<u8>)> = scan
@@ -307,6 +299,35 @@ fn native_run(
         }
     }
     assert_eq!(seen, n);
+    Ok(())
+}
+
+fn native_run(
+    n: usize,
+    dir: &std::path::Path,
+    baseline: Baseline,
+    sync: Synchronous,
+) -> anyhow::Result<Timings> {
+    let name = match baseline {
+        Baseline::Layout => "layout.db",
+        Baseline::Minimal => "minimal.db",
+        Baseline::Bare => "bare.db",
+    };
+    let sync = match sync {
+        Synchronous::Full => "FULL",
+        Synchronous::Normal => "NORMAL",
+    };
+    let mut conn = native_connection(&dir.join(name), sync)?;
+    let start = Instant::now();
+    native_writes(&mut conn, n, baseline)?;
+    let write = start.elapsed();
+    let start = Instant::now();
+    for i in 0..n {
+        assert!(native_get(&conn, &native_record_key(baseline, i))?.is_some());
+    }
+    let read_by_id = start.elapsed();
+    let start = Instant::now();
+    native_range(&conn, n, baseline)?;
     let read_range = start.elapsed();
     Ok(Timings {
         write,

@@ -93,55 +93,54 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
     sorted[((sorted.len() - 1) as f64 * p).round() as usize]
 }
 
-fn run(n: usize, engram: &Engram) -> anyhow::Result<()> {
-    let dir = tempfile::tempdir()?;
-    let path = dir.path().join("engram.db");
-    let mut rng = Lcg(n as u64);
-    // Filling the store is set-up, not measured: no disk flush per write.
-    {
-        let fast = SqliteOptions {
-            synchronous: Synchronous::Normal,
-            ..SqliteOptions::default()
-        };
-        let store = Arc::new(SqliteBackend::open_with(&path, &fast)?);
-        let mut domain = engram.open("bench", Mode::Online, store.clone(), store)?;
-        let source = WriteSource {
-            agent_id: "bench".into(),
-            component: SourceComponent::Cognition,
-            actor: SourceActor::System,
-        };
-        let start = Instant::now();
-        for i in 0..n {
-            let keywords: Vec<String> = (0..5).map(|_| rng.word().to_string()).collect();
-            let summary = format!(
-                "Asked about {} and {}; planned {} with {}.",
-                keywords[0], keywords[1], keywords[2], keywords[3]
-            );
-            // Index terms as the default summarizer makes them, so the
-            // questions' terms meet them.
-            let keywords = keywords
-                .iter()
-                .flat_map(|k| engram::algorithms::terms(k))
-                .collect();
-            let record = MemoryRecord::Event(Event {
-                timestamp: 1_700_000_000_000 + i as i64,
-                payload: EventPayload::Ingested(IngestedMemory {
-                    session_ref: format!("s{}", i / 50),
-                    summary,
-                    keywords,
-                }),
-            });
-            let request = WriteRequest {
-                record,
-                source: source.clone(),
-                request_id: format!("m{i}"),
-            };
-            domain.write(&request)?;
-        }
-        eprintln!("# wrote {n} memories in {:.1?}", start.elapsed());
-    }
-    let store = Arc::new(SqliteBackend::open(&path)?);
+/// Fills the store at `path` with `n` memories: set-up, not measured, so
+/// no disk flush per write.
+fn fill(n: usize, engram: &Engram, path: &std::path::Path, rng: &mut Lcg) -> anyhow::Result<()> {
+    let fast = SqliteOptions {
+        synchronous: Synchronous::Normal,
+        ..SqliteOptions::default()
+    };
+    let store = Arc::new(SqliteBackend::open_with(path, &fast)?);
     let mut domain = engram.open("bench", Mode::Online, store.clone(), store)?;
+    let source = WriteSource {
+        agent_id: "bench".into(),
+        component: SourceComponent::Cognition,
+        actor: SourceActor::System,
+    };
+    let start = Instant::now();
+    for i in 0..n {
+        let keywords: Vec<String> = (0..5).map(|_| rng.word().to_string()).collect();
+        let summary = format!(
+            "Asked about {} and {}; planned {} with {}.",
+            keywords[0], keywords[1], keywords[2], keywords[3]
+        );
+        // Index terms as the default summarizer makes them, so the
+        // questions' terms meet them.
+        let keywords = keywords
+            .iter()
+            .flat_map(|k| engram::algorithms::terms(k))
+            .collect();
+        let record = MemoryRecord::Event(Event {
+            timestamp: 1_700_000_000_000 + i as i64,
+            payload: EventPayload::Ingested(IngestedMemory {
+                session_ref: format!("s{}", i / 50),
+                summary,
+                keywords,
+            }),
+        });
+        let request = WriteRequest {
+            record,
+            source: source.clone(),
+            request_id: format!("m{i}"),
+        };
+        domain.write(&request)?;
+    }
+    eprintln!("# wrote {n} memories in {:.1?}", start.elapsed());
+    Ok(())
+}
+
+/// ContextSelect of 300 questions: the median and p99.
+fn context_select(n: usize, domain: &mut engram::Domain, rng: &mut Lcg) -> anyhow::Result<()> {
     let plan = engram::plans::turn(10);
     let queries = 300;
     let mut latencies = Vec::with_capacity(queries);
@@ -177,9 +176,12 @@ fn run(n: usize, engram: &Engram) -> anyhow::Result<()> {
         percentile(&latencies, 0.99),
         found as f64 / queries as f64
     );
+    Ok(())
+}
 
-    // Where the time goes: the host's default algorithms alone, on the same
-    // kind of input.
+/// Where the time goes: the host's default algorithms alone, on the same
+/// kind of input.
+fn algorithms(n: usize, rng: &mut Lcg) -> anyhow::Result<()> {
     let summarizer = ExtractiveSummarizer::default();
     let candidates: Vec<Candidate> = (0..256)
         .map(|i| Candidate {
@@ -218,8 +220,12 @@ fn run(n: usize, engram: &Engram) -> anyhow::Result<()> {
     println!(
         "{n:>7} memories  of which, natively: summarizer {summarize:.2?}, BM25 ranker over 256 candidates {rank:.2?}"
     );
+    Ok(())
+}
 
-    // Whole turns: every stage and the commit, synchronous=FULL.
+/// Whole turns: every stage and the commit, synchronous=FULL.
+fn full_cycles(n: usize, domain: &mut engram::Domain, rng: &mut Lcg) -> anyhow::Result<()> {
+    let plan = engram::plans::turn(10);
     let turns = 100;
     let start = Instant::now();
     for t in 0..turns {
@@ -260,6 +266,18 @@ fn run(n: usize, engram: &Engram) -> anyhow::Result<()> {
         elapsed / turns
     );
     Ok(())
+}
+
+fn run(n: usize, engram: &Engram) -> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
+    let path = dir.path().join("engram.db");
+    let mut rng = Lcg(n as u64);
+    fill(n, engram, &path, &mut rng)?;
+    let store = Arc::new(SqliteBackend::open(&path)?);
+    let mut domain = engram.open("bench", Mode::Online, store.clone(), store)?;
+    context_select(n, &mut domain, &mut rng)?;
+    algorithms(n, &mut rng)?;
+    full_cycles(n, &mut domain, &mut rng)
 }
 
 fn main() -> anyhow::Result<()> {

@@ -3,19 +3,21 @@
 //! SELECT, each a fresh process, interleaved.
 //!
 //! `cargo bench --bench start` (N = 50 of each), or `cargo bench --bench
-//! start -- 200`. Cargo builds the release `engram` binary alongside the
-//! bench and this bench runs it; it compiles nothing itself. Before the
+//! start -- 200`. The bench has cargo build the release `engram` binary
+//! (a nested run) and runs it; it compiles no engine itself. Before the
 //! timed runs, the engine is compiled into a cache folder of the bench's own
 //! and loaded back until its cache file is stamped, so every timed call
 //! starts as a warm CLI does. The baseline needs `sqlite3` on the PATH; without
 //! it the bench says so and times `engram read` alone.
+
+#[path = "common/binary.rs"]
+mod binary;
 
 use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-const ENGRAM: &str = env!("CARGO_BIN_EXE_engram");
 const AGENT: &str = "a";
 const CONTENT: &str = "Alice is vegetarian and prefers window seats";
 
@@ -28,7 +30,7 @@ const READ: &str =
     r#"{"record_type":"FACT","selector":{"ByKey":{"key":"user.diet"}},"request_id":"r-1"}"#;
 
 fn engram(store: &Path, cache: &Path) -> Command {
-    let mut command = Command::new(ENGRAM);
+    let mut command = Command::new(binary::engram());
     command
         .env_remove("ENGRAM_STORE")
         .env_remove("ENGRAM_AGENT")
@@ -87,6 +89,46 @@ fn record_key(store: &Path) -> anyhow::Result<Vec<u8>> {
         .ok_or_else(|| anyhow::anyhow!("no row of the store holds the FACT"))
 }
 
+/// Writes the FACT to the store, then reads it until the engine is compiled
+/// into the cache and its cache file stamped, as a warm CLI finds it.
+fn warm_up(store: &Path, cache: &Path, request: &Path) -> anyhow::Result<()> {
+    let mut write = engram(store, cache)
+        .args(["write", "--agent", AGENT])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()?;
+    write
+        .stdin
+        .take()
+        .expect("a piped stdin")
+        .write_all(FACT.replace('\n', "").as_bytes())?;
+    checked("engram write", write.wait_with_output())?;
+
+    let read = || {
+        engram(store, cache)
+            .args(["read", "--agent", AGENT])
+            .arg(request)
+            .output()
+    };
+    // The first call compiles the engine into the cache; the next reads the
+    // file whole and stamps it, once its last change is older than the
+    // check; from then on a start checks the stamp.
+    let mut warm = 0;
+    while warm < 20 && !stamped(cache) {
+        checked("engram read", read())?;
+        std::thread::sleep(Duration::from_millis(20));
+        warm += 1;
+    }
+    let answer = checked("engram read", read())?;
+    anyhow::ensure!(
+        String::from_utf8_lossy(&answer.stdout).contains(CONTENT),
+        "engram read did not return the FACT: {}",
+        String::from_utf8_lossy(&answer.stdout)
+    );
+    Ok(())
+}
+
 fn main() -> anyhow::Result<()> {
     let n: usize = std::env::args()
         .skip(1)
@@ -101,40 +143,13 @@ fn main() -> anyhow::Result<()> {
     let request = dir.path().join("read.json");
     std::fs::write(&request, READ)?;
 
-    let mut write = engram(&store, &cache)
-        .args(["write", "--agent", AGENT])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()?;
-    write
-        .stdin
-        .take()
-        .expect("a piped stdin")
-        .write_all(FACT.replace('\n', "").as_bytes())?;
-    checked("engram write", write.wait_with_output())?;
-
+    warm_up(&store, &cache, &request)?;
     let read = || {
         engram(&store, &cache)
             .args(["read", "--agent", AGENT])
             .arg(&request)
             .output()
     };
-    // The first call compiles the engine into the cache; the next reads the
-    // file whole and stamps it, once its last change is older than the
-    // check; from then on a start checks the stamp.
-    let mut warm = 0;
-    while warm < 20 && !stamped(&cache) {
-        checked("engram read", read())?;
-        std::thread::sleep(Duration::from_millis(20));
-        warm += 1;
-    }
-    let answer = checked("engram read", read())?;
-    anyhow::ensure!(
-        String::from_utf8_lossy(&answer.stdout).contains(CONTENT),
-        "engram read did not return the FACT: {}",
-        String::from_utf8_lossy(&answer.stdout)
-    );
 
     let key = record_key(&store)?;
     let hex: String = key.iter().map(|b| format!("{b:02X}")).collect();

@@ -178,21 +178,11 @@ fn run(store: &str, hosts: usize, n: usize, one_domain: bool, tag: &str) -> anyh
     })
 }
 
-fn main() -> anyhow::Result<()> {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    if args.first().map(String::as_str) == Some(CHILD) {
-        return host_process(&args[1..]);
-    }
-    let n: usize = args
-        .iter()
-        .find(|a| !a.starts_with('-'))
-        .map(|a| a.parse())
-        .transpose()?
-        .unwrap_or(300);
-    let dir = tempfile::tempdir()?;
-    let sqlite = dir.path().join("bench.db");
-    let sqlite = sqlite.to_str().expect("a UTF-8 path").to_owned();
-    let postgres = match std::env::var("ENGRAM_TEST_POSTGRES_URL") {
+/// The PostgreSQL database of `ENGRAM_TEST_POSTGRES_URL`, if set, with a
+/// schema of this run's own made ready: its URL, the schema, and the URL
+/// whose search path is the schema.
+fn postgres_schema() -> anyhow::Result<Option<(String, String, String)>> {
+    Ok(match std::env::var("ENGRAM_TEST_POSTGRES_URL") {
         Ok(url) if !url.is_empty() => {
             let schema = format!("engram_bench_{}", std::process::id());
             // Creates the schema and its tables before the hosts start.
@@ -211,7 +201,24 @@ fn main() -> anyhow::Result<()> {
             ))
         }
         _ => None,
-    };
+    })
+}
+
+fn main() -> anyhow::Result<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().map(String::as_str) == Some(CHILD) {
+        return host_process(&args[1..]);
+    }
+    let n: usize = args
+        .iter()
+        .find(|a| !a.starts_with('-'))
+        .map(|a| a.parse())
+        .transpose()?
+        .unwrap_or(300);
+    let dir = tempfile::tempdir()?;
+    let sqlite = dir.path().join("bench.db");
+    let sqlite = sqlite.to_str().expect("a UTF-8 path").to_owned();
+    let postgres = postgres_schema()?;
 
     println!(
         "engram backends benchmark: per host {n} EVENT writes (one commit each), then {n} reads by id"

@@ -12,42 +12,62 @@
 //! With `--tools knowledge-graph` it serves instead the nine tools of the
 //! reference MCP memory server (`@modelcontextprotocol/server-memory`), in
 //! its names, input schemas and answer shapes, on the agent's entities and
-//! relationships (`crate::knowledge_graph`); `--tools all` serves both.
+//! relationships ([`crate::graph`]); `--tools all` serves both.
 
-use crate::binding as engram;
-use crate::cli::{self, McpTools as Tools};
-use crate::knowledge_graph::{
+use crate::Domain;
+use crate::graph::{
     self as kg, Added, Deletion, Entity, Graph, KnowledgeGraph, NewObservations, Relation,
 };
-use engram::Domain;
-use engram::graph::{EdgeDirection, RelationshipsRequest, TraversalOrder, TraverseRequest};
-use engram::history::{AsOfRequest, TimeAxis, VersionsRequest};
-use engram::json::{self, ReadAnswer, ReadRequest, WriteAnswer, WriteRequest};
-use engram::types::StoredFact;
-use engram_model::calls;
+use engram_model::calls::{self, Lookup};
+use engram_model::json::{self, ReadAnswer, ReadRequest, WriteRequest};
+use engram_model::surface::{Axis, Engine};
+use engram_model::turns::{self, TurnError};
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{CallToolResult, ContentBlock, ServerCapabilities, ServerConfig};
 use rmcp::{ServerHandler, ServiceExt, schemars, tool, tool_handler, tool_router};
 use serde::Deserialize;
 use serde_json::{Value, json};
+use std::io::Write;
 use std::sync::{Arc, Mutex};
 
 /// The most memories `recall` may bring back.
 const MAX_TOP_K: u32 = 50;
 
+/// The tools a server serves.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Tools {
+    /// Engram's own: recall, remember, write, read, history, as_of,
+    /// entities, relationships, traverse.
+    Engram,
+    /// The reference MCP memory server's nine knowledge-graph tools.
+    KnowledgeGraph,
+    /// Both sets.
+    All,
+}
+
 /// The server: one domain, one call at a time.
-#[derive(Clone)]
-pub struct Memory {
-    domain: Arc<Mutex<Domain>>,
+pub struct Memory<D> {
+    domain: Arc<Mutex<D>>,
     agent: String,
     tools: Tools,
     tool_router: ToolRouter<Self>,
 }
 
+impl<D> Clone for Memory<D> {
+    fn clone(&self) -> Self {
+        Memory {
+            domain: self.domain.clone(),
+            agent: self.agent.clone(),
+            tools: self.tools,
+            tool_router: self.tool_router.clone(),
+        }
+    }
+}
+
 /// A request id for a call that was given none.
 fn request_id(given: Option<String>, tool: &str) -> String {
-    given.unwrap_or_else(|| format!("mcp-{tool}-{}", engram::system_time_ms()))
+    given.unwrap_or_else(|| format!("mcp-{tool}-{}", engram_model::system_time_ms()))
 }
 
 /// A tool's answer: the JSON, as a normal result or as a tool error.
@@ -71,21 +91,6 @@ fn malformed(what: &str, error: impl std::fmt::Display) -> CallToolResult {
         json!({"input_error": format!("not a valid {what}: {error}")}),
         true,
     )
-}
-
-/// FACT versions as a read answer (the command line's); refused when the
-/// read was.
-fn facts(
-    answer_of: anyhow::Result<Result<Vec<StoredFact>, engram::io::ReadError>>,
-) -> CallToolResult {
-    match answer_of {
-        Err(error) => failed(error),
-        Ok(found) => {
-            let answer_json = crate::binding::json::facts_answer(found);
-            let refused = matches!(answer_json, ReadAnswer::Error { .. });
-            answer(json!(answer_json), refused)
-        }
-    }
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]
@@ -131,106 +136,9 @@ pub struct ReadArgs {
     pub request: Value,
 }
 
-#[derive(Deserialize, schemars::JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct HistoryArgs {
-    /// A FACT key (dotted segments: `user.diet`).
-    pub key: String,
-    /// How many versions, newest first (default 10).
-    #[serde(default)]
-    pub limit: Option<u32>,
-    /// An id for this call in the audit trail.
-    #[serde(default)]
-    pub request_id: Option<String>,
-}
-
-#[derive(Deserialize, schemars::JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct AsOfArgs {
-    /// A FACT key.
-    pub key: String,
-    /// The version true in the world at this time (ms since the epoch).
-    #[serde(default)]
-    pub valid: Option<i64>,
-    /// The version the memory knew at this time (ms since the epoch).
-    #[serde(default)]
-    pub known: Option<i64>,
-    /// At most this many versions (default 100).
-    #[serde(default)]
-    pub limit: Option<u32>,
-    /// An id for this call in the audit trail.
-    #[serde(default)]
-    pub request_id: Option<String>,
-}
-
-#[derive(Deserialize, schemars::JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct EntitiesArgs {
-    /// person, organization, place, product or event.
-    pub entity_type: String,
-    /// At most this many (default 100).
-    #[serde(default)]
-    pub limit: Option<u32>,
-    /// An id for this call in the audit trail.
-    #[serde(default)]
-    pub request_id: Option<String>,
-}
-
-#[derive(Deserialize, schemars::JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct RelationshipsArgs {
-    /// The entity's key (`entities.u1.sarah`) or `USER`.
-    pub entity: String,
-    /// The relationships that end at the entity, not those that start there.
-    #[serde(default)]
-    pub incoming: bool,
-    /// Only these types (KNOWS, VISITED, …); every type when empty.
-    #[serde(default)]
-    pub types: Vec<String>,
-    /// Only those valid at this time (ms since the epoch).
-    #[serde(default)]
-    pub valid_at: Option<i64>,
-    /// At most this many (default 100).
-    #[serde(default)]
-    pub limit: Option<u32>,
-    /// An id for this call in the audit trail.
-    #[serde(default)]
-    pub request_id: Option<String>,
-}
-
-#[derive(Deserialize, schemars::JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct TraverseArgs {
-    /// The entity to start from.
-    pub start: String,
-    /// Depth first rather than breadth first.
-    #[serde(default)]
-    pub depth_first: bool,
-    /// Follow relationships backwards.
-    #[serde(default)]
-    pub incoming: bool,
-    /// Only these relationship types; every type when empty.
-    #[serde(default)]
-    pub types: Vec<String>,
-    /// Only relationships valid at this time (ms since the epoch).
-    #[serde(default)]
-    pub valid_at: Option<i64>,
-    /// How many hops (default 2).
-    #[serde(default)]
-    pub max_depth: Option<u32>,
-    /// At most this many entities (default 100).
-    #[serde(default)]
-    pub max_nodes: Option<u32>,
-    /// At most this many relationships read (default 1000).
-    #[serde(default)]
-    pub max_edges: Option<u32>,
-    /// An id for this call in the audit trail.
-    #[serde(default)]
-    pub request_id: Option<String>,
-}
-
-impl Memory {
-    pub fn new(domain: Domain, agent: &str, tools: Tools) -> Self {
+impl<D: Domain + Send + 'static> Memory<D> {
+    /// The server of `domain`, the agent's, with `tools`.
+    pub fn new(domain: D, agent: &str, tools: Tools) -> Self {
         let tool_router = match tools {
             Tools::Engram => Self::tool_router(),
             Tools::KnowledgeGraph => Self::graph_router(),
@@ -249,7 +157,7 @@ impl Memory {
     /// structured content), or a tool error saying why not.
     fn graph<T>(
         &self,
-        f: impl FnOnce(&mut KnowledgeGraph<'_>) -> Result<T, kg::Error>,
+        f: impl FnOnce(&mut KnowledgeGraph<'_, D>) -> Result<T, kg::Error>,
         shape: impl FnOnce(T) -> (String, Value),
     ) -> CallToolResult {
         let agent = self.agent.clone();
@@ -257,7 +165,7 @@ impl Memory {
             f(&mut KnowledgeGraph::new(
                 domain,
                 &agent,
-                engram::types::SourceComponent::Cognition,
+                json::Component::Cognition,
             ))
         });
         match answered {
@@ -275,7 +183,7 @@ impl Memory {
     /// The domain's calls block (on the engine, on the store; the
     /// PostgreSQL client runs a runtime of its own), so they run where the
     /// async runtime lets a thread block.
-    fn with<T>(&self, f: impl FnOnce(&mut Domain) -> T) -> T {
+    fn with<T>(&self, f: impl FnOnce(&mut D) -> T) -> T {
         tokio::task::block_in_place(|| {
             let mut domain = self
                 .domain
@@ -285,24 +193,44 @@ impl Memory {
         })
     }
 
+    /// The answer of a lookup (`history`, `as_of`, `entities`,
+    /// `relationships`), run through the call surface every host shares
+    /// under the request id given, or one made for `tool`: the records, or
+    /// the refusal as a tool error.
+    fn lookup<A: Lookup>(
+        &self,
+        tool: &str,
+        args: A,
+        run: impl FnOnce(&mut D, String, A) -> anyhow::Result<ReadAnswer>,
+    ) -> CallToolResult {
+        let request_id = request_id(args.request_id(), tool);
+        match self.with(|domain| run(domain, request_id, args)) {
+            Ok(found) => {
+                let refused = matches!(found, ReadAnswer::Error { .. });
+                answer(json!(found), refused)
+            }
+            Err(error) => failed(error),
+        }
+    }
+
     /// The answer of `remember` or `recall` (the library's, run on this
     /// domain): the JSON `shape` makes of it, or the refusal as a tool
     /// error.
     fn turn<T>(
         &self,
-        run: impl FnOnce(&mut Domain) -> Result<T, engram::TurnError>,
+        run: impl FnOnce(&mut D) -> Result<T, TurnError<anyhow::Error>>,
         shape: impl FnOnce(T) -> Value,
     ) -> CallToolResult {
         match self.with(run) {
             Ok(answered) => answer(shape(answered), false),
-            Err(engram::TurnError::Refused(line)) => answer(line, true),
-            Err(engram::TurnError::Failed(error)) => failed(error),
+            Err(TurnError::Refused(line)) => answer(line, true),
+            Err(TurnError::Failed(error)) => failed(error),
         }
     }
 }
 
 #[tool_router]
-impl Memory {
+impl<D: Domain + Send + 'static> Memory<D> {
     #[tool(
         description = "Recall: the memories most relevant to a question, from this agent's memory (ContextSelect). Answers {\"memories\":[{\"id\",\"summary\",\"timestamp\"}]}, best first; summaries only, never raw transcripts. With token_budget, only the best that fit it, and {\"left_out\": n}."
     )]
@@ -311,14 +239,14 @@ impl Memory {
             return malformed("recall", format!("top_k must be 1 to {MAX_TOP_K}"));
         }
         let budgeted = args.token_budget.is_some();
-        let args = engram::RecallArgs {
+        let args = turns::RecallArgs {
             question: args.question,
             top_k: args.top_k,
             token_budget: args.token_budget,
             request_id: args.request_id,
         };
         self.turn(
-            |domain| domain.recall_with(args),
+            |domain| turns::recall(domain, args),
             |recalled| {
                 let mut found = json!({"memories": recalled.memories});
                 if budgeted {
@@ -333,7 +261,7 @@ impl Memory {
         description = "Remember one conversation turn: the user's message and the assistant's response are summarized and stored as one memory (SummarizeMemory, PersistMemory, one commit). The raw text is not stored. Answers {\"request_id\",\"committed\":[ids]}. The same request_id again stores nothing new."
     )]
     async fn remember(&self, Parameters(args): Parameters<RememberArgs>) -> CallToolResult {
-        let args = engram::RememberArgs {
+        let args = turns::RememberArgs {
             message: args.message,
             response: args.response,
             session: Some(args.session.unwrap_or_else(|| "mcp".into())),
@@ -341,7 +269,7 @@ impl Memory {
             time: None,
         };
         self.turn(
-            |domain| domain.remember_with(args),
+            |domain| turns::remember(domain, args),
             |remembered| json!(remembered),
         )
     }
@@ -354,8 +282,8 @@ impl Memory {
             Ok(request) => request,
             Err(error) => return malformed("write request", error),
         };
-        self.with(|domain| match domain.write(&request.into()) {
-            Ok(result) => answer(json!(WriteAnswer::from(result)), false),
+        self.with(|domain| match Engine::write(domain, request) {
+            Ok(written) => answer(json!(written), false),
             Err(error) => failed(error),
         })
     }
@@ -368,11 +296,10 @@ impl Memory {
             Ok(request) => request,
             Err(error) => return malformed("read request", error),
         };
-        self.with(|domain| match domain.read(&request.into()) {
-            Ok(result) => {
-                let answer_json = json::read_answer(result);
-                let refused = matches!(answer_json, ReadAnswer::Error { .. });
-                answer(json!(answer_json), refused)
+        self.with(|domain| match Engine::read(domain, request) {
+            Ok(found) => {
+                let refused = matches!(found, ReadAnswer::Error { .. });
+                answer(json!(found), refused)
             }
             Err(error) => failed(error),
         })
@@ -381,53 +308,29 @@ impl Memory {
     #[tool(
         description = "The versions of a FACT key, newest first: superseded versions are kept, closed in time. Answers {\"records\":[…]}."
     )]
-    async fn history(&self, Parameters(args): Parameters<HistoryArgs>) -> CallToolResult {
-        let request = VersionsRequest {
-            request_id: request_id(args.request_id, "history"),
-            key: args.key,
-            limit: args.limit.unwrap_or(calls::HISTORY_LIMIT),
-        };
-        facts(self.with(|domain| domain.versions(&request)))
+    async fn history(&self, Parameters(args): Parameters<calls::HistoryArgs>) -> CallToolResult {
+        self.lookup("history", args, Engine::history)
     }
 
     #[tool(
         description = "The version of a FACT key as of a time: give exactly one of valid (true in the world then) or known (what the memory knew then), in ms since the epoch. Answers {\"records\":[…]}."
     )]
-    async fn as_of(&self, Parameters(args): Parameters<AsOfArgs>) -> CallToolResult {
+    async fn as_of(&self, Parameters(args): Parameters<calls::AsOfArgs>) -> CallToolResult {
         let (axis, at) = match (args.valid, args.known) {
-            (Some(at), None) => (TimeAxis::Valid, at),
-            (None, Some(at)) => (TimeAxis::Transaction, at),
+            (Some(at), None) => (Axis::Valid, at),
+            (None, Some(at)) => (Axis::Known, at),
             _ => return malformed("as_of", "give exactly one of valid or known"),
         };
-        let request = AsOfRequest {
-            request_id: request_id(args.request_id, "as-of"),
-            key: args.key,
-            axis,
-            at,
-            limit: args.limit.unwrap_or(calls::AS_OF_LIMIT),
-        };
-        facts(
-            self.with(|domain| domain.as_of(&request))
-                .map(|found| found.map(|f| f.into_iter().collect())),
-        )
+        self.lookup("as-of", args, |domain, id, args| {
+            Engine::as_of(domain, id, args, axis, at)
+        })
     }
 
     #[tool(
         description = "The entities of one type (person, organization, place, product, event) this agent knows, in key order. Answers {\"records\":[…]}."
     )]
-    async fn entities(&self, Parameters(args): Parameters<EntitiesArgs>) -> CallToolResult {
-        let Some(entity_type) = cli::parse_entity_type(&args.entity_type) else {
-            return malformed(
-                "entity type",
-                format!(
-                    "{:?} is none of person, organization, place, product, event",
-                    args.entity_type
-                ),
-            );
-        };
-        let request_id = request_id(args.request_id, "entities");
-        let limit = args.limit.unwrap_or(calls::ENTITIES_LIMIT);
-        facts(self.with(|domain| domain.entities_of_type(&request_id, entity_type, limit)))
+    async fn entities(&self, Parameters(args): Parameters<calls::EntitiesArgs>) -> CallToolResult {
+        self.lookup("entities", args, Engine::entities)
     }
 
     #[tool(
@@ -435,50 +338,20 @@ impl Memory {
     )]
     async fn relationships(
         &self,
-        Parameters(args): Parameters<RelationshipsArgs>,
+        Parameters(args): Parameters<calls::RelationshipsArgs>,
     ) -> CallToolResult {
-        let request = RelationshipsRequest {
-            request_id: request_id(args.request_id, "relationships"),
-            entity: args.entity,
-            direction: if args.incoming {
-                EdgeDirection::Incoming
-            } else {
-                EdgeDirection::Outgoing
-            },
-            relationship_types: args.types,
-            valid_at: args.valid_at,
-            limit: args.limit.unwrap_or(calls::RELATIONSHIPS_LIMIT),
-        };
-        facts(self.with(|domain| domain.relationships_of(&request)))
+        self.lookup("relationships", args, Engine::relationships)
     }
 
     #[tool(
         description = "Walk the graph of entities and relationships from an entity, bounded in depth, entities and relationships read. Answers {\"nodes\":[{\"key\",\"depth\",\"entity\"}],\"edges\":[…]}."
     )]
-    async fn traverse(&self, Parameters(args): Parameters<TraverseArgs>) -> CallToolResult {
-        let request = TraverseRequest {
-            request_id: request_id(args.request_id, "traverse"),
-            start: args.start,
-            order: if args.depth_first {
-                TraversalOrder::DepthFirst
-            } else {
-                TraversalOrder::BreadthFirst
-            },
-            direction: if args.incoming {
-                EdgeDirection::Incoming
-            } else {
-                EdgeDirection::Outgoing
-            },
-            relationship_types: args.types,
-            valid_at: args.valid_at,
-            max_depth: args.max_depth.unwrap_or(calls::MAX_DEPTH),
-            max_nodes: args.max_nodes.unwrap_or(calls::MAX_NODES),
-            max_edges: args.max_edges.unwrap_or(calls::MAX_EDGES),
-        };
-        match self.with(|domain| domain.traverse(&request)) {
+    async fn traverse(&self, Parameters(args): Parameters<calls::TraverseArgs>) -> CallToolResult {
+        let request_id = request_id(args.request_id(), "traverse");
+        match self.with(|domain| Engine::traverse(domain, request_id, args)) {
             Err(error) => failed(error),
-            Ok(found) => {
-                let (line, refused) = crate::binding::json::traversal_answer(found);
+            Ok(line) => {
+                let refused = line.get("error").is_some();
                 answer(line, refused)
             }
         }
@@ -592,7 +465,7 @@ fn deletion(answer: Value) -> (String, Value) {
 }
 
 #[tool_router(router = graph_router)]
-impl Memory {
+impl<D: Domain + Send + 'static> Memory<D> {
     #[tool(
         title = "Create Entities",
         description = "Create multiple new entities in the knowledge graph",
@@ -743,7 +616,7 @@ impl Memory {
 }
 
 #[tool_handler(router = self.tool_router)]
-impl ServerHandler for Memory {
+impl<D: Domain + Send + 'static> ServerHandler for Memory<D> {
     fn get_info(&self) -> ServerConfig {
         let graph = "Every change is kept in history: a deleted entity, observation or relation is \
                      no longer current, never erased.";
@@ -774,7 +647,12 @@ impl ServerHandler for Memory {
 /// (a loopback address; port 0 picks one) over streamable HTTP at
 /// `http://ADDR/mcp` until interrupted. The address served is printed on
 /// standard error.
-pub fn serve(domain: Domain, agent: &str, tools: Tools, http: Option<&str>) -> anyhow::Result<()> {
+pub fn serve<D: Domain + Send + 'static>(
+    domain: D,
+    agent: &str,
+    tools: Tools,
+    http: Option<&str>,
+) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -807,7 +685,7 @@ pub fn serve(domain: Domain, agent: &str, tools: Tools, http: Option<&str>) -> a
         use rmcp::transport::streamable_http_server::{
             StreamableHttpServerConfig, StreamableHttpService,
         };
-        let service: StreamableHttpService<Memory, LocalSessionManager> =
+        let service: StreamableHttpService<Memory<D>, LocalSessionManager> =
             StreamableHttpService::new(
                 move || Ok(memory.clone()),
                 Default::default(),
@@ -817,9 +695,13 @@ pub fn serve(domain: Domain, agent: &str, tools: Tools, http: Option<&str>) -> a
         let listener = tokio::net::TcpListener::bind(address)
             .await
             .map_err(|e| anyhow::anyhow!("--http {address}: {e}"))?;
-        eprintln!(
-            "engram mcp: agent {agent:?} at http://{}/mcp",
-            listener.local_addr()?
+        // Where the server listens, for whoever started it; a standard
+        // error that cannot be written does not stop the server.
+        let address = listener.local_addr()?;
+        let mut stderr = std::io::stderr();
+        let _ = writeln!(
+            stderr,
+            "engram mcp: agent {agent:?} at http://{address}/mcp"
         );
         axum::serve(listener, router)
             .with_graceful_shutdown(async {

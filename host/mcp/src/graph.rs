@@ -23,12 +23,14 @@
 //!   first read to its last write, so two servers on one store never write
 //!   over each other's changes.
 
-use crate::binding::{self as engram, Domain, graph, io, types};
+use crate::Domain;
+use engram_model::calls::{ListArgs, RelationshipsArgs};
+use engram_model::json::{
+    self, Actor, Component, EntityType, FactPayload, Object, ReadAnswer, Record, StoredRecord,
+};
+use engram_model::surface::Engine;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-
-#[cfg(not(target_family = "wasm"))]
-use rmcp::schemars;
 
 /// The namespace of the graph's entities.
 const ENTITIES: &str = "kg.entities";
@@ -49,7 +51,7 @@ const TYPE_BYTES: usize = 64;
 
 /// An entity as the reference server has it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(not(target_family = "wasm"), derive(schemars::JsonSchema))]
+#[cfg_attr(feature = "server", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Entity {
     /// The name of the entity
@@ -62,7 +64,7 @@ pub struct Entity {
 
 /// A relation as the reference server has it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(not(target_family = "wasm"), derive(schemars::JsonSchema))]
+#[cfg_attr(feature = "server", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Relation {
     /// The name of the entity where the relation starts
@@ -75,7 +77,7 @@ pub struct Relation {
 
 /// Observations to add to one entity.
 #[derive(Clone, Debug, Serialize, Deserialize)]
-#[cfg_attr(not(target_family = "wasm"), derive(schemars::JsonSchema))]
+#[cfg_attr(feature = "server", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct NewObservations {
     /// The name of the entity to add the observations to
@@ -86,7 +88,7 @@ pub struct NewObservations {
 
 /// Observations to delete from one entity.
 #[derive(Clone, Debug, Serialize, Deserialize)]
-#[cfg_attr(not(target_family = "wasm"), derive(schemars::JsonSchema))]
+#[cfg_attr(feature = "server", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Deletion {
     /// The name of the entity containing the observations
@@ -97,7 +99,7 @@ pub struct Deletion {
 
 /// What `add_observations` added to one entity.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(not(target_family = "wasm"), derive(schemars::JsonSchema))]
+#[cfg_attr(feature = "server", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct Added {
     /// The entity.
@@ -109,7 +111,7 @@ pub struct Added {
 /// A part of the graph: entities and relations, and where the next page
 /// starts when there is more.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(not(target_family = "wasm"), derive(schemars::JsonSchema))]
+#[cfg_attr(feature = "server", derive(schemars::JsonSchema))]
 pub struct Graph {
     /// Entities.
     pub entities: Vec<Entity>,
@@ -164,9 +166,23 @@ struct EntityProperties {
     deleted_at: Option<i64>,
 }
 
+/// An entity FACT as the graph reads and writes it: its properties as
+/// their JSON text.
+type EntityFact = json::Entity<String>;
+/// A relationship FACT as the graph reads and writes it.
+type RelationFact = json::Relationship<String>;
+/// A FACT's payload as the graph reads and writes it.
+type Payload = FactPayload<String>;
+
+/// A FACT of the graph's namespace as read: its key and payload.
+struct Found {
+    key: String,
+    payload: Payload,
+}
+
 /// An entity FACT of the graph as stored.
 struct StoredEntity {
-    entity: types::Entity,
+    entity: EntityFact,
     properties: EntityProperties,
 }
 
@@ -236,17 +252,15 @@ pub fn relation_key(relation: &Relation) -> String {
 /// The nearest of Engram's five entity types to a reference type: the type
 /// itself in any case, a few common words for them, and `product` (a thing)
 /// for the rest. The reference type is kept as given beside it.
-pub fn engram_type(entity_type: &str) -> types::EntityType {
+pub fn engram_type(entity_type: &str) -> EntityType {
     match entity_type.trim().to_lowercase().as_str() {
-        "person" | "people" | "human" | "user" | "individual" => types::EntityType::Person,
+        "person" | "people" | "human" | "user" | "individual" => EntityType::Person,
         "organization" | "organisation" | "company" | "org" | "team" | "institution" => {
-            types::EntityType::Organization
+            EntityType::Organization
         }
-        "place" | "location" | "city" | "country" | "region" | "address" => {
-            types::EntityType::Place
-        }
-        "event" | "meeting" | "occasion" => types::EntityType::Event,
-        _ => types::EntityType::Product,
+        "place" | "location" | "city" | "country" | "region" | "address" => EntityType::Place,
+        "event" | "meeting" | "occasion" => EntityType::Event,
+        _ => EntityType::Product,
     }
 }
 
@@ -264,8 +278,8 @@ pub fn relationship_type(relation_type: &str) -> String {
 
 /// The relationship FACT of a reference relation, true from `valid_at`:
 /// the exact names and type kept in its properties.
-fn relationship_of(relation: &Relation, valid_at: i64) -> types::Relationship {
-    types::Relationship {
+fn relationship_of(relation: &Relation, valid_at: i64) -> RelationFact {
+    json::Relationship {
         from_entity: entity_key(&relation.from),
         to_entity: entity_key(&relation.to),
         relationship_type: relationship_type(&relation.relation_type),
@@ -290,8 +304,8 @@ fn described(relation: &Relation) -> String {
 }
 
 /// `entity` with `properties` as its properties' JSON text.
-fn with_properties(entity: types::Entity, properties: &EntityProperties) -> types::Entity {
-    types::Entity {
+fn with_properties(entity: EntityFact, properties: &EntityProperties) -> EntityFact {
+    json::Entity {
         // A struct of strings and numbers always serializes.
         properties: serde_json::to_string(properties).unwrap_or_default(),
         ..entity
@@ -300,15 +314,15 @@ fn with_properties(entity: types::Entity, properties: &EntityProperties) -> type
 
 /// The graph of one domain, written by `component` (COGNITION online,
 /// MAINTENANCE for an import).
-pub struct KnowledgeGraph<'a> {
-    domain: &'a mut Domain,
+pub struct KnowledgeGraph<'a, D: Domain> {
+    domain: &'a mut D,
     agent: String,
-    component: types::SourceComponent,
+    component: Component,
 }
 
-impl<'a> KnowledgeGraph<'a> {
+impl<'a, D: Domain> KnowledgeGraph<'a, D> {
     /// The graph of `domain`, opened for `agent`.
-    pub fn new(domain: &'a mut Domain, agent: &str, component: types::SourceComponent) -> Self {
+    pub fn new(domain: &'a mut D, agent: &str, component: Component) -> Self {
         Self {
             domain,
             agent: agent.to_owned(),
@@ -317,7 +331,9 @@ impl<'a> KnowledgeGraph<'a> {
     }
 
     fn now(&self) -> i64 {
-        self.domain.time().unwrap_or_else(engram::system_time_ms)
+        self.domain
+            .time()
+            .unwrap_or_else(engram_model::system_time_ms)
     }
 
     fn request_id(&mut self, what: &str) -> Result<String> {
@@ -330,7 +346,7 @@ impl<'a> KnowledgeGraph<'a> {
     /// Runs `f` holding the domain's write lock.
     fn exclusively<T>(
         &mut self,
-        f: impl FnOnce(&mut KnowledgeGraph<'_>) -> Result<T>,
+        f: impl FnOnce(&mut KnowledgeGraph<'_, D>) -> Result<T>,
     ) -> Result<T> {
         let agent = self.agent.clone();
         let component = self.component;
@@ -343,23 +359,19 @@ impl<'a> KnowledgeGraph<'a> {
         })?
     }
 
-    fn read_key(&mut self, key: &str) -> Result<Option<types::StoredFact>> {
-        let request = io::ReadRequest {
-            record_type: types::RecordType::Fact,
-            selector: io::ReadSelector::ByKey(io::ByKey {
+    fn read_key(&mut self, key: &str) -> Result<Option<Found>> {
+        let request = json::ReadRequest {
+            record_type: json::RecordType::Fact,
+            selector: json::Selector::ByKey {
                 key: key.to_owned(),
-            }),
+            },
             request_id: self.request_id("read")?,
         };
-        match self.domain.read(&request)? {
-            Ok(found) => Ok(found.records.into_iter().find_map(|r| match r {
-                types::StoredRecord::Fact(fact) => Some(fact),
-                _ => None,
-            })),
-            Err(error) => Err(Error::Failed(anyhow::anyhow!(
-                "reading {key} was refused: {error:?}"
-            ))),
-        }
+        let answer = Engine::read(self.domain, request)?;
+        facts(answer, |error| {
+            Error::Failed(anyhow::anyhow!("reading {key} was refused: {error:?}"))
+        })
+        .map(|found| found.into_iter().next())
     }
 
     /// The entity FACT named `name`, current or deleted.
@@ -368,7 +380,7 @@ impl<'a> KnowledgeGraph<'a> {
         let Some(fact) = self.read_key(&key)? else {
             return Ok(None);
         };
-        match entity_of(fact.fact.payload) {
+        match entity_of(fact.payload) {
             Some(stored) if stored.entity.name == name => Ok(Some(stored)),
             Some(stored) => Err(Error::Refused(format!(
                 "Entity names {name:?} and {:?} share the key {key}; rename one",
@@ -381,44 +393,44 @@ impl<'a> KnowledgeGraph<'a> {
     }
 
     /// The relation FACT of `relation`: its payload, if there is one.
-    fn stored_relation(&mut self, relation: &Relation) -> Result<Option<types::Relationship>> {
+    fn stored_relation(&mut self, relation: &Relation) -> Result<Option<RelationFact>> {
         let key = relation_key(relation);
-        Ok(self.read_key(&key)?.and_then(|f| match f.fact.payload {
-            types::FactPayload::Relationship(r) => Some(r),
+        Ok(self.read_key(&key)?.and_then(|f| match f.payload {
+            FactPayload::Relationship(r) => Some(r),
             _ => None,
         }))
     }
 
-    fn write(&mut self, key: String, payload: types::FactPayload, what: &str) -> Result<()> {
-        let request = io::WriteRequest {
-            record: types::MemoryRecord::Fact(types::Fact { key, payload }),
-            source: types::WriteSource {
+    fn write(&mut self, key: String, payload: Payload, what: &str) -> Result<()> {
+        let request_id = self.request_id("write")?;
+        let request = json::WriteRequest {
+            record: record(key, payload)?,
+            source: json::Source {
                 agent_id: self.agent.clone(),
                 component: self.component,
-                actor: types::SourceActor::External,
+                actor: Actor::External,
             },
-            request_id: self.request_id("write")?,
+            request_id: request_id.clone(),
         };
-        match self.domain.write(&request)? {
-            io::WriteResult::Accepted(_) => Ok(()),
-            io::WriteResult::Rejected => Err(Error::Rejected(format!(
-                "{what}: the write was REJECTED (request {}; the reason is in the audit trail)",
-                request.request_id
+        match Engine::write(self.domain, request)? {
+            json::WriteAnswer::Accepted { .. } => Ok(()),
+            json::WriteAnswer::Rejected => Err(Error::Rejected(format!(
+                "{what}: the write was REJECTED (request {request_id}; the reason is in the audit trail)"
             ))),
         }
     }
 
-    fn write_entity(&mut self, entity: types::Entity, properties: &EntityProperties) -> Result<()> {
+    fn write_entity(&mut self, entity: EntityFact, properties: &EntityProperties) -> Result<()> {
         let key = entity_key(&entity.name);
         let what = format!("entity {:?}", entity.name);
         let entity = with_properties(entity, properties);
-        self.write(key, types::FactPayload::Entity(entity), &what)
+        self.write(key, FactPayload::Entity(entity), &what)
     }
 
     /// The entity FACT a write of `entity` makes, on top of `before`.
-    fn entity_record(&self, entity: &Entity, before: Option<&StoredEntity>) -> types::Entity {
+    fn entity_record(&self, entity: &Entity, before: Option<&StoredEntity>) -> EntityFact {
         let now = self.now();
-        types::Entity {
+        json::Entity {
             name: entity.name.clone(),
             entity_type: engram_type(&entity.entity_type),
             properties: String::new(),
@@ -467,8 +479,7 @@ impl<'a> KnowledgeGraph<'a> {
                 {
                     continue;
                 }
-                let payload =
-                    types::FactPayload::Relationship(relationship_of(relation, graph.now()));
+                let payload = FactPayload::Relationship(relationship_of(relation, graph.now()));
                 graph.write(relation_key(relation), payload, &described(relation))?;
                 created.push(relation.clone());
             }
@@ -529,7 +540,7 @@ impl<'a> KnowledgeGraph<'a> {
                     && stored.current()
                 {
                     let now = graph.now();
-                    let record = types::Entity {
+                    let record = json::Entity {
                         last_mentioned: now.max(stored.entity.first_seen),
                         ..stored.entity.clone()
                     };
@@ -604,13 +615,13 @@ impl<'a> KnowledgeGraph<'a> {
         }
         let now = self.now().max(stored.valid_at);
         let what = described(relation);
-        let closed = types::Relationship {
+        let closed = json::Relationship {
             invalid_at: Some(now),
             ..stored
         };
         self.write(
             relation_key(relation),
-            types::FactPayload::Relationship(closed),
+            FactPayload::Relationship(closed),
             &what,
         )?;
         Ok(true)
@@ -620,27 +631,21 @@ impl<'a> KnowledgeGraph<'a> {
     /// first, at most [`PAGE`] index entries each way.
     fn relations_of(&mut self, name: &str) -> Result<Vec<Relation>> {
         let mut found = Vec::new();
-        for direction in [
-            graph::EdgeDirection::Outgoing,
-            graph::EdgeDirection::Incoming,
-        ] {
-            let request = graph::RelationshipsRequest {
-                request_id: self.request_id("relations")?,
+        for incoming in [false, true] {
+            let request_id = self.request_id("relations")?;
+            let args = RelationshipsArgs {
+                request_id: None,
                 entity: entity_key(name),
-                direction,
-                relationship_types: Vec::new(),
+                incoming,
+                types: Vec::new(),
                 valid_at: None,
                 limit: PAGE,
             };
-            let facts = self
-                .domain
-                .relationships_of(&request)?
-                .map_err(|e| Error::Failed(anyhow::anyhow!("relations of {name:?}: {e:?}")))?;
-            found.extend(
-                facts
-                    .into_iter()
-                    .filter_map(|f| open_relation(f.fact.payload)),
-            );
+            let answer = Engine::relationships(self.domain, request_id, args)?;
+            let facts = facts(answer, |e| {
+                Error::Failed(anyhow::anyhow!("relations of {name:?}: {e:?}"))
+            })?;
+            found.extend(facts.into_iter().filter_map(|f| open_relation(f.payload)));
         }
         Ok(found)
     }
@@ -660,28 +665,33 @@ impl<'a> KnowledgeGraph<'a> {
     }
 
     /// One page of the namespace `kg` after `after`: entities, then relations.
-    fn page(&mut self, limit: u32, after: Option<&str>) -> Result<Vec<types::StoredFact>> {
+    fn page(&mut self, namespace: &str, limit: u32, after: Option<&str>) -> Result<Vec<Found>> {
         let request_id = self.request_id("list")?;
-        self.domain
-            .list_after(&request_id, &namespace(&["kg"]), limit, after)?
-            .map_err(|e| Error::Refused(format!("reading the graph was refused: {e:?}")))
+        let args = ListArgs {
+            request_id: None,
+            namespace: namespace.split('.').map(str::to_owned).collect(),
+            limit,
+            after: after.map(str::to_owned),
+        };
+        let answer = Engine::list(self.domain, request_id, args)?;
+        facts(answer, |e| {
+            Error::Refused(format!("reading the graph was refused: {e:?}"))
+        })
     }
 
     /// The graph, one page of at most `limit` entities and relations (deleted
     /// ones are passed over but count), in key order from `cursor`.
     pub fn read_graph(&mut self, limit: u32, cursor: Option<&str>) -> Result<Graph> {
         let limit = checked_limit(limit)?;
-        let page = self.page(limit, cursor)?;
+        let page = self.page("kg", limit, cursor)?;
         let full = page.len() == limit as usize;
         let mut answer = Graph {
-            next_cursor: full
-                .then(|| page.last().map(|f| f.fact.key.clone()))
-                .flatten(),
+            next_cursor: full.then(|| page.last().map(|f| f.key.clone())).flatten(),
             ..Graph::default()
         };
         for fact in page {
-            let payload = fact.fact.payload;
-            if matches!(payload, types::FactPayload::Relationship(_)) {
+            let payload = fact.payload;
+            if matches!(payload, FactPayload::Relationship(_)) {
                 answer.relations.extend(open_relation(payload));
             } else if let Some(stored) = entity_of(payload).filter(StoredEntity::current) {
                 answer.entities.push(stored.answer());
@@ -701,18 +711,14 @@ impl<'a> KnowledgeGraph<'a> {
         if cursor.is_some_and(|c| !c.starts_with(ENTITIES)) {
             return Ok(Graph::default());
         }
-        let request_id = self.request_id("search")?;
-        let page = self
-            .domain
-            .list_after(&request_id, &namespace(&["kg", "entities"]), PAGE, cursor)?
-            .map_err(|e| Error::Refused(format!("searching the graph was refused: {e:?}")))?;
+        let page = self.page(ENTITIES, PAGE, cursor)?;
         let mut next = (page.len() == PAGE as usize)
-            .then(|| page.last().map(|f| f.fact.key.clone()))
+            .then(|| page.last().map(|f| f.key.clone()))
             .flatten();
         let mut entities = Vec::new();
         for fact in page {
-            let key = fact.fact.key;
-            if let Some(stored) = entity_of(fact.fact.payload).filter(StoredEntity::current) {
+            let key = fact.key;
+            if let Some(stored) = entity_of(fact.payload).filter(StoredEntity::current) {
                 let entity = stored.answer();
                 if matches(&entity, &query) {
                     entities.push(entity);
@@ -804,15 +810,18 @@ impl<'a> KnowledgeGraph<'a> {
                         deleted_at: None,
                     };
                     let record = with_properties(self.entity_record(entity, None), &properties);
-                    (entity_key(&entity.name), types::FactPayload::Entity(record))
+                    (entity_key(&entity.name), FactPayload::Entity(record))
                 }
                 Item::Relation(relation) => (
                     relation_key(relation),
-                    types::FactPayload::Relationship(relationship_of(relation, 0)),
+                    FactPayload::Relationship(relationship_of(relation, 0)),
                 ),
             };
-            let record = types::MemoryRecord::Fact(types::Fact { key, payload });
-            if let Some(why) = self.domain.oversized_record(&record) {
+            let why = match record(key, payload) {
+                Ok(record) => self.domain.oversized(&record),
+                Err(error) => Some(error.to_string()),
+            };
+            if let Some(why) = why {
                 return Some((*line, why));
             }
         }
@@ -882,9 +891,63 @@ pub fn deleted(what: &str, closed: impl std::fmt::Display) -> Value {
     })
 }
 
-/// The namespace of these segments.
-fn namespace(segments: &[&str]) -> graph::Namespace {
-    segments.iter().map(|s| (*s).to_owned()).collect()
+/// The FACTs of a read's answer, as the graph reads them; a refused read
+/// is the error `refused` makes of it.
+fn facts(
+    answer: ReadAnswer,
+    refused: impl FnOnce(json::ReadFailure) -> Error,
+) -> Result<Vec<Found>> {
+    match answer {
+        ReadAnswer::Records { records } => Ok(records
+            .into_iter()
+            .filter_map(|record| match record {
+                StoredRecord::Fact { key, payload, .. } => Some(Found {
+                    key,
+                    payload: owned(payload),
+                }),
+                _ => None,
+            })
+            .collect()),
+        ReadAnswer::Error { error } => Err(refused(error)),
+    }
+}
+
+/// A stored FACT's payload with its properties as their JSON text.
+fn owned(payload: json::StoredFactPayload) -> Payload {
+    match payload {
+        FactPayload::Semantic(memory) => FactPayload::Semantic(memory),
+        FactPayload::Procedural(rule) => FactPayload::Procedural(rule),
+        FactPayload::Entity(entity) => {
+            let properties = entity.properties.get().to_owned();
+            FactPayload::Entity(entity.with_properties(properties))
+        }
+        FactPayload::Relationship(relationship) => {
+            let properties = relationship.properties.get().to_owned();
+            FactPayload::Relationship(relationship.with_properties(properties))
+        }
+    }
+}
+
+/// The FACT record a write of `payload` under `key` carries.
+fn record(key: String, payload: Payload) -> Result<Record> {
+    let object = |text: String| {
+        Object::from_text(&text).ok_or_else(|| {
+            Error::Failed(anyhow::anyhow!("{key}: properties that are no JSON object"))
+        })
+    };
+    let payload = match payload {
+        FactPayload::Semantic(memory) => FactPayload::Semantic(memory),
+        FactPayload::Procedural(rule) => FactPayload::Procedural(rule),
+        FactPayload::Entity(entity) => {
+            let properties = object(entity.properties.clone())?;
+            FactPayload::Entity(entity.with_properties(properties))
+        }
+        FactPayload::Relationship(relationship) => {
+            let properties = object(relationship.properties.clone())?;
+            FactPayload::Relationship(relationship.with_properties(properties))
+        }
+    };
+    Ok(Record::Fact { key, payload })
 }
 
 fn not_found(name: &str) -> Error {
@@ -922,9 +985,9 @@ fn matches(entity: &Entity, query: &str) -> bool {
 }
 
 /// An entity FACT of the graph, if `payload` is one.
-fn entity_of(payload: types::FactPayload) -> Option<StoredEntity> {
+fn entity_of(payload: Payload) -> Option<StoredEntity> {
     match payload {
-        types::FactPayload::Entity(entity) => {
+        FactPayload::Entity(entity) => {
             let properties = serde_json::from_str(&entity.properties).ok()?;
             Some(StoredEntity { entity, properties })
         }
@@ -933,9 +996,9 @@ fn entity_of(payload: types::FactPayload) -> Option<StoredEntity> {
 }
 
 /// A relation of the graph, if `payload` is one and it is open.
-fn open_relation(payload: types::FactPayload) -> Option<Relation> {
+fn open_relation(payload: Payload) -> Option<Relation> {
     match payload {
-        types::FactPayload::Relationship(r) if r.invalid_at.is_none() => {
+        FactPayload::Relationship(r) if r.invalid_at.is_none() => {
             serde_json::from_str(&r.properties).ok()
         }
         _ => None,

@@ -242,29 +242,32 @@ fn hit(ranked: &[usize], evidence: usize) -> (bool, bool) {
     (at.is_some_and(|i| i < 5), at.is_some_and(|i| i < 10))
 }
 
-fn main() -> anyhow::Result<()> {
-    let args: Vec<u64> = std::env::args()
-        .skip(1)
-        .filter_map(|a| a.parse().ok())
-        .collect();
-    let seed = args.first().copied().unwrap_or(7);
-    let sessions = args.get(1).copied().unwrap_or(240) as usize;
-    let (turns, questions) = conversations(seed, sessions);
-    if let Some(path) = std::env::var_os("ENGRAM_RECALL_DATASET") {
-        let mut lines = String::new();
-        for turn in &turns {
-            let line = serde_json::json!({"message": turn.message, "response": turn.response, "time": turn.time});
-            lines.push_str(&format!("{line}\n"));
-        }
-        for question in &questions {
-            let line =
-                serde_json::json!({"question": question.text, "evidence": question.evidence});
-            lines.push_str(&format!("{line}\n"));
-        }
-        std::fs::write(&path, lines)?;
+/// Writes the turns and questions as JSON Lines to `path`, for the other
+/// hosts' recall benches.
+fn write_dataset(
+    turns: &[Turn],
+    questions: &[Question],
+    path: &std::ffi::OsStr,
+) -> anyhow::Result<()> {
+    let mut lines = String::new();
+    for turn in turns {
+        let line = serde_json::json!({"message": turn.message, "response": turn.response, "time": turn.time});
+        lines.push_str(&format!("{line}\n"));
     }
+    for question in questions {
+        let line = serde_json::json!({"question": question.text, "evidence": question.evidence});
+        lines.push_str(&format!("{line}\n"));
+    }
+    std::fs::write(path, lines)?;
+    Ok(())
+}
 
-    // Engram: every turn through an ingest cycle at its own time.
+/// Engram's hits at 5 and 10: every turn through an ingest cycle at its own
+/// time, then each question's ContextSelect; and how long ingesting took.
+fn engram_recall(
+    turns: &[Turn],
+    questions: &[Question],
+) -> anyhow::Result<((usize, usize), std::time::Duration)> {
     let now = Arc::new(AtomicI64::new(0));
     let clock = now.clone();
     let engram = Engram::with_config(Config {
@@ -325,7 +328,11 @@ fn main() -> anyhow::Result<()> {
         engram_hits.1 += usize::from(at10);
     }
 
-    // The baseline: BM25 over the raw turn texts.
+    Ok((engram_hits, ingest_time))
+}
+
+/// The baseline's hits at 5 and 10: BM25 over the raw turn texts.
+fn raw_recall(turns: &[Turn], questions: &[Question]) -> (usize, usize) {
     let texts: Vec<String> = turns
         .iter()
         .map(|t| format!("{}\n{}", t.message, t.response))
@@ -338,7 +345,7 @@ fn main() -> anyhow::Result<()> {
         scorer.upsert(&i, embedder.embed(text));
     }
     let mut raw_hits = (0, 0);
-    for question in &questions {
+    for question in questions {
         let mut matches = scorer.matches(&embedder.embed(&question.text));
         matches.sort_by(|a, b| b.score.total_cmp(&a.score).then(b.id.cmp(&a.id)));
         let ranked: Vec<usize> = matches.into_iter().take(10).map(|m| m.id).collect();
@@ -347,6 +354,22 @@ fn main() -> anyhow::Result<()> {
         raw_hits.1 += usize::from(at10);
     }
 
+    raw_hits
+}
+
+fn main() -> anyhow::Result<()> {
+    let args: Vec<u64> = std::env::args()
+        .skip(1)
+        .filter_map(|a| a.parse().ok())
+        .collect();
+    let seed = args.first().copied().unwrap_or(7);
+    let sessions = args.get(1).copied().unwrap_or(240) as usize;
+    let (turns, questions) = conversations(seed, sessions);
+    if let Some(path) = std::env::var_os("ENGRAM_RECALL_DATASET") {
+        write_dataset(&turns, &questions, &path)?;
+    }
+    let (engram_hits, ingest_time) = engram_recall(&turns, &questions)?;
+    let raw_hits = raw_recall(&turns, &questions);
     let n = questions.len().max(1) as f64;
     let pct = |hits: usize| 100.0 * hits as f64 / n;
     println!(

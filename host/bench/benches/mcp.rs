@@ -8,6 +8,9 @@
 //!
 //! `cargo bench --bench mcp` (N = 100), or `cargo bench --bench mcp -- 300`.
 
+#[path = "common/binary.rs"]
+mod binary;
+
 use engram::cycle::{ExecutionPlan, Stage, TurnInput};
 use engram::{Domain, Engram, Mode, Storage, plans};
 use std::path::Path;
@@ -93,7 +96,7 @@ fn server(n: usize, path: &Path) -> anyhow::Result<(f64, f64)> {
     let client = Path::new(env!("CARGO_MANIFEST_DIR")).join("../python/bench/mcp_client.py");
     let out = Command::new(python)
         .arg(client)
-        .arg(env!("CARGO_BIN_EXE_engram"))
+        .arg(binary::engram())
         .arg(n.to_string())
         .arg(path)
         .output()?;

@@ -7,11 +7,12 @@
 //! `cargo bench --bench wasi` (N = 20 of each), or `cargo bench --bench
 //! wasi -- 50`. The wasmtime CLI is the pinned one the tests use.
 
+#[path = "common/binary.rs"]
+mod binary;
+
 use std::io::Write;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-
-const ENGRAM: &str = env!("CARGO_BIN_EXE_engram");
 
 const FACT: &str = r#"{"request_id":"w-1","source":{"agent_id":"a","component":"COGNITION","actor":"USER"},"record":{"record_type":"FACT","key":"user.diet","payload":{"semantic":{"content":"Alice is vegetarian and prefers window seats","context":"dining","valid_at":1767225600000,"strength":1.0,"last_accessed":1767225600000,"access_count":0,"confidence":0.9,"privacy_tier":"public"}}}}"#;
 
@@ -67,7 +68,7 @@ fn main() -> anyhow::Result<()> {
         .status()?;
     anyhow::ensure!(status.success(), "wasmtime compile failed");
     let native = || {
-        let mut command = Command::new(ENGRAM);
+        let mut command = Command::new(binary::engram());
         command
             .current_dir(dir.path())
             .env("ENGRAM_CACHE_DIR", &cache)

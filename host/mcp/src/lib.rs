@@ -1,0 +1,58 @@
+//! `engram mcp`: one agent's memory domain as Model Context Protocol tools
+//! ([`serve`], feature `server`), and the knowledge graph of the reference
+//! MCP memory server kept as Engram FACTs ([`graph`]), which `engram
+//! maintenance import-graph` also writes.
+//!
+//! Both run on any binding of the engine through the call surface every
+//! host shares ([`engram_model::surface::Engine`], in the JSON model), and
+//! the few calls of a [`Domain`] beyond it. The native host's `Domain` and
+//! the WASI command's implement it with [`domain_graph!`].
+
+#![warn(missing_docs)]
+
+pub mod graph;
+#[cfg(feature = "server")]
+mod server;
+
+#[cfg(feature = "server")]
+pub use server::{Tools, serve};
+
+use engram_model::json;
+use engram_model::surface::Engine;
+
+/// For [`domain_graph!`]'s expansion in other crates.
+#[doc(hidden)]
+pub use engram_model;
+
+/// A domain the graph and the server run on: the call surface, and what
+/// they need of the domain beyond it.
+pub trait Domain: Engine<Fault = anyhow::Error> {
+    /// Runs `f` as the domain's one writer: every other writer of the
+    /// domain waits until it returns.
+    fn exclusively<T>(&mut self, f: impl FnOnce(&mut Self) -> T) -> anyhow::Result<T>;
+    /// The time the engine is told instead of the clock's, while set.
+    fn time(&self) -> Option<i64>;
+    /// Why a write of `record` would be REJECTED for its size, if it would.
+    fn oversized(&self, record: &json::Record) -> Option<String>;
+}
+
+/// Implements [`Domain`] for a binding's `Domain` (the native host's, the
+/// WASI command's), with the binding's `types` module in scope.
+#[macro_export]
+macro_rules! domain_graph {
+    () => {
+        impl $crate::Domain for Domain {
+            fn exclusively<T>(&mut self, f: impl FnOnce(&mut Self) -> T) -> anyhow::Result<T> {
+                Domain::exclusively(self, f)
+            }
+
+            fn time(&self) -> Option<i64> {
+                Domain::time(self)
+            }
+
+            fn oversized(&self, record: &$crate::engram_model::json::Record) -> Option<String> {
+                self.oversized_record(&types::MemoryRecord::from(record.clone()))
+            }
+        }
+    };
+}
