@@ -218,6 +218,7 @@ impl CycleResource {
         keywords: &[String],
         top_k: u32,
     ) -> Result<Vec<RetrievedMemory>, CycleError> {
+        // A step's request id: the cycle's and the step's (S-CYCLE).
         let request_id = format!("{}#{step}", self.request_id);
         let answer = gather_and_rank(keywords, top_k);
         let outcome = match &answer {
@@ -371,7 +372,7 @@ struct Gathered {
     bound_reached: bool,
 }
 
-/// Gathers candidates through the keyword index, fairly: the candidate
+/// Gathers candidates through the keyword index (S-GATHER), fairly: the candidate
 /// limit is shared out in rounds among the query's keywords that still have
 /// entries, each taking an equal share (the rest of a division going to the
 /// first in the query's order), newest first within each keyword, until the

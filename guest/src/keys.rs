@@ -20,7 +20,7 @@
 //!
 //! A fact key with no `P` entry is public.
 //!
-//! A FACT version is found through `K` while it is current and through `V`
+//! A FACT version is found (S-VERSIONS) through `K` while it is current and through `V`
 //! once it is superseded: the write that supersedes it moves it, with the
 //! sequence number `K` kept for it, so a FACT write adds one index entry,
 //! not two. A `K` entry that holds the id alone was written by builds before
@@ -135,7 +135,7 @@ pub fn fact_key_range() -> (Vec<u8>, Vec<u8>) {
     (vec![FACT_KEY], vec![FACT_KEY + 1])
 }
 
-/// The idempotency entry of a request id.
+/// The idempotency entry of a request id, scoped to the domain (S-IDEMP).
 pub fn idempotency(request_id: &str) -> Vec<u8> {
     tagged(IDEMPOTENCY, request_id.as_bytes())
 }

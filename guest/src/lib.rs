@@ -123,6 +123,7 @@ pub(crate) fn write(request: &WriteRequest) -> Result<Written, String> {
     if request.source.agent_id != domain::agent() {
         return Err("source.agent_id is not the agent of this domain (IO-W6)".into());
     }
+    // The mode admits one component's writes (IO-W7, S-MODE).
     match (domain::mode(), request.source.component) {
         (Mode::Online, SourceComponent::Cognition)
         | (Mode::Maintenance, SourceComponent::Maintenance) => {}
@@ -225,6 +226,8 @@ fn read(request: &ReadRequest) -> Result<Vec<StoredRecord>, Refused> {
             if range.from > range.to {
                 return Err(Refused::new(ReadError::InvalidRange, "from is after to"));
             }
+            // A closed range, `from..=to` (S-RANGE), in the type's order
+            // with ties in write order (S-ORDER).
             let (start, end) = keys::time_range(time_kind, range.from, range.to);
             load_indexed(&start, &end, limit, time_order)
         }
@@ -474,7 +477,7 @@ fn key_tier(
 }
 
 /// Whether the reader may see `record`: not once it has expired
-/// (`domain.expire-after`); and a FACT whose key's tier is above the
+/// (`domain.expire-after`, S-EXPIRY); and a FACT whose key's tier is above the
 /// ceiling is withheld, and so is a relationship that joins an entity whose
 /// key is (MT-1).
 fn shown(record: &Stored, expires_at: Option<i64>, now: &mut Now) -> Result<bool, String> {
@@ -484,6 +487,7 @@ fn shown(record: &Stored, expires_at: Option<i64>, now: &mut Now) -> Result<bool
     let Stored::Fact(fact) = record else {
         return Ok(true);
     };
+    // A record above the reader's tier is answered as if absent (S-TIER).
     let ceiling = tier_rank(domain::tier_ceiling());
     if ceiling == 2 {
         return Ok(true);

@@ -18,6 +18,7 @@ use crate::{
     Engine, Stored, decode, encode, encode_record, get, load_with, storage, tier_rank, validate,
 };
 
+// Export and import: the same ids, times and indexes (S-EXPORT).
 impl Guest for Engine {
     fn export(start: Option<Vec<u8>>, limit: u32) -> Result<ExportPage, MaintenanceError> {
         let answer = in_maintenance().and_then(|()| export(start.unwrap_or_default(), limit));

@@ -12,7 +12,7 @@ pub const MAX_FACT_KEY_LEN: usize = 256;
 pub const MAX_KEYWORD_LEN: usize = 256;
 
 /// The longest summary of an ingested memory, in bytes: a distilled
-/// statement, not a transcript (B5-S1).
+/// statement, not a transcript (B5-S1, S-INGEST).
 pub const MAX_SUMMARY_LEN: usize = 4096;
 
 /// The most keywords an ingested memory may carry.
@@ -29,8 +29,9 @@ pub fn is_key_segment(segment: &str) -> bool {
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-')
 }
 
-/// Whether `key` is a normalized fact key: segments of `a-z`, `0-9`, `_`
-/// and `-`, joined by single dots, at most [`MAX_FACT_KEY_LEN`] bytes.
+/// Whether `key` is a normalized fact key (S-KEY): segments of `a-z`,
+/// `0-9`, `_` and `-`, joined by single dots, at most [`MAX_FACT_KEY_LEN`]
+/// bytes.
 pub fn is_normalized_fact_key(key: &str) -> bool {
     !key.is_empty() && key.len() <= MAX_FACT_KEY_LEN && key.split('.').all(is_key_segment)
 }
@@ -76,6 +77,7 @@ fn fact(fact: &Fact) -> Result<(), Invalid> {
 fn semantic(memory: &SemanticMemory) -> Result<(), Invalid> {
     not_empty("content", &memory.content)?;
     valid_interval(memory.valid_at, memory.invalid_at)?;
+    // Strength and access are the writer's to give (S-ACCESS).
     if !(memory.strength.is_finite() && memory.strength >= 0.0) {
         return Err("strength must be a finite number, not negative".into());
     }

@@ -373,7 +373,7 @@ impl Summarizer for ExtractiveSummarizer {
 }
 
 /// The default ranker: BM25 (k1 = 1.2, b = 0.75) over each candidate's
-/// keywords and the terms of its summary.
+/// keywords and the terms of its summary; what it must find is S-RECALL.
 #[derive(Default)]
 pub struct Bm25Ranker;
 

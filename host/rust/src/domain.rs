@@ -176,7 +176,7 @@ impl Domain {
         answer
     }
 
-    /// Names why an instance was stopped.
+    /// Names why an instance was stopped (S-TRAP).
     fn stopped(&self, error: anyhow::Error) -> anyhow::Error {
         let why = match error.downcast_ref::<wasmtime::Trap>() {
             Some(wasmtime::Trap::Interrupt) => match self.shared.config.call_timeout {

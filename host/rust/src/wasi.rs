@@ -85,7 +85,7 @@ pub mod binding {
     use anyhow::{Result, anyhow};
 
     /// The longest agent id a domain may be opened for, in bytes.
-    pub const MAX_AGENT_ID_LEN: usize = 256;
+    pub const MAX_AGENT_ID_LEN: usize = engram_store::scope::MAX_AGENT_ID_LEN;
 
     /// Milliseconds since the Unix epoch by the system clock (`wasi:clocks`).
     pub use engram_model::system_time_ms;

@@ -1,4 +1,4 @@
-//! Group commit for a store with one writer at a time: commits that arrive
+//! Group commit (S-GROUP) for a store with one writer at a time: commits that arrive
 //! while another is being written wait in a queue, and the next leader
 //! writes the whole queue in one transaction (one flush to the disk), then
 //! gives each caller its own answer.

@@ -26,15 +26,15 @@ use std::sync::Arc;
 pub use engram_model::audit::Operation;
 pub use engram_model::json::{Actor, Component, RecordType, Source};
 
-/// The longest agent id a domain may be opened for, in bytes.
+/// The longest agent id a domain may be opened for, in bytes (S-AGENT).
 pub const MAX_AGENT_ID_LEN: usize = 256;
 
 /// A source of the time, in milliseconds since the Unix epoch.
 pub type Clock = Arc<dyn Fn() -> i64 + Send + Sync>;
 
 /// What a host lets the engine ask of the store, and the limits the engine
-/// is told through `domain`. `Limits::default()` holds the defaults of the
-/// wasmtime host's `Config`.
+/// is told through `domain` (S-LIMITS). `Limits::default()` holds every
+/// host's defaults.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Limits {
     /// The largest `limit` a read may carry (IO-G6). 1,000 by default.

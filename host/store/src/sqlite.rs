@@ -131,7 +131,7 @@ impl Default for SqliteOptions {
 /// Commits from many threads are written in groups, one transaction each
 /// (see [`SqliteOptions::group_commit`]); a single caller writes at once,
 /// with no thread of its own. Under WASI a store is used by one process at
-/// a time (see the [module](self)).
+/// a time (see the [module](self)). The file's format: S-FILE.
 pub struct SqliteBackend {
     path: PathBuf,
     options: SqliteOptions,

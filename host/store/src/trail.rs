@@ -1,4 +1,4 @@
-//! The pending part of a SQLite store's audit trail: a file beside the
+//! The pending part of a SQLite store's audit trail (S-AUDIT): a file beside the
 //! store (`<store>-trail`) that entries of calls which commit nothing (reads,
 //! refusals) are appended to, one JSON line each, with one `write` before the
 //! call returns. No transaction, no flush, no lock: a read costs a read.
