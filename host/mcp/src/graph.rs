@@ -938,12 +938,12 @@ fn record(key: String, payload: Payload) -> Result<Record> {
     let payload = match payload {
         FactPayload::Semantic(memory) => FactPayload::Semantic(memory),
         FactPayload::Procedural(rule) => FactPayload::Procedural(rule),
-        FactPayload::Entity(entity) => {
-            let properties = object(entity.properties.clone())?;
+        FactPayload::Entity(mut entity) => {
+            let properties = object(std::mem::take(&mut entity.properties))?;
             FactPayload::Entity(entity.with_properties(properties))
         }
-        FactPayload::Relationship(relationship) => {
-            let properties = object(relationship.properties.clone())?;
+        FactPayload::Relationship(mut relationship) => {
+            let properties = object(std::mem::take(&mut relationship.properties))?;
             FactPayload::Relationship(relationship.with_properties(properties))
         }
     };

@@ -160,6 +160,11 @@ enum Refusal {
     Refused(String),
 }
 
+/// The input failure of a call by a name the surface does not know.
+fn no_call(name: &str) -> Refusal {
+    Refusal::Input(format!("no call named {name:?}"))
+}
+
 /// The value of a parse, or the call's input failure.
 macro_rules! try_input {
     ($parsed:expr) => {
@@ -319,20 +324,20 @@ impl<E: Engine> Session<E> {
         args: &str,
     ) -> Result<Result<String, Refusal>, E::Fault> {
         match name {
-            "write" | "write-batch" | "read" | "read-batch" => self.io(name, input, args),
+            "write" | "write-batch" | "read" | "read-batch" => self.io_call(name, input, args),
             "history" | "as-of" | "list" | "entities" | "relationships" | "traverse" => {
-                self.lookup(name, args)
+                self.lookup_call(name, args)
             }
-            "remember" | "recall" => self.turn(name, args),
+            "remember" | "recall" => self.turn_call(name, args),
             "run-cycle" | "cycle-begin" | "cycle-stage" | "cycle-output" | "cycle-commit"
-            | "cycle-drop" => self.cycle(name, args),
-            "export" | "import" | "expire" => self.maintenance(name, args),
-            other => Ok(Err(Refusal::Input(format!("no call named {other:?}")))),
+            | "cycle-drop" => self.cycle_call(name, args),
+            "export" | "import" | "expire" => self.maintenance_call(name, args),
+            other => Ok(Err(no_call(other))),
         }
     }
 
     /// `write` and `read`, one request or a batch.
-    fn io(
+    fn io_call(
         &mut self,
         name: &str,
         input: &str,
@@ -362,12 +367,12 @@ impl<E: Engine> Session<E> {
                     |e, r: ReadRequest| e.read(r),
                 )
             }
-            other => Ok(Err(Refusal::Input(format!("no call named {other:?}")))),
+            other => Ok(Err(no_call(other))),
         }
     }
 
     /// The lookups: `history`, `as-of`, `list`, `entities`, `relationships`, `traverse`.
-    fn lookup(&mut self, name: &str, args: &str) -> Result<Result<String, Refusal>, E::Fault> {
+    fn lookup_call(&mut self, name: &str, args: &str) -> Result<Result<String, Refusal>, E::Fault> {
         let engine = &mut self.engine;
         match name {
             "history" => lookup(engine, name, args, |e, id, a: HistoryArgs| {
@@ -399,12 +404,12 @@ impl<E: Engine> Session<E> {
             "traverse" => lookup(engine, name, args, |e, id, a: TraverseArgs| {
                 Ok(e.traverse(id, a)?.to_string())
             }),
-            other => Ok(Err(Refusal::Input(format!("no call named {other:?}")))),
+            other => Ok(Err(no_call(other))),
         }
     }
 
     /// `remember` and `recall`.
-    fn turn(&mut self, name: &str, args: &str) -> Result<Result<String, Refusal>, E::Fault> {
+    fn turn_call(&mut self, name: &str, args: &str) -> Result<Result<String, Refusal>, E::Fault> {
         let engine = &mut self.engine;
         Ok(Ok(match name {
             "remember" => {
@@ -415,12 +420,12 @@ impl<E: Engine> Session<E> {
                 let args: RecallArgs = try_input!(parse_args(name, args));
                 try_turn!(turns::recall(engine, args))
             }
-            other => return Ok(Err(Refusal::Input(format!("no call named {other:?}")))),
+            other => return Ok(Err(no_call(other))),
         }))
     }
 
     /// The cycle calls: `run-cycle`, and one cycle stage by stage.
-    fn cycle(&mut self, name: &str, args: &str) -> Result<Result<String, Refusal>, E::Fault> {
+    fn cycle_call(&mut self, name: &str, args: &str) -> Result<Result<String, Refusal>, E::Fault> {
         let engine = &mut self.engine;
         Ok(Ok(match name {
             "run-cycle" => {
@@ -487,12 +492,16 @@ impl<E: Engine> Session<E> {
                 }
                 "null".to_owned()
             }
-            other => return Ok(Err(Refusal::Input(format!("no call named {other:?}")))),
+            other => return Ok(Err(no_call(other))),
         }))
     }
 
     /// `export`, `import` and `expire`.
-    fn maintenance(&mut self, name: &str, args: &str) -> Result<Result<String, Refusal>, E::Fault> {
+    fn maintenance_call(
+        &mut self,
+        name: &str,
+        args: &str,
+    ) -> Result<Result<String, Refusal>, E::Fault> {
         let engine = &mut self.engine;
         Ok(Ok(match name {
             "export" => {
@@ -537,7 +546,7 @@ impl<E: Engine> Session<E> {
                 let expired = try_refused!(engine.expire()?);
                 json!({"agent_id": engine.agent(), "expired": expired}).to_string()
             }
-            other => return Ok(Err(Refusal::Input(format!("no call named {other:?}")))),
+            other => return Ok(Err(no_call(other))),
         }))
     }
 }
