@@ -464,154 +464,100 @@ fn deletion(answer: Value) -> (String, Value) {
     )
 }
 
-#[tool_router(router = graph_router)]
-impl<D: Domain + Send + 'static> Memory<D> {
-    #[tool(
-        title = "Create Entities",
-        description = "Create multiple new entities in the knowledge graph",
-        output_schema = output::<EntitiesAnswer>(),
-        annotations(read_only_hint = false, destructive_hint = false, idempotent_hint = false, open_world_hint = false)
-    )]
-    async fn create_entities(
-        &self,
-        Parameters(args): Parameters<CreateEntitiesArgs>,
-    ) -> CallToolResult {
-        self.graph(
-            |graph| graph.create_entities(&args.entities),
-            |entities| (pretty(&entities), json!({ "entities": entities })),
-        )
-    }
+/// Writes the knowledge-graph tools, one row each: the reference server's
+/// title, name, arguments and output shape, its hints (read only,
+/// destructive, idempotent; none reaches the open world) and description,
+/// the graph call it makes and how its answer reads as text and as
+/// structured content.
+macro_rules! graph_tools {
+    ($(
+        $title:tt $name:ident($args:ident: $Args:ident) -> $Output:ident,
+        hints($read_only:tt, $destructive:tt, $idempotent:tt) {
+            description: $description:tt,
+            run: |$graph:ident| $run:expr,
+            answer: |$answer:pat_param| $shape:expr $(,)?
+        }
+    )*) => {
+        #[tool_router(router = graph_router)]
+        impl<D: Domain + Send + 'static> Memory<D> {
+            $(
+                #[tool(
+                    title = $title,
+                    description = $description,
+                    output_schema = output::<$Output>(),
+                    annotations(
+                        read_only_hint = $read_only,
+                        destructive_hint = $destructive,
+                        idempotent_hint = $idempotent,
+                        open_world_hint = false
+                    )
+                )]
+                async fn $name(&self, Parameters($args): Parameters<$Args>) -> CallToolResult {
+                    self.graph(|$graph| $run, |$answer| $shape)
+                }
+            )*
+        }
+    };
+}
 
-    #[tool(
-        title = "Create Relations",
-        description = "Create multiple new relations between entities in the knowledge graph. Relations should be in active voice",
-        output_schema = output::<RelationsAnswer>(),
-        annotations(read_only_hint = false, destructive_hint = false, idempotent_hint = false, open_world_hint = false)
-    )]
-    async fn create_relations(
-        &self,
-        Parameters(args): Parameters<RelationsArgs>,
-    ) -> CallToolResult {
-        self.graph(
-            |graph| graph.create_relations(&args.relations),
-            |relations| (pretty(&relations), json!({ "relations": relations })),
-        )
+graph_tools! {
+    "Create Entities" create_entities(args: CreateEntitiesArgs) -> EntitiesAnswer, hints(false, false, false) {
+        description: "Create multiple new entities in the knowledge graph",
+        run: |graph| graph.create_entities(&args.entities),
+        answer: |entities| (pretty(&entities), json!({ "entities": entities })),
     }
-
-    #[tool(
-        title = "Add Observations",
-        description = "Add new observations to existing entities in the knowledge graph",
-        output_schema = output::<ResultsAnswer>(),
-        annotations(read_only_hint = false, destructive_hint = false, idempotent_hint = false, open_world_hint = false)
-    )]
-    async fn add_observations(
-        &self,
-        Parameters(args): Parameters<AddObservationsArgs>,
-    ) -> CallToolResult {
-        self.graph(
-            |graph| graph.add_observations(&args.observations),
-            |results| (pretty(&results), json!({ "results": results })),
-        )
+    "Create Relations" create_relations(args: RelationsArgs) -> RelationsAnswer, hints(false, false, false) {
+        description: "Create multiple new relations between entities in the knowledge graph. Relations should be in active voice",
+        run: |graph| graph.create_relations(&args.relations),
+        answer: |relations| (pretty(&relations), json!({ "relations": relations })),
     }
-
-    #[tool(
-        title = "Delete Entities",
-        description = "Delete multiple entities and their associated relations from the knowledge graph. In Engram a deleted entity and its relations are no longer current but kept in history (only `engram maintenance forget` erases).",
-        output_schema = output::<DeletedAnswer>(),
-        annotations(read_only_hint = false, destructive_hint = true, idempotent_hint = true, open_world_hint = false)
-    )]
-    async fn delete_entities(
-        &self,
-        Parameters(args): Parameters<DeleteEntitiesArgs>,
-    ) -> CallToolResult {
-        self.graph(
-            |graph| graph.delete_entities(&args.entity_names),
-            |(entities, relations)| {
-                deletion(kg::deleted(
-                    "Entities",
-                    format!("{entities} entities and {relations} relations closed"),
-                ))
-            },
-        )
+    "Add Observations" add_observations(args: AddObservationsArgs) -> ResultsAnswer, hints(false, false, false) {
+        description: "Add new observations to existing entities in the knowledge graph",
+        run: |graph| graph.add_observations(&args.observations),
+        answer: |results| (pretty(&results), json!({ "results": results })),
     }
-
-    #[tool(
-        title = "Delete Observations",
-        description = "Delete specific observations from entities in the knowledge graph. In Engram the entity's earlier versions keep them in history.",
-        output_schema = output::<DeletedAnswer>(),
-        annotations(read_only_hint = false, destructive_hint = true, idempotent_hint = true, open_world_hint = false)
-    )]
-    async fn delete_observations(
-        &self,
-        Parameters(args): Parameters<DeleteObservationsArgs>,
-    ) -> CallToolResult {
-        self.graph(
-            |graph| graph.delete_observations(&args.deletions),
-            |removed| deletion(kg::deleted("Observations", format!("{removed} removed"))),
-        )
+    "Delete Entities" delete_entities(args: DeleteEntitiesArgs) -> DeletedAnswer, hints(false, true, true) {
+        description: "Delete multiple entities and their associated relations from the knowledge graph. In Engram a deleted entity and its relations are no longer current but kept in history (only `engram maintenance forget` erases).",
+        run: |graph| graph.delete_entities(&args.entity_names),
+        answer: |(entities, relations)| deletion(kg::deleted(
+            "Entities",
+            format!("{entities} entities and {relations} relations closed"),
+        )),
     }
-
-    #[tool(
-        title = "Delete Relations",
-        description = "Delete multiple relations from the knowledge graph. In Engram a deleted relation is closed in valid time and kept in history.",
-        output_schema = output::<DeletedAnswer>(),
-        annotations(read_only_hint = false, destructive_hint = true, idempotent_hint = true, open_world_hint = false)
-    )]
-    async fn delete_relations(
-        &self,
-        Parameters(args): Parameters<DeleteRelationsArgs>,
-    ) -> CallToolResult {
-        self.graph(
-            |graph| graph.delete_relations(&args.relations),
-            |closed| deletion(kg::deleted("Relations", format!("{closed} closed"))),
-        )
+    "Delete Observations" delete_observations(args: DeleteObservationsArgs) -> DeletedAnswer, hints(false, true, true) {
+        description: "Delete specific observations from entities in the knowledge graph. In Engram the entity's earlier versions keep them in history.",
+        run: |graph| graph.delete_observations(&args.deletions),
+        answer: |removed| deletion(kg::deleted("Observations", format!("{removed} removed"))),
     }
-
-    #[tool(
-        title = "Read Graph",
-        description = "Read the knowledge graph, one page at a time: entities, then relations, at most `limit` (default 100) per page; pass `next_cursor` as `cursor` for the next page.",
-        output_schema = output::<Graph>(),
-        annotations(read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false)
-    )]
-    async fn read_graph(&self, Parameters(args): Parameters<ReadGraphArgs>) -> CallToolResult {
-        let limit = args.limit.unwrap_or(kg::READ_LIMIT);
-        self.graph(
-            |graph| graph.read_graph(limit, args.cursor.as_deref()),
-            |found| (pretty(&found), json!(found)),
-        )
+    "Delete Relations" delete_relations(args: DeleteRelationsArgs) -> DeletedAnswer, hints(false, true, true) {
+        description: "Delete multiple relations from the knowledge graph. In Engram a deleted relation is closed in valid time and kept in history.",
+        run: |graph| graph.delete_relations(&args.relations),
+        answer: |closed| deletion(kg::deleted("Relations", format!("{closed} closed"))),
     }
-
-    #[tool(
-        title = "Search Nodes",
-        description = "Search for nodes in the knowledge graph based on a query: at most `limit` entities (default 50) and the relations from or to them; `next_cursor` continues the search.",
-        output_schema = output::<Graph>(),
-        annotations(read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false)
-    )]
-    async fn search_nodes(&self, Parameters(args): Parameters<SearchNodesArgs>) -> CallToolResult {
-        let limit = args.limit.unwrap_or(kg::SEARCH_LIMIT);
-        self.graph(
-            |graph| graph.search_nodes(&args.query, limit, args.cursor.as_deref()),
-            |found| (pretty(&found), json!(found)),
-        )
+    "Read Graph" read_graph(args: ReadGraphArgs) -> Graph, hints(true, false, true) {
+        description: "Read the knowledge graph, one page at a time: entities, then relations, at most `limit` (default 100) per page; pass `next_cursor` as `cursor` for the next page.",
+        run: |graph| graph.read_graph(args.limit.unwrap_or(kg::READ_LIMIT), args.cursor.as_deref()),
+        answer: |found| (pretty(&found), json!(found)),
     }
-
-    #[tool(
-        title = "Open Nodes",
-        description = "Open specific nodes in the knowledge graph by their names",
-        output_schema = output::<NodesAnswer>(),
-        annotations(read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false)
-    )]
-    async fn open_nodes(&self, Parameters(args): Parameters<OpenNodesArgs>) -> CallToolResult {
-        self.graph(
-            |graph| graph.open_nodes(&args.names),
-            |found| {
-                let found = NodesAnswer {
-                    entities: found.entities,
-                    relations: found.relations,
-                };
-                (pretty(&found), json!(found))
-            },
-        )
+    "Search Nodes" search_nodes(args: SearchNodesArgs) -> Graph, hints(true, false, true) {
+        description: "Search for nodes in the knowledge graph based on a query: at most `limit` entities (default 50) and the relations from or to them; `next_cursor` continues the search.",
+        run: |graph| graph.search_nodes(
+            &args.query,
+            args.limit.unwrap_or(kg::SEARCH_LIMIT),
+            args.cursor.as_deref(),
+        ),
+        answer: |found| (pretty(&found), json!(found)),
+    }
+    "Open Nodes" open_nodes(args: OpenNodesArgs) -> NodesAnswer, hints(true, false, true) {
+        description: "Open specific nodes in the knowledge graph by their names",
+        run: |graph| graph.open_nodes(&args.names),
+        answer: |found| {
+            let found = NodesAnswer {
+                entities: found.entities,
+                relations: found.relations,
+            };
+            (pretty(&found), json!(found))
+        },
     }
 }
 

@@ -1,22 +1,119 @@
 //! A component's own binding of the engine (`wit_bindgen::generate!` of a
 //! world that imports the engine's exports: the JSON layer, the `engram`
 //! command built for `wasm32-wasip2`) as a `Domain` with the calls of the
-//! Rust library's `engram::Domain`, written once: over it the component
-//! gets [`domain_cycles!`](crate::domain_cycles) and
+//! Rust library's `engram::Domain`, written once ([`guest_domain!`]): over
+//! it the component gets [`domain_cycles!`](crate::domain_cycles) and
 //! [`domain_engine!`](crate::domain_engine), the command line and the call
-//! surface.
+//! surface. What differs between the components is only what their hosts
+//! give them ([`GuestHost`]).
 
-/// Writes `Cycle` (a cycle in flight) and the calls of a component's
-/// `Domain` that go straight to the engine's imported interfaces, each
-/// answer passed through `$checked` (`fn<T>(T) -> anyhow::Result<T>`: what
-/// the host held back for the call, if anything, fails it), into a module
-/// where `wit` (the `engram:memory` interfaces) and the binding's `io`,
-/// `history`, `graph`, `cycle`, `export` and `types` modules are in scope.
-/// The component writes the rest of `Domain` (`agent_id`, `write`, `time`,
-/// `set_time`, `entropy`): what its host gives it.
+use crate::audit::AuditEntry;
+
+/// What a component's host gives the `Domain` of [`guest_domain!`] besides
+/// the engine's exports.
+pub trait GuestHost {
+    /// The largest record a write may carry, in bytes (the host's
+    /// `max_record_bytes`).
+    fn max_record_bytes() -> u64;
+
+    /// Keeps the audit entry of a write the component REJECTED for its size
+    /// (IO-W8). `at` is 0: the host stamps the entry with its own clock.
+    fn append_refusal(entry: AuditEntry) -> anyhow::Result<()>;
+
+    /// Tells the engine `time` instead of the clock's (none: the clock's).
+    fn set_time(time: Option<i64>);
+
+    /// 128 random bits, for a fresh request id.
+    fn entropy() -> anyhow::Result<[u64; 2]>;
+
+    /// The failure the host held back for the last call (a commit whose
+    /// audit entries could not be kept), if any: it fails the call.
+    fn take_failure() -> Option<String> {
+        None
+    }
+}
+
+/// Writes `Domain` (the engine's imported interfaces as the library's
+/// `engram::Domain` calls them) and `Cycle` (a cycle in flight) into a
+/// module where `wit` (the `engram:memory` interfaces) and the binding's
+/// `io`, `history`, `graph`, `cycle`, `export`, `types` and `json` modules
+/// are in scope. `$host` implements [`GuestHost`]: a record above its
+/// `max_record_bytes` is REJECTED before it reaches the engine, and the
+/// failure it holds back for a call fails the call.
 #[macro_export]
-macro_rules! guest_domain_calls {
-    ($checked:ident) => {
+macro_rules! guest_domain {
+    ($host:ty) => {
+        /// The domain the component's host opened the engine for: every
+        /// call goes to the engine composed with the component.
+        pub struct Domain {
+            agent: String,
+            /// The time the engine is told instead of the clock's, while set.
+            time: Option<i64>,
+        }
+
+        /// The call's answer, or the failure the host held back for it.
+        fn checked<T>(answer: T) -> anyhow::Result<T> {
+            match <$host as $crate::guest::GuestHost>::take_failure() {
+                Some(why) => Err(anyhow::anyhow!(why)),
+                None => Ok(answer),
+            }
+        }
+
+        impl Domain {
+            /// The domain of `agent`, the engine told the clock's time.
+            pub fn new(agent: String) -> Self {
+                Domain { agent, time: None }
+            }
+
+            /// The agent this domain belongs to.
+            pub fn agent_id(&self) -> &str {
+                &self.agent
+            }
+
+            /// Why `record` is too large to write, if it is: the reason a
+            /// write of it would be REJECTED with.
+            pub fn oversized_record(&self, record: &types::MemoryRecord) -> Option<String> {
+                let max = <$host as $crate::guest::GuestHost>::max_record_bytes();
+                let max = usize::try_from(max).unwrap_or(usize::MAX);
+                $crate::size::record_refusal(json::record_size(record), max)
+            }
+
+            /// Writes one record (IO-W1 … IO-W8); a record above the host's
+            /// size limit is REJECTED before it reaches the engine, the
+            /// reason audited.
+            pub fn write(&mut self, request: &io::WriteRequest) -> anyhow::Result<io::WriteResult> {
+                if let Some(reason) = self.oversized_record(&request.record) {
+                    <$host as $crate::guest::GuestHost>::append_refusal(json::refused_write(
+                        0,
+                        &self.agent,
+                        &request.request_id,
+                        &request.source,
+                        json::record_type(&request.record),
+                        reason,
+                    ))?;
+                    return Ok(io::WriteResult::Rejected);
+                }
+                checked(wit::io::write(request))
+            }
+
+            /// The time the engine is told instead of the clock's, while set.
+            pub fn time(&self) -> Option<i64> {
+                self.time
+            }
+
+            /// Tells the engine `time` instead of the clock's (none: the
+            /// clock's).
+            pub fn set_time(&mut self, time: Option<i64>) {
+                self.time = time;
+                <$host as $crate::guest::GuestHost>::set_time(time);
+            }
+
+            /// 128 random bits of the host's, for a fresh request id.
+            pub fn entropy(&mut self) -> anyhow::Result<[u64; 2]> {
+                <$host as $crate::guest::GuestHost>::entropy()
+            }
+        }
+
         /// A cycle in flight.
         pub struct Cycle(wit::cycle::Cycle);
 
@@ -26,7 +123,7 @@ macro_rules! guest_domain_calls {
                 &mut self,
                 request: &io::ReadRequest,
             ) -> anyhow::Result<Result<io::ReadResult, io::ReadError>> {
-                $checked(wit::io::read(request))
+                checked(wit::io::read(request))
             }
 
             /// The versions of a FACT key, newest first.
@@ -34,7 +131,7 @@ macro_rules! guest_domain_calls {
                 &mut self,
                 request: &history::VersionsRequest,
             ) -> anyhow::Result<Result<Vec<types::StoredFact>, io::ReadError>> {
-                $checked(wit::history::versions(request))
+                checked(wit::history::versions(request))
             }
 
             /// The version of a FACT key as of a time.
@@ -42,7 +139,7 @@ macro_rules! guest_domain_calls {
                 &mut self,
                 request: &history::AsOfRequest,
             ) -> anyhow::Result<Result<Option<types::StoredFact>, io::ReadError>> {
-                $checked(wit::history::as_of(request))
+                checked(wit::history::as_of(request))
             }
 
             /// The current FACTs of a namespace after a key, in key order.
@@ -53,7 +150,7 @@ macro_rules! guest_domain_calls {
                 limit: u32,
                 after: Option<&str>,
             ) -> anyhow::Result<Result<Vec<types::StoredFact>, io::ReadError>> {
-                $checked(wit::graph::list(request_id, namespace, limit, after))
+                checked(wit::graph::list(request_id, namespace, limit, after))
             }
 
             /// The current entities of one type.
@@ -63,7 +160,7 @@ macro_rules! guest_domain_calls {
                 entity_type: types::EntityType,
                 limit: u32,
             ) -> anyhow::Result<Result<Vec<types::StoredFact>, io::ReadError>> {
-                $checked(wit::graph::entities_of_type(request_id, entity_type, limit))
+                checked(wit::graph::entities_of_type(request_id, entity_type, limit))
             }
 
             /// The current relationships of an entity.
@@ -71,7 +168,7 @@ macro_rules! guest_domain_calls {
                 &mut self,
                 request: &graph::RelationshipsRequest,
             ) -> anyhow::Result<Result<Vec<types::StoredFact>, io::ReadError>> {
-                $checked(wit::graph::relationships_of(request))
+                checked(wit::graph::relationships_of(request))
             }
 
             /// A bounded walk of the graph.
@@ -79,7 +176,7 @@ macro_rules! guest_domain_calls {
                 &mut self,
                 request: &graph::TraverseRequest,
             ) -> anyhow::Result<Result<graph::Traversal, io::ReadError>> {
-                $checked(wit::graph::traverse(request))
+                checked(wit::graph::traverse(request))
             }
 
             /// Starts a cycle of `plan`.
@@ -89,7 +186,7 @@ macro_rules! guest_domain_calls {
                 session_ref: &str,
                 request_id: &str,
             ) -> anyhow::Result<Result<Cycle, cycle::PlanError>> {
-                $checked(wit::cycle::Cycle::begin(plan, session_ref, request_id).map(Cycle))
+                checked(wit::cycle::Cycle::begin(plan, session_ref, request_id).map(Cycle))
             }
 
             /// Runs every step of one stage.
@@ -99,7 +196,7 @@ macro_rules! guest_domain_calls {
                 stage: cycle::Stage,
                 input: &cycle::TurnInput,
             ) -> anyhow::Result<Result<Vec<cycle::StepResult>, cycle::CycleError>> {
-                $checked(cycle.0.run_stage(stage, input))
+                checked(cycle.0.run_stage(stage, input))
             }
 
             /// The output of a step that has run.
@@ -108,7 +205,7 @@ macro_rules! guest_domain_calls {
                 cycle: &Cycle,
                 step: &str,
             ) -> anyhow::Result<Option<cycle::StepOutput>> {
-                $checked(cycle.0.output(step))
+                checked(cycle.0.output(step))
             }
 
             /// Commits what the cycle staged.
@@ -116,7 +213,7 @@ macro_rules! guest_domain_calls {
                 &mut self,
                 cycle: &Cycle,
             ) -> anyhow::Result<Result<Vec<String>, cycle::CycleError>> {
-                $checked(cycle.0.commit())
+                checked(cycle.0.commit())
             }
 
             /// Drops a cycle; what it staged and did not commit is gone.
@@ -131,7 +228,7 @@ macro_rules! guest_domain_calls {
                 start: Option<&[u8]>,
                 limit: u32,
             ) -> anyhow::Result<Result<export::ExportPage, export::MaintenanceError>> {
-                $checked(wit::maintenance::export(start, limit))
+                checked(wit::maintenance::export(start, limit))
             }
 
             /// Removes at most `limit` expired records: how many went.
@@ -139,7 +236,7 @@ macro_rules! guest_domain_calls {
                 &mut self,
                 limit: u32,
             ) -> anyhow::Result<Result<u32, export::MaintenanceError>> {
-                $checked(wit::maintenance::expire(limit))
+                checked(wit::maintenance::expire(limit))
             }
 
             /// Imports exported items in one commit: how many were new.
@@ -147,7 +244,7 @@ macro_rules! guest_domain_calls {
                 &mut self,
                 items: &[export::ExportedItem],
             ) -> anyhow::Result<Result<u32, export::MaintenanceError>> {
-                $checked(wit::maintenance::import(items))
+                checked(wit::maintenance::import(items))
             }
         }
     };

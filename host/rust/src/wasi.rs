@@ -69,15 +69,10 @@ pub mod plans {
     }
 }
 
-/// The size measure the host limits records by.
-pub mod limits {
-    pub use crate::wasi::json::record_size;
-}
-
 /// What the command line is written against: the names the native host's
 /// library gives it, over this component's binding.
 pub mod binding {
-    pub use crate::wasi::{cycle, export, graph, history, io, json, limits, plans, types};
+    pub use crate::wasi::{cycle, export, graph, history, io, json, plans, types};
     pub use engram_model::audit;
     pub use engram_model::audit::{AuditEntry, AuditQuery};
 
@@ -99,81 +94,46 @@ pub mod binding {
         Maintenance,
     }
 
-    /// The domain the provider was told to serve; every call goes to the
-    /// engine composed with this component.
-    pub struct Domain {
-        pub(crate) agent: String,
-        /// The time the engine is told instead of the clock's, while set.
-        pub(crate) time: Option<i64>,
-    }
-
+    engram_model::guest_domain!(Provider);
     engram_model::domain_cycles!();
     engram_model::domain_engine!();
-    engram_model::guest_domain_calls!(checked);
     engram_mcp::domain_graph!();
 
-    /// The call's answer, or the failure the provider held back for it (a
-    /// commit whose audit entries could not be kept).
-    fn checked<T>(answer: T) -> Result<T> {
-        match host_store::take_failure() {
-            Some(why) => Err(anyhow!(why)),
-            None => Ok(answer),
+    /// What the provider (`engram:host/store`) gives the domain.
+    struct Provider;
+
+    impl engram_model::guest::GuestHost for Provider {
+        fn max_record_bytes() -> u64 {
+            host_store::max_record_bytes()
+        }
+
+        fn append_refusal(mut entry: AuditEntry) -> Result<()> {
+            entry.at = system_time_ms();
+            host_store::append_audit(&serde_json::to_string(&entry)?).map_err(|e| anyhow!(e))
+        }
+
+        fn set_time(time: Option<i64>) {
+            host_store::set_time(time);
+        }
+
+        /// `wasi:random`.
+        fn entropy() -> Result<[u64; 2]> {
+            let random = || getrandom::u64().map_err(|e| anyhow!("no entropy: {e}"));
+            Ok([random()?, random()?])
+        }
+
+        fn take_failure() -> Option<String> {
+            host_store::take_failure()
         }
     }
 
+    /// What only this build's domain does: it is alone on its store, and
+    /// the provider keeps the expiry of what it writes.
     impl Domain {
-        /// The agent this domain belongs to.
-        pub fn agent_id(&self) -> &str {
-            &self.agent
-        }
-
-        /// Writes one record; a record above the host's size limit is
-        /// REJECTED before it reaches the engine, the reason audited.
-        pub fn write(&mut self, request: &io::WriteRequest) -> Result<io::WriteResult> {
-            if let Some(reason) = self.oversized_record(&request.record) {
-                let entry = json::refused_write(
-                    system_time_ms(),
-                    &self.agent,
-                    &request.request_id,
-                    &request.source,
-                    json::record_type(&request.record),
-                    reason,
-                );
-                host_store::append_audit(&serde_json::to_string(&entry)?)
-                    .map_err(|e| anyhow!(e))?;
-                return Ok(io::WriteResult::Rejected);
-            }
-            checked(wit::io::write(request))
-        }
-
-        /// Why `record` is too large to write, if it is.
-        pub fn oversized_record(&self, record: &types::MemoryRecord) -> Option<String> {
-            let size = limits::record_size(record);
-            let max = usize::try_from(host_store::max_record_bytes()).unwrap_or(usize::MAX);
-            engram_model::size::record_refusal(size, max)
-        }
-
         /// Runs `f` as the one writer of the domain: under WASI the process
         /// is alone on its store, so there is no one to wait for.
         pub fn exclusively<T>(&mut self, f: impl FnOnce(&mut Self) -> T) -> Result<T> {
             Ok(f(self))
-        }
-
-        /// The time the engine is told instead of the clock's, while set.
-        pub fn set_time(&mut self, time: Option<i64>) {
-            self.time = time;
-            host_store::set_time(time);
-        }
-
-        /// The time the engine is told instead of the clock's, while set.
-        pub fn time(&self) -> Option<i64> {
-            self.time
-        }
-
-        /// 128 random bits (`wasi:random`), for a fresh request id.
-        pub fn entropy(&mut self) -> Result<[u64; 2]> {
-            let random = || getrandom::u64().map_err(|e| anyhow!("no entropy: {e}"));
-            Ok([random()?, random()?])
         }
 
         /// How long what the domain writes from now on is kept, in ms.
@@ -220,10 +180,7 @@ pub mod platform {
             Mode::Maintenance => AccessMode::Maintenance,
         };
         host_store::enter(agent, mode, ceiling).map_err(|e| anyhow!(e))?;
-        Ok(Domain {
-            agent: agent.to_owned(),
-            time: None,
-        })
+        Ok(Domain::new(agent.to_owned()))
     }
 
     /// The newest audit entries that match `query`, oldest first.

@@ -65,100 +65,46 @@ pub mod json {
 }
 
 /// The engine's exports as a `Domain` with the calls of the Rust library's
-/// (`engram::Domain`), over which `engram-model` writes the surface: a
-/// failure of the engine stops the instance (the host then makes a fresh
-/// one), so none of these calls fails otherwise.
+/// (`engram::Domain`), written by `engram-model` as for every component
+/// (`guest_domain!`) over what this component's host gives it: a failure of
+/// the engine stops the instance (the host then makes a fresh one), so none
+/// of these calls fails otherwise.
 pub mod binding {
     use super::{cycle, export, graph, history, host, io, json, types, wit};
     use anyhow::Result;
 
-    /// The instance's domain.
-    pub struct Domain {
-        agent: String,
-        /// The time the engine is told instead of the clock's, while set.
-        time: Option<i64>,
-    }
-
+    engram_model::guest_domain!(Host);
     engram_model::domain_cycles!();
     engram_model::domain_engine!();
-    engram_model::guest_domain_calls!(checked);
 
-    /// The call's answer: nothing is held back here (a failure of the
-    /// engine's host stops the instance).
-    fn checked<T>(answer: T) -> Result<T> {
-        Ok(answer)
-    }
+    /// What the JavaScript host (`engram:js/host`) gives the domain.
+    struct Host;
 
-    impl Domain {
-        /// The domain the host opened the instance for.
-        pub fn new() -> Self {
-            Domain {
-                agent: host::agent(),
-                time: None,
+    impl engram_model::guest::GuestHost for Host {
+        fn max_record_bytes() -> u64 {
+            host::max_record_bytes()
+        }
+
+        /// The entry as `append-audit` takes it: the `engram audit` line
+        /// without `at` and `agent_id`, which the host adds.
+        fn append_refusal(entry: engram_model::audit::AuditEntry) -> Result<()> {
+            let mut value = serde_json::to_value(&entry)?;
+            if let Some(fields) = value.as_object_mut() {
+                fields.shift_remove("at");
+                fields.shift_remove("agent_id");
             }
+            host::append_audit(&value.to_string());
+            Ok(())
         }
 
-        /// The agent this domain belongs to.
-        pub fn agent_id(&self) -> &str {
-            &self.agent
-        }
-
-        /// As `engram write`: a record above the host's limit is REJECTED
-        /// here, its audit entry handed to the host.
-        pub fn write(&mut self, request: &io::WriteRequest) -> Result<io::WriteResult> {
-            let max = usize::try_from(host::max_record_bytes()).unwrap_or(usize::MAX);
-            let size = json::record_size(&request.record);
-            Ok(match engram_model::size::record_refusal(size, max) {
-                Some(reason) => {
-                    host::append_audit(&refusal_entry(request, reason));
-                    io::WriteResult::Rejected
-                }
-                None => wit::io::write(request),
-            })
-        }
-
-        /// The time the engine is told instead of the clock's, while set.
-        pub fn time(&self) -> Option<i64> {
-            self.time
-        }
-
-        /// Tells the engine `time` instead of the clock's (none: the clock's).
-        pub fn set_time(&mut self, time: Option<i64>) {
-            self.time = time;
+        fn set_time(time: Option<i64>) {
             host::set_time(time);
         }
 
-        /// 128 bits of the host's entropy, for a fresh request id.
-        pub fn entropy(&mut self) -> Result<[u64; 2]> {
+        fn entropy() -> Result<[u64; 2]> {
             let (high, low) = host::entropy();
             Ok([high, low])
         }
-    }
-
-    impl Default for Domain {
-        fn default() -> Self {
-            Self::new()
-        }
-    }
-
-    /// The audit entry of a write refused for its size, as the host's
-    /// `append-audit` takes it: the `engram audit` line without `at` and
-    /// `agent_id`, which the host adds.
-    fn refusal_entry(request: &io::WriteRequest, reason: String) -> String {
-        let entry = json::refused_write(
-            0,
-            "",
-            &request.request_id,
-            &request.source,
-            json::record_type(&request.record),
-            reason,
-        );
-        let mut value = serde_json::to_value(&entry).unwrap_or_default();
-        if let Some(fields) = value.as_object_mut() {
-            fields.shift_remove("at");
-            fields.shift_remove("agent_id");
-        }
-        value.to_string()
     }
 }
 
@@ -170,7 +116,8 @@ thread_local! {
 /// Makes a call of the surface in the instance's session.
 fn surface(name: &str, input: &str, args: &str) -> Answer {
     SESSION.with_borrow_mut(|session| {
-        let session = session.get_or_insert_with(|| Session::new(binding::Domain::new()));
+        let session =
+            session.get_or_insert_with(|| Session::new(binding::Domain::new(host::agent())));
         match session.call(name, input, args) {
             Ok(answer) => answer,
             // The binding's calls never fail: a failure of the engine traps.
@@ -203,7 +150,7 @@ fn lines(answer: Answer) -> Result<Vec<String>, Failure> {
 fn engine<T>(f: impl FnOnce(&mut binding::Domain) -> T) -> T {
     SESSION.with_borrow_mut(|session| {
         f(session
-            .get_or_insert_with(|| Session::new(binding::Domain::new()))
+            .get_or_insert_with(|| Session::new(binding::Domain::new(host::agent())))
             .engine())
     })
 }
