@@ -3,7 +3,7 @@
 //! WASI, and exports the calls only (the engine's, or the JSON layer's and
 //! the host layer's).
 
-use engram_host_components::{ALGORITHMS, HOST, HOST_BUILTIN};
+use engram_host_components::{ALGORITHMS, HOST, HOST_BUILTIN, TOKENIZER};
 use wasmparser::{Parser, Payload};
 
 /// The names a component imports and exports itself (not those of the
@@ -60,27 +60,52 @@ fn the_host_composition_imports_the_store_instead_of_persistence() {
     );
 }
 
-/// With the algorithms inside, no summarizer, ranker or tokenizer is
-/// imported.
+/// With the summarizer and ranker inside, neither is imported; the
+/// tokenizer is, so that it is loaded only when a token budget needs it.
 #[test]
-fn the_builtin_composition_imports_the_store_and_the_types_only() {
+fn the_builtin_composition_imports_the_store_the_types_and_the_tokenizer() {
     assert_world(
         HOST_BUILTIN,
-        &["engram:adapter/store@0.1.0", "engram:memory/types@0.1.0"],
+        &[
+            "engram:adapter/store@0.1.0",
+            "engram:memory/tokenizer@0.1.0",
+            "engram:memory/types@0.1.0",
+        ],
         &["engram:adapter/domain@0.1.0", "engram:js/calls@0.1.0"],
     );
 }
 
 /// The algorithms import only the types their exports refer to.
 #[test]
-fn the_algorithms_export_the_summarizer_the_ranker_and_the_tokenizer() {
+fn the_algorithms_export_the_summarizer_and_the_ranker() {
     assert_world(
         ALGORITHMS,
         &["engram:memory/types@0.1.0"],
         &[
             "engram:memory/ranker@0.1.0",
             "engram:memory/summarizer@0.1.0",
-            "engram:memory/tokenizer@0.1.0",
         ],
     );
+}
+
+/// The tokenizer imports nothing, and carries its table: the composition
+/// without it holds no table of tokens.
+#[test]
+fn the_tokenizer_exports_the_tokenizer_alone_and_the_compositions_hold_no_table() {
+    assert_world(TOKENIZER, &[], &["engram:memory/tokenizer@0.1.0"]);
+    // A stretch of the table: tokens 100..116 as the table holds them.
+    let table = engram_algorithms::o200k::RANKS;
+    let mut at = 0;
+    for _ in 0..100 {
+        at += 1 + usize::from(table[at]);
+    }
+    let stretch = &table[at..at + 64];
+    let holds = |path: &str| {
+        let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("reading {path}: {e}"));
+        bytes.windows(stretch.len()).any(|window| window == stretch)
+    };
+    assert!(holds(TOKENIZER), "the tokenizer holds its table");
+    for path in [HOST, HOST_BUILTIN, ALGORITHMS] {
+        assert!(!holds(path), "{path} holds the table of tokens");
+    }
 }

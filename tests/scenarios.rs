@@ -37,36 +37,13 @@ fn native() -> Host {
 }
 
 /// `engram-cli.wasm` under the pinned wasmtime CLI, compiled ahead once
-/// (`wasmtime compile`), its store folder preopened as `/`.
-///
-/// The tests of this file run at once and share the compiled file: it is
-/// compiled by the first to ask (the others wait), into a file of its own
-/// that is then renamed into place, so no running process ever has the
-/// file it maps rewritten under it.
+/// (`engram_wasi::precompiled`), its store folder preopened as `/` and its
+/// tokenizer's table readable.
 fn wasmtime() -> Host {
-    static COMPILED: std::sync::Mutex<Option<PathBuf>> = std::sync::Mutex::new(None);
     let wasmtime = engram_wasi::wasmtime_cli().expect("the wasmtime CLI");
-    let compiled = {
-        let mut once = COMPILED.lock().unwrap_or_else(|e| e.into_inner());
-        once.get_or_insert_with(|| {
-            let compiled = Path::new(env!("CARGO_TARGET_TMPDIR")).join("engram-cli.cwasm");
-            let fresh = |path: &Path| std::fs::metadata(path).and_then(|m| m.modified()).ok();
-            if fresh(&compiled) < fresh(Path::new(engram_wasi::CLI)) {
-                let partial = compiled.with_extension(format!("cwasm.{}", std::process::id()));
-                let status = Command::new(&wasmtime)
-                    .arg("compile")
-                    .arg(engram_wasi::CLI)
-                    .arg("-o")
-                    .arg(&partial)
-                    .status()
-                    .unwrap();
-                assert!(status.success(), "wasmtime compile: {status}");
-                std::fs::rename(&partial, &compiled).unwrap();
-            }
-            compiled
-        })
-        .clone()
-    };
+    let compiled =
+        engram_wasi::precompiled(engram_wasi::CLI, Path::new(env!("CARGO_TARGET_TMPDIR")))
+            .expect("engram-cli.wasm compiled ahead");
     Host {
         name: "wasmtime",
         command: Box::new(move |dir| {
@@ -74,6 +51,7 @@ fn wasmtime() -> Host {
             command
                 .arg("run")
                 .arg("--allow-precompiled")
+                .args(engram_wasi::tokenizer_options())
                 .arg("--dir")
                 .arg(format!("{}::/", dir.display()))
                 .arg(&compiled);

@@ -133,3 +133,95 @@ fn engram_cli_runs_as_a_wasi_command() {
         assert!(stdout.contains(command), "{stdout}");
     }
 }
+
+/// Runs `engram-cli.wasm` (compiled ahead once) with `dir` preopened as
+/// `/` and `tokenizer` (options of `wasmtime run`) for its tokenizer's
+/// table: its exit status and what it printed.
+fn engram_cli(dir: &std::path::Path, tokenizer: &[String], args: &[&str]) -> (bool, String) {
+    let wasmtime = engram_wasi::wasmtime_cli().expect("the wasmtime CLI");
+    let compiled = engram_wasi::precompiled(
+        engram_wasi::CLI,
+        std::path::Path::new(env!("CARGO_TARGET_TMPDIR")),
+    )
+    .expect("engram-cli.wasm compiled ahead");
+    let output = Command::new(wasmtime)
+        .arg("run")
+        .arg("--allow-precompiled")
+        .args(tokenizer)
+        .arg("--dir")
+        .arg(format!("{}::/", dir.display()))
+        .arg(compiled)
+        .args(["--store", "/engram.db"])
+        .args(args)
+        .output()
+        .expect("wasmtime runs");
+    let printed = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    (output.status.success(), printed)
+}
+
+// proves B5-F3: the tokenizer's table is read when a token budget first needs it, and only then
+#[test]
+fn b5_f3_engram_cli_reads_the_tokenizer_table_only_when_a_budget_asks_for_it() {
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    // A table that is not there: what runs without a budget never notices.
+    let missing = vec![
+        "--env".to_owned(),
+        format!(
+            "{}=/no-such-folder/{}",
+            engram_wasi::TOKENIZER_VAR,
+            engram_wasi::TOKENIZER_FILE
+        ),
+    ];
+    let (ok, printed) = engram_cli(
+        dir.path(),
+        &missing,
+        &[
+            "remember",
+            "I booked the Hotel Avenida in Lisbon for May.",
+            "Noted, the Hotel Avenida.",
+            "--agent",
+            "alice",
+        ],
+    );
+    assert!(ok, "remember without a table: {printed}");
+    let question = [
+        "recall",
+        "Which hotel did I book in Lisbon?",
+        "--agent",
+        "alice",
+    ];
+    let (ok, printed) = engram_cli(dir.path(), &missing, &question);
+    assert!(
+        ok && printed.contains("Avenida"),
+        "recall without a budget: {printed}"
+    );
+
+    // A budget needs the table: without it the cycle fails, saying why.
+    let budget = [&question[..], &["--token-budget", "100"]].concat();
+    let (ok, printed) = engram_cli(dir.path(), &missing, &budget);
+    assert!(!ok, "a budget without the table succeeded: {printed}");
+    assert!(
+        printed.contains("reading the o200k_base table /no-such-folder/"),
+        "the failure names the table: {printed}"
+    );
+
+    // With the table, the budget is kept.
+    let (ok, printed) = engram_cli(dir.path(), &engram_wasi::tokenizer_options(), &budget);
+    assert!(
+        ok && printed.contains("Avenida"),
+        "a budget with the table: {printed}"
+    );
+    let (ok, printed) = engram_cli(
+        dir.path(),
+        &engram_wasi::tokenizer_options(),
+        &[&question[..], &["--token-budget", "1"]].concat(),
+    );
+    assert!(
+        ok && printed.contains("\"left_out\":1"),
+        "a budget of one token: {printed}"
+    );
+}

@@ -4,8 +4,9 @@
 //!
 //! 1. adds the `wasm32-unknown-unknown` target with rustup when the
 //!    toolchain lacks it;
-//! 2. builds the JSON layer (`host/components/json-layer`), the default algorithms
-//!    (`host/components/algorithms`) and the host layer of the language hosts
+//! 2. builds the JSON layer (`host/components/json-layer`), the default summarizer
+//!    and ranker (`host/components/algorithms`), the default tokenizer
+//!    (`host/components/tokenizer`) and the host layer of the language hosts
 //!    (`host/components/adapter`) for `wasm32-unknown-unknown` with the `guest`
 //!    profile, in a target folder of their own in `OUT_DIR`;
 //! 3. encodes the core modules as components with `wit-component`, as
@@ -16,10 +17,11 @@
 //!    imports a raw store (`engram:adapter/store`, `host/components/adapter/wit`) and the
 //!    engine's types, summarizer, ranker and tokenizer; it exports `engram:js/calls`
 //!    and `engram:adapter/domain`. `engram-host-builtin.wasm` is that with the
-//!    algorithms inside too; the algorithms are `engram-algorithms.wasm` as
-//!    they are;
+//!    summarizer and ranker inside too; those two are `engram-algorithms.wasm`
+//!    as they are, and the tokenizer `engram-tokenizer.wasm`, which the
+//!    JavaScript package loads when a token budget first needs it;
 //! 5. writes them to `OUT_DIR` only (`ENGRAM_HOST`, `ENGRAM_HOST_BUILTIN`,
-//!    `ENGRAM_JS_ALGORITHMS` for the crate), with the SQLite and PostgreSQL
+//!    `ENGRAM_JS_ALGORITHMS`, `ENGRAM_JS_TOKENIZER` for the crate), with the SQLite and PostgreSQL
 //!    schemas and the limits' defaults (`limits.json`, of `engram-store`)
 //!    the packages read; the crate's binary prints that folder for the
 //!    JavaScript package's build and the Python package's `setup.py`.
@@ -42,15 +44,22 @@ const ALGORITHMS: (&str, &str) = (
     "engram-algorithms-component",
     "engram_algorithms_component.wasm",
 );
+/// The tokenizer's package, and its core module.
+const TOKENIZER: (&str, &str) = (
+    "engram-tokenizer-component",
+    "engram_tokenizer_component.wasm",
+);
 /// The host layer of the language hosts, and its core module.
 const ADAPTER: (&str, &str) = ("engram-host-adapter", "engram_host_adapter.wasm");
 /// The engine with the JSON layer and the host layer.
 const HOST_FILE: &str = "engram-host.wasm";
-/// The same, with the default algorithms inside (no summarizer, ranker or
-/// tokenizer to import).
+/// The same, with the default summarizer and ranker inside (the tokenizer
+/// still imported: it is loaded when a token budget first needs it).
 const HOST_BUILTIN_FILE: &str = "engram-host-builtin.wasm";
-/// The algorithms' component.
+/// The summarizer's and ranker's component.
 const ALGORITHMS_FILE: &str = "engram-algorithms.wasm";
+/// The tokenizer's component.
+const TOKENIZER_FILE: &str = "engram-tokenizer.wasm";
 /// The interface the composition exports.
 const CALLS: &str = "engram:js/calls@0.1.0";
 /// What the host layer does for its host besides the engine's calls.
@@ -86,6 +95,8 @@ fn main() -> Result<()> {
         "host/components/json-layer/wit",
         "host/components/algorithms/src",
         "host/components/algorithms/Cargo.toml",
+        "host/components/tokenizer/src",
+        "host/components/tokenizer/Cargo.toml",
         "host/components/adapter/src",
         "host/components/adapter/Cargo.toml",
         "host/components/adapter/wit",
@@ -104,6 +115,8 @@ fn main() -> Result<()> {
     let api = componentize(&read(&built.join(API.1))?).context("encoding the JSON layer")?;
     let algorithms =
         componentize(&read(&built.join(ALGORITHMS.1))?).context("encoding the algorithms")?;
+    let tokenizer =
+        componentize(&read(&built.join(TOKENIZER.1))?).context("encoding the tokenizer")?;
     let adapter =
         componentize(&read(&built.join(ADAPTER.1))?).context("encoding the host layer")?;
     let host = compose(&engine, &api, &adapter, None).context("composing engram-host.wasm")?;
@@ -114,6 +127,7 @@ fn main() -> Result<()> {
         (HOST_FILE, &host, "ENGRAM_HOST"),
         (HOST_BUILTIN_FILE, &builtin, "ENGRAM_HOST_BUILTIN"),
         (ALGORITHMS_FILE, &algorithms, "ENGRAM_JS_ALGORITHMS"),
+        (TOKENIZER_FILE, &tokenizer, "ENGRAM_JS_TOKENIZER"),
     ] {
         let path = out_dir.join(name);
         write_if_changed(&path, bytes)?;
@@ -164,15 +178,16 @@ fn limits() -> String {
     format!("{{\n{}\n}}\n", fields.join(",\n"))
 }
 
-/// Builds the JSON layer and the algorithms for `wasm32-unknown-unknown`
-/// in `target_dir`; the folder their core modules are in.
+/// Builds the JSON layer, the algorithms, the tokenizer and the host layer
+/// for `wasm32-unknown-unknown` in `target_dir`; the folder their core
+/// modules are in.
 fn build_modules(workspace: &Path, target_dir: &Path) -> Result<PathBuf> {
     let build = rust_target::build(
         workspace,
         target_dir,
         TARGET,
         PROFILE,
-        &[API.0, ALGORITHMS.0, ADAPTER.0],
+        &[API.0, ALGORITHMS.0, TOKENIZER.0, ADAPTER.0],
     );
     rust_target::run(build, "the JavaScript package's components", TARGET)?;
     Ok(target_dir.join(TARGET).join(PROFILE))
@@ -184,8 +199,8 @@ fn build_modules(workspace: &Path, target_dir: &Path) -> Result<PathBuf> {
 /// supplies (`engram:adapter/store`, `engram:memory/types`, the summarizer,
 /// ranker and tokenizer) is imported by the composition, once per name;
 /// exports `engram:js/calls` and `engram:adapter/domain`. With the
-/// `algorithms`, `engram-host-builtin.wasm`: the engine's summarizer, ranker
-/// and tokenizer are theirs.
+/// `algorithms`, `engram-host-builtin.wasm`: the engine's summarizer and
+/// ranker are theirs (the tokenizer is still imported).
 fn compose(
     engine: &[u8],
     api: &[u8],

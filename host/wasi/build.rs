@@ -13,14 +13,16 @@
 //!    (engine and provider, exporting the engine's interfaces), whose only
 //!    imports are WASI's;
 //! 5. writes both to `OUT_DIR` only (`ENGRAM_WASI_CLI`,
-//!    `ENGRAM_WASI_STANDALONE` for the crate); the crate's binary prints
-//!    that folder.
+//!    `ENGRAM_WASI_STANDALONE` for the crate), with the tokenizer's table
+//!    they read when a token budget first needs it (`o200k_base.ranks`,
+//!    `ENGRAM_WASI_TOKENIZER`); the crate's binary prints that folder.
 
 #[path = "src/tools.rs"]
 mod tools;
 use tools::ZIG_VERSION;
 
 use anyhow::{Context, Result, ensure};
+use engram_algorithms::o200k;
 use engram_build::compose::{Part, read, wire, write_if_changed};
 use engram_build::{Build, rust_target};
 use std::fs;
@@ -41,6 +43,14 @@ const COMMAND: (&str, &str) = ("engram", "engram.wasm");
 const CLI_FILE: &str = "engram-cli.wasm";
 /// The composed engine and provider.
 const STANDALONE_FILE: &str = "engram-standalone.wasm";
+/// The parts of SQLite the bundled build turns on that the store never uses
+/// (full-text search, R-trees, `dbstat`, STAT4, `soundex()`, JSON
+/// functions, loading extensions), left out of the WASI components, where
+/// every kilobyte is downloaded and compiled at start. The store's file
+/// format is SQLite's either way.
+const SQLITE_FLAGS: &str = "-USQLITE_ENABLE_FTS3 -USQLITE_ENABLE_FTS3_PARENTHESIS \
+    -USQLITE_ENABLE_FTS5 -USQLITE_ENABLE_RTREE -USQLITE_ENABLE_DBSTAT_VTAB -USQLITE_ENABLE_STAT4 \
+    -USQLITE_SOUNDEX -USQLITE_ENABLE_LOAD_EXTENSION -DSQLITE_OMIT_LOAD_EXTENSION -DSQLITE_OMIT_JSON";
 /// What the compositions may leave for the runtime to supply: WASI 0.2.
 const WASI: &[&str] = &["wasi:"];
 
@@ -78,8 +88,9 @@ fn main() -> Result<()> {
         compose_standalone(&engine, &provider).context("composing engram-standalone.wasm")?;
 
     for (name, bytes, var) in [
-        (CLI_FILE, &cli, "ENGRAM_WASI_CLI"),
-        (STANDALONE_FILE, &standalone, "ENGRAM_WASI_STANDALONE"),
+        (CLI_FILE, &cli[..], "ENGRAM_WASI_CLI"),
+        (STANDALONE_FILE, &standalone[..], "ENGRAM_WASI_STANDALONE"),
+        (o200k::RANKS_FILE, o200k::RANKS, "ENGRAM_WASI_TOKENIZER"),
     ] {
         let path = out_dir.join(name);
         write_if_changed(&path, bytes)?;
@@ -249,7 +260,8 @@ fn build_components(workspace: &Path, target_dir: &Path, zig: &Zig) -> Result<Pa
         .env(format!("CC_{target_var}"), &zig.cc)
         .env(format!("AR_{target_var}"), &zig.ar)
         .env("ZIG_GLOBAL_CACHE_DIR", &zig.cache)
-        .env("ZIG_LOCAL_CACHE_DIR", &zig.cache);
+        .env("ZIG_LOCAL_CACHE_DIR", &zig.cache)
+        .env("LIBSQLITE3_FLAGS", SQLITE_FLAGS);
     rust_target::run(build, "the WASI components", TARGET)?;
     Ok(target_dir.join(TARGET).join(PROFILE))
 }

@@ -22,13 +22,16 @@
 //!   the normalized words of its summary, ties broken newest first, then by
 //!   id.
 //! - [`O200kTokenizer`] counts tokens with OpenAI's `o200k_base` encoding
-//!   (the GPT-4o, GPT-4.1 and o-series models'), from the `tiktoken-rs`
-//!   crate, which carries the encoding: nothing is downloaded. It bounds a
-//!   prompt to a plan's token budget.
+//!   (the GPT-4o, GPT-4.1, GPT-5 and o-series models') as `tiktoken` does
+//!   ([`o200k`]), from the table of tokens the build takes from the
+//!   `tiktoken-rs` crate: nothing is downloaded. It bounds a prompt to a
+//!   plan's token budget.
+
+pub mod o200k;
 
 use rust_stemmers::{Algorithm, Stemmer};
 use std::collections::{HashMap, HashSet};
-use std::sync::{LazyLock, OnceLock};
+use std::sync::LazyLock;
 
 /// What a summarizer answers.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -86,31 +89,28 @@ pub trait Tokenizer: Send + Sync {
 }
 
 /// The default tokenizer: OpenAI's `o200k_base` encoding, the one of the
-/// GPT-4o, GPT-4.1 and o-series models, with `tiktoken-rs`. Text is counted
-/// as ordinary text: the spelling of a special token (`<|endoftext|>`)
-/// counts as the characters it is. The encoding (200,000 tokens) is built
-/// at the first count and kept for the process, so a host that never
-/// counts pays nothing for it.
+/// GPT-4o, GPT-4.1, GPT-5 and o-series models, counted as `tiktoken` counts
+/// ([`o200k`]). Text is counted as ordinary text: the spelling of a special
+/// token (`<|endoftext|>`) counts as the characters it is. The encoding
+/// (200,000 tokens) is built at the first count and kept for the process,
+/// so a host that never counts pays nothing for it.
+///
+/// Its table of tokens is built in (the feature `table`, on by default); a
+/// build without it counts with [`o200k::from_file`] instead.
+#[cfg(feature = "table")]
 #[derive(Clone, Copy, Debug, Default)]
 pub struct O200kTokenizer;
 
-impl O200kTokenizer {
-    /// The encoding, built once.
-    fn encoding() -> Result<&'static tiktoken_rs::CoreBPE, String> {
-        static ENCODING: OnceLock<Result<tiktoken_rs::CoreBPE, String>> = OnceLock::new();
-        ENCODING
-            .get_or_init(|| {
-                tiktoken_rs::o200k_base().map_err(|e| format!("the o200k_base encoding: {e}"))
-            })
-            .as_ref()
-            .map_err(Clone::clone)
-    }
-}
-
+#[cfg(feature = "table")]
 impl Tokenizer for O200kTokenizer {
     fn count_tokens(&self, text: &str) -> Result<u32, String> {
-        let count = Self::encoding()?.encode_ordinary(text).len();
-        u32::try_from(count).map_err(|_| "more than 2^32 tokens".to_owned())
+        static ENCODING: std::sync::OnceLock<Result<o200k::Encoding, String>> =
+            std::sync::OnceLock::new();
+        ENCODING
+            .get_or_init(|| o200k::Encoding::from_ranks(o200k::RANKS))
+            .as_ref()
+            .map_err(Clone::clone)?
+            .count_tokens(text)
     }
 }
 
@@ -212,19 +212,18 @@ macro_rules! wit_conversions {
 
 /// Writes, for `$guest`, a component's exports of the default algorithms:
 /// `summarizer.summarize` ([`ExtractiveSummarizer`], its answer refused with
-/// the reason `$refusal` gives, a `fn(&Summary) -> Option<String>`),
-/// `ranker.rank` ([`Bm25Ranker`]) and `tokenizer.count-tokens`
-/// ([`O200kTokenizer`]), over the binding's `ranker`, `summarizer` and
-/// `tokenizer` export modules; with [`wit_conversions!`].
+/// the reason `$refusal` gives, a `fn(&Summary) -> Option<String>`) and
+/// `ranker.rank` ([`Bm25Ranker`]), over the binding's `ranker` and
+/// `summarizer` export modules; with [`wit_conversions!`]. The tokenizer is
+/// [`wit_tokenizer!`]'s.
 #[macro_export]
 macro_rules! wit_guests {
-    ($guest:ty, $ranker:path, $summarizer:path, $tokenizer:path, $refusal:expr) => {
+    ($guest:ty, $ranker:path, $summarizer:path, $refusal:expr) => {
         $crate::wit_conversions!($ranker, $summarizer);
         const _: () = {
-            use $crate::{Ranker as _, Summarizer as _, Tokenizer as _};
+            use $crate::{Ranker as _, Summarizer as _};
             use $ranker as ranker;
             use $summarizer as summarizer;
-            use $tokenizer as tokenizer;
             /// The summarizer cycles call, with its default settings.
             static SUMMARIZER: std::sync::LazyLock<$crate::ExtractiveSummarizer> =
                 std::sync::LazyLock::new($crate::ExtractiveSummarizer::default);
@@ -254,9 +253,23 @@ macro_rules! wit_guests {
                     $crate::Bm25Ranker.rank(&query_keywords, &candidates, k)
                 }
             }
+        };
+    };
+}
+
+/// Writes, for `$guest`, a component's export of the default tokenizer:
+/// `tokenizer.count-tokens` (`$count`, a `fn(&str) -> Result<u32, String>`:
+/// the count of `o200k_base`, its table built in or read from a file), over
+/// the binding's `tokenizer` export module.
+#[macro_export]
+macro_rules! wit_tokenizer {
+    ($guest:ty, $tokenizer:path, $count:expr) => {
+        const _: () = {
+            use $tokenizer as tokenizer;
             impl tokenizer::Guest for $guest {
                 fn count_tokens(text: String) -> Result<u32, String> {
-                    $crate::O200kTokenizer.count_tokens(&text)
+                    let count: fn(&str) -> Result<u32, String> = $count;
+                    count(&text)
                 }
             }
         };
@@ -548,7 +561,7 @@ mod tests {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "table"))]
 mod tokenizer_tests {
     use super::*;
 

@@ -14,13 +14,16 @@
 //!   (`engram:adapter/store`), and the composition the engine's summarizer,
 //!   ranker, tokenizer and types, which the language host supplies;
 //! - [`HOST_BUILTIN`], `engram-host-builtin.wasm`: the same with the
-//!   default algorithms composed in, so it imports no summarizer, ranker
-//!   or tokenizer;
-//! - [`ALGORITHMS`], `engram-algorithms.wasm`: the default summarizer,
-//!   ranker and tokenizer of every host (`engram-algorithms`), exporting
-//!   `engram:memory/summarizer`, `engram:memory/ranker` and
-//!   `engram:memory/tokenizer`, for a host to call when its caller gives
-//!   some algorithms of their own but not the others.
+//!   default summarizer and ranker composed in, so it imports neither; it
+//!   still imports the tokenizer;
+//! - [`ALGORITHMS`], `engram-algorithms.wasm`: the default summarizer and
+//!   ranker of every host (`engram-algorithms`), exporting
+//!   `engram:memory/summarizer` and `engram:memory/ranker`, for a host to
+//!   call when its caller gives one of the two but not the other;
+//! - [`TOKENIZER`], `engram-tokenizer.wasm`: the default tokenizer
+//!   (`o200k_base`, its table of tokens inside), exporting
+//!   `engram:memory/tokenizer`, which the JavaScript package loads when a
+//!   token budget first needs it.
 //!
 //! The build script writes them, with the SQLite schema and the limits'
 //! defaults (`limits.json`), into its output folder only; `cargo run -q -p
@@ -36,6 +39,10 @@ pub const HOST: &str = env!("ENGRAM_HOST");
 /// algorithms composed in.
 pub const HOST_BUILTIN: &str = env!("ENGRAM_HOST_BUILTIN");
 
-/// The path of `engram-algorithms.wasm`, the default algorithms, in the
-/// build script's output folder.
+/// The path of `engram-algorithms.wasm`, the default summarizer and
+/// ranker, in the build script's output folder.
 pub const ALGORITHMS: &str = env!("ENGRAM_JS_ALGORITHMS");
+
+/// The path of `engram-tokenizer.wasm`, the default tokenizer, in the build
+/// script's output folder.
+pub const TOKENIZER: &str = env!("ENGRAM_JS_TOKENIZER");

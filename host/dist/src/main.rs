@@ -24,10 +24,19 @@ struct Args {
 }
 
 /// The components transpiled into the npm package (`gen/<name>/`).
-const JS_COMPONENTS: [&str; 3] = ["engram-host", "engram-host-builtin", "engram-algorithms"];
+const JS_COMPONENTS: [&str; 4] = [
+    "engram-host",
+    "engram-host-builtin",
+    "engram-algorithms",
+    "engram-tokenizer",
+];
 
 /// The command component's name in the folder.
 const CLI: &str = "engram-cli.wasm";
+
+/// The tokenizer's table the command component reads when a token budget
+/// first needs it, beside it.
+const TOKENIZER: &str = engram_wasi::TOKENIZER_FILE;
 
 fn main() -> ExitCode {
     let args = Args::parse();
@@ -48,7 +57,7 @@ fn build(out: PathBuf) -> Result<()> {
     remove_earlier(&out)?;
     let mut artifacts = step("the Python wheels and sdist", || python_packages(&out))?;
     artifacts.extend(step("the npm packages", || tarball(&out))?);
-    artifacts.push(step(CLI, || cli(&out))?);
+    artifacts.extend(step(CLI, || cli(&out))?);
     println!("{}", out.display());
     for path in artifacts {
         let size = fs::metadata(&path)
@@ -79,7 +88,8 @@ fn remove_earlier(out: &Path) -> Result<()> {
         let ours = (name.starts_with(python::FILE_PREFIX)
             && (name.ends_with(".whl") || name.ends_with(".tar.gz")))
             || (name.starts_with("engram-memory-") && name.ends_with(".tgz"))
-            || name == CLI;
+            || name == CLI
+            || name == TOKENIZER;
         if ours {
             fs::remove_file(entry.path())
                 .with_context(|| format!("removing {}", entry.path().display()))?;
@@ -322,12 +332,17 @@ fn copy_tree(from: &Path, to: &Path) -> Result<()> {
     }
 }
 
-/// Copies `engram-cli.wasm` into `out`.
-fn cli(out: &Path) -> Result<PathBuf> {
-    let target = out.join(CLI);
-    fs::copy(engram_wasi::CLI, &target)
-        .with_context(|| format!("copying {} to {}", engram_wasi::CLI, target.display()))?;
-    Ok(target)
+/// Copies `engram-cli.wasm` and its tokenizer's table into `out`.
+fn cli(out: &Path) -> Result<Vec<PathBuf>> {
+    [(engram_wasi::CLI, CLI), (engram_wasi::TOKENIZER, TOKENIZER)]
+        .into_iter()
+        .map(|(from, name)| {
+            let target = out.join(name);
+            fs::copy(from, &target)
+                .with_context(|| format!("copying {from} to {}", target.display()))?;
+            Ok(target)
+        })
+        .collect()
 }
 
 /// A size as people read it.

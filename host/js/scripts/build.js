@@ -28,9 +28,10 @@ const gen = join(root, 'gen');
 const jco = join(root, 'node_modules', '@bytecodealliance', 'jco', 'dist', 'jco.js');
 
 /** The components and what they are called in gen/: the engine with the
- * JSON layer and the host layer, the same with the default algorithms
- * inside, and the algorithms. */
-const COMPONENTS = ['engram-host', 'engram-host-builtin', 'engram-algorithms'];
+ * JSON layer and the host layer, the same with the default summarizer and
+ * ranker inside, those two, and the default tokenizer (loaded when a token
+ * budget first needs it). */
+const COMPONENTS = ['engram-host', 'engram-host-builtin', 'engram-algorithms', 'engram-tokenizer'];
 
 /** The components that also get a JSPI build (`open(agent, {async: true})`). */
 const JSPI = new Set(['engram-host', 'engram-host-builtin']);

@@ -1,6 +1,9 @@
 // The summarizer, ranker and tokenizer a domain's engine calls: plain
 // JavaScript functions a user may give, or the defaults of every host,
-// compiled to WebAssembly (engram-algorithms.wasm, transpiled into gen/).
+// compiled to WebAssembly and transpiled into gen/: the summarizer and
+// ranker (engram-algorithms.wasm), and the tokenizer (engram-tokenizer.wasm,
+// OpenAI's o200k_base with its table of tokens), which is loaded when a
+// token budget first needs it.
 
 import { ComponentLoader } from './component.js';
 import { componentExport, componentImports } from './imports.js';
@@ -48,10 +51,10 @@ export class ResultError extends Error {
 let defaults;
 
 /**
- * The default summarizer, ranker and tokenizer (OpenAI's o200k_base
- * encoding), from one instance of engram-algorithms shared by the process.
+ * The default summarizer and ranker, from one instance of engram-algorithms
+ * shared by the process.
  * @param {import('./component.js').CoreModuleLoader} [coreModule]
- * @returns {Promise<{summarizer: Summarizer, ranker: Ranker, tokenizer: Tokenizer}>}
+ * @returns {Promise<{summarizer: Summarizer, ranker: Ranker}>}
  */
 export async function defaultAlgorithms(coreModule, instantiate) {
   defaults ??= (async () => {
@@ -59,11 +62,9 @@ export async function defaultAlgorithms(coreModule, instantiate) {
     const exports = await loader.first(componentImports({ 'engram:memory/types': {} }));
     const summarize = componentExport(exports, 'engram:memory/summarizer');
     const rank = componentExport(exports, 'engram:memory/ranker');
-    const count = componentExport(exports, 'engram:memory/tokenizer');
     return {
       summarizer: (userMessage, modelResponse) => summarize.summarize(userMessage, modelResponse),
       ranker: (queryKeywords, candidates, k) => rank.rank(queryKeywords, candidates, k),
-      tokenizer: (text) => count.countTokens(text),
     };
   })().catch((error) => {
     defaults = undefined;
@@ -72,12 +73,104 @@ export async function defaultAlgorithms(coreModule, instantiate) {
   return defaults;
 }
 
+/** The process's engram-tokenizer, once loaded; its loader before. */
+let tokenizerLoader;
+let tokenizerExport;
+
+/**
+ * The default tokenizer (OpenAI's o200k_base, engram-tokenizer): nothing
+ * of it is fetched or compiled until it first counts, which is when a plan
+ * with a token budget assembles a prompt. An asynchronous domain (`async`,
+ * JSPI) loads it then, from gen/ or through `coreModule`; a synchronous one
+ * compiles its core module at once then (its generated code is imported
+ * here, beforehand), so its `coreModule` must answer a module, not a
+ * promise (the default one does under Node, a Worker's does).
+ * @param {import('./component.js').CoreModuleLoader} [coreModule]
+ * @param {Function} [instantiate]
+ * @param {boolean} [async]
+ * @returns {Promise<Tokenizer>}
+ */
+export async function defaultTokenizer(coreModule, instantiate, async = false) {
+  tokenizerLoader ??= new ComponentLoader('engram-tokenizer', { coreModule, instantiate });
+  const loader = tokenizerLoader;
+  const imports = componentImports({ 'engram:memory/types': {} });
+  const count = (exports) => componentExport(exports, 'engram:memory/tokenizer');
+  if (async) {
+    return async (text) => {
+      tokenizerExport ??= loader.first(imports).then(count);
+      return (await tokenizerExport).countTokens(text);
+    };
+  }
+  await loader.prepare();
+  return (text) => {
+    tokenizerExport ??= count(loader.now(imports));
+    return tokenizerExport.countTokens(text);
+  };
+}
+
+/**
+ * Whether the process has loaded the default tokenizer (its core module
+ * compiled and instantiated, or under way).
+ * @returns {boolean}
+ */
+export function defaultTokenizerLoaded() {
+  return tokenizerExport !== undefined;
+}
+
 /** An error of a user's function as the `err` text of its result. */
 function asResultError(error) {
   if (error !== null && typeof error === 'object' && Object.hasOwn(error, 'payload')) {
     return new ResultError(String(error.payload));
   }
   return new ResultError(error instanceof Error ? error.message : String(error));
+}
+
+/**
+ * Runs a user's function for an import: `f()` settled, then `check`ed;
+ * what is thrown is the result's `err`. With `async` (the JSPI build) `f`
+ * may answer a promise; without it, a promise is an error saying so.
+ * @param {boolean} async
+ */
+function checkedRun(async) {
+  return (what, f, check) =>
+    settle(
+      () =>
+        atOnce(
+          f(),
+          async,
+          () => new ResultError(`the ${what} answered a promise: open the domain with {async: true} (JavaScript Promise Integration)`),
+        ),
+      check,
+      (error) => {
+        throw asResultError(error);
+      },
+    );
+}
+
+/**
+ * The `tokenizer` interface the engine imports, over `tokenizer`: an error
+ * thrown becomes the `err` of the result.
+ * @param {Tokenizer} tokenizer
+ * @param {boolean} [async]
+ */
+export function tokenizerInterface(tokenizer, async = false) {
+  const run = checkedRun(async);
+  return {
+    'engram:memory/tokenizer': {
+      countTokens(text) {
+        return run(
+          'tokenizer',
+          () => tokenizer(text),
+          (count) => {
+            if (!Number.isInteger(count) || count < 0 || count > 0xffffffff) {
+              throw new ResultError('the tokenizer answered no count of tokens');
+            }
+            return count;
+          },
+        );
+      },
+    },
+  };
 }
 
 /**
@@ -92,20 +185,7 @@ function asResultError(error) {
  * @param {boolean} [async]
  */
 export function algorithmInterfaces(summarizer, ranker, tokenizer, async = false) {
-  /** `f()` settled, then `check`ed; what is thrown is the result's `err`. */
-  const run = (what, f, check) =>
-    settle(
-      () =>
-        atOnce(
-          f(),
-          async,
-          () => new ResultError(`the ${what} answered a promise: open the domain with {async: true} (JavaScript Promise Integration)`),
-        ),
-      check,
-      (error) => {
-        throw asResultError(error);
-      },
-    );
+  const run = checkedRun(async);
   return {
     'engram:memory/summarizer': {
       summarize(userMessage, modelResponse) {
@@ -133,19 +213,6 @@ export function algorithmInterfaces(summarizer, ranker, tokenizer, async = false
         );
       },
     },
-    'engram:memory/tokenizer': {
-      countTokens(text) {
-        return run(
-          'tokenizer',
-          () => tokenizer(text),
-          (count) => {
-            if (!Number.isInteger(count) || count < 0 || count > 0xffffffff) {
-              throw new ResultError('the tokenizer answered no count of tokens');
-            }
-            return count;
-          },
-        );
-      },
-    },
+    ...tokenizerInterface(tokenizer, async),
   };
 }

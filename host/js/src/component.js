@@ -7,7 +7,7 @@
  * Compiles a core module of a transpiled component.
  * @callback CoreModuleLoader
  * @param {string} component the component's name (`engram-host`,
- *   `engram-host-builtin`, `engram-algorithms`)
+ *   `engram-host-builtin`, `engram-algorithms`, `engram-tokenizer`)
  * @param {string} file the core module's file name in gen/<component>/
  * @returns {WebAssembly.Module | Promise<WebAssembly.Module>}
  */
@@ -48,15 +48,17 @@ export class ComponentLoader {
     this.generated = options.instantiate;
     /** @type {Map<string, WebAssembly.Module>} */
     this.modules = new Map();
+    /** @type {CoreModuleLoader | undefined} a loader that answers at once, where the default one is async */
+    this.coreModuleNow = undefined;
   }
 
   /**
-   * The first instance: loads the generated code and compiles its core
-   * modules.
-   * @param {object} imports
-   * @returns {Promise<any>} the component's exports
+   * Loads the generated code (not its core modules), so that {@link now}
+   * can make the first instance without waiting; under Node, with the
+   * default loader, also what reads a core module's file at once.
+   * @returns {Promise<void>}
    */
-  async first(imports) {
+  async prepare() {
     if (this.generated === undefined) {
       const url = new URL(`${this.name}/${this.name}${this.jspi ? '.jspi' : ''}.js`, gen());
       const generated = await import(url.href).catch((error) => {
@@ -66,6 +68,21 @@ export class ComponentLoader {
       });
       this.generated = generated.instantiate;
     }
+    if (this.coreModule === defaultCoreModule && gen().protocol === 'file:') {
+      const { readFileSync } = await import('node:fs');
+      this.coreModuleNow = (component, file) =>
+        new WebAssembly.Module(readFileSync(new URL(`${component}/${file}`, gen())));
+    }
+  }
+
+  /**
+   * The first instance: loads the generated code and compiles its core
+   * modules.
+   * @param {object} imports
+   * @returns {Promise<any>} the component's exports
+   */
+  async first(imports) {
+    await this.prepare();
     const load = async (file) => {
       let module = this.modules.get(file);
       if (module === undefined) {
@@ -75,6 +92,33 @@ export class ComponentLoader {
       return module;
     };
     return this.generated(load, imports, WebAssembly.instantiate);
+  }
+
+  /**
+   * An instance made at once, its core modules compiled now if they were
+   * not yet (after {@link prepare}): the loader must then answer a
+   * `WebAssembly.Module`, not a promise of one.
+   * @param {object} imports
+   * @returns {any} the component's exports
+   */
+  now(imports) {
+    if (this.generated === undefined) throw new Error(`${this.name}: prepare() was not awaited`);
+    const load = (file) => {
+      let module = this.modules.get(file);
+      if (module === undefined) {
+        module = (this.coreModuleNow ?? this.coreModule)(this.name, file);
+        if (!(module instanceof WebAssembly.Module)) {
+          throw new Error(
+            `${this.name}: loaded on first use in a domain without {async: true}, its core module ${file} must be compiled at once: give a coreModule that answers a WebAssembly.Module, or open with {async: true}`,
+          );
+        }
+        this.modules.set(file, module);
+      }
+      return module;
+    };
+    const exports = this.generated(load, imports, (module, i) => new WebAssembly.Instance(module, i));
+    if (exports instanceof Promise) throw new Error(`${this.name}: instantiation did not finish at once`);
+    return exports;
   }
 
   /**

@@ -7,7 +7,7 @@
 // a store written in JavaScript (src/store.js packs its calls). It is also
 // what a store written in JavaScript runs on under Node.
 
-import { defaultAlgorithms, algorithmInterfaces } from './algorithms.js';
+import { defaultAlgorithms, defaultTokenizer, algorithmInterfaces, tokenizerInterface } from './algorithms.js';
 import { auditLine, auditRowOfLine } from './backend.js';
 import { ComponentLoader } from './component.js';
 import { componentExport, componentImports } from './imports.js';
@@ -42,8 +42,8 @@ export function hasJspi() {
 
 /**
  * The components a domain's instance is made from, compiled once: the
- * engine with the default summarizer, ranker and tokenizer inside, or
- * importing them.
+ * engine with the default summarizer and ranker inside, or importing them;
+ * both import the tokenizer, which is loaded when a budget first needs it.
  * @type {Record<string, ComponentLoader>}
  */
 const loaders = {};
@@ -90,21 +90,23 @@ export class WasmSession {
       );
     }
     let { summarizer, ranker, tokenizer } = options;
-    // None given: the engine's own, composed in (no call leaves the
-    // component). Some given: the others are the engine's own, called from here.
-    const given = [summarizer, ranker, tokenizer].filter((a) => a !== undefined).length;
+    // Neither given: the engine's own summarizer and ranker, composed in (no
+    // call leaves the component). One given: the other is the engine's own,
+    // called from here. The tokenizer is never composed in: the default one
+    // is loaded at its first count (a token budget), not before.
+    const given = [summarizer, ranker].filter((a) => a !== undefined).length;
     const builtin = given === 0;
-    if (!builtin && given < 3) {
+    if (!builtin && given < 2) {
       const defaults = await defaultAlgorithms(options.coreModule, options.instantiate?.['engram-algorithms']);
       summarizer ??= defaults.summarizer;
       ranker ??= defaults.ranker;
-      tokenizer ??= defaults.tokenizer;
     }
+    tokenizer ??= await defaultTokenizer(options.coreModule, options.instantiate?.['engram-tokenizer'], async);
     const clock = options.clock ?? Date.now;
     const imports = componentImports({
       'engram:memory/types': {},
       'engram:adapter/store': storeInterface(backend, settings, clock, async),
-      ...(builtin ? {} : algorithmInterfaces(summarizer, ranker, tokenizer, async)),
+      ...(builtin ? tokenizerInterface(tokenizer, async) : algorithmInterfaces(summarizer, ranker, tokenizer, async)),
     });
     const components = loader(builtin ? 'engram-host-builtin' : 'engram-host', options, async);
     const exports = await components.first(imports);

@@ -3,7 +3,7 @@
 import { existsSync } from 'node:fs';
 
 /** Why the engine's tests cannot run, or undefined when they can. */
-export const notBuilt = ['engram-host', 'engram-host-builtin', 'engram-algorithms'].every((name) =>
+export const notBuilt = ['engram-host', 'engram-host-builtin', 'engram-algorithms', 'engram-tokenizer'].every((name) =>
   existsSync(new URL(`../gen/${name}/${name}.js`, import.meta.url)),
 )
   ? undefined

@@ -19,7 +19,7 @@ const root = fileURLToPath(new URL('..', import.meta.url));
 const scenarioFolder = fileURLToPath(new URL('../../../tests/scenarios/', import.meta.url));
 
 /** The components of gen/ the Worker loads. */
-const COMPONENTS = ['engram-host', 'engram-host-builtin', 'engram-algorithms'];
+const COMPONENTS = ['engram-host', 'engram-host-builtin', 'engram-algorithms', 'engram-tokenizer'];
 
 /** Source files the Worker never loads (they need Node: the native driver). */
 const NODE_ONLY = new Set(['src/native.js', 'src/addon.js']);

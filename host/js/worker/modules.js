@@ -11,6 +11,7 @@
 import { instantiate as engramHost } from '../gen/engram-host/engram-host.js';
 import { instantiate as engramHostBuiltin } from '../gen/engram-host-builtin/engram-host-builtin.js';
 import { instantiate as engramAlgorithms } from '../gen/engram-algorithms/engram-algorithms.js';
+import { instantiate as engramTokenizer } from '../gen/engram-tokenizer/engram-tokenizer.js';
 import engramHostCore1 from '../gen/engram-host/engram-host.core.wasm';
 import engramHostCore2 from '../gen/engram-host/engram-host.core2.wasm';
 import engramHostCore3 from '../gen/engram-host/engram-host.core3.wasm';
@@ -37,6 +38,7 @@ import engramHostBuiltinCore11 from '../gen/engram-host-builtin/engram-host-buil
 import engramHostBuiltinCore12 from '../gen/engram-host-builtin/engram-host-builtin.core12.wasm';
 import engramHostBuiltinCore13 from '../gen/engram-host-builtin/engram-host-builtin.core13.wasm';
 import engramAlgorithmsCore1 from '../gen/engram-algorithms/engram-algorithms.core.wasm';
+import engramTokenizerCore1 from '../gen/engram-tokenizer/engram-tokenizer.core.wasm';
 
 /**
  * The generated `instantiate` of each component, by its name in gen/.
@@ -46,6 +48,7 @@ export const instantiate = Object.freeze({
   'engram-host': engramHost,
   'engram-host-builtin': engramHostBuiltin,
   'engram-algorithms': engramAlgorithms,
+  'engram-tokenizer': engramTokenizer,
 });
 
 /**
@@ -87,13 +90,16 @@ export const CORE_MODULES = Object.freeze({
   'engram-algorithms': Object.freeze({
     'engram-algorithms.core.wasm': engramAlgorithmsCore1,
   }),
+  'engram-tokenizer': Object.freeze({
+    'engram-tokenizer.core.wasm': engramTokenizerCore1,
+  }),
 });
 
 /**
  * The compiled core module `file` of the transpiled component `component`
  * (gen/<component>/<file>): the `coreModule` option of `open`.
  * @param {string} component the component's name in gen/ (`engram-host`,
- *   `engram-host-builtin`, `engram-algorithms`)
+ *   `engram-host-builtin`, `engram-algorithms`, `engram-tokenizer`)
  * @param {string} file the core module's file name (`engram-host.core.wasm`)
  * @returns {WebAssembly.Module}
  */

@@ -40,6 +40,75 @@ pub const CLI: &str = env!("ENGRAM_WASI_CLI");
 /// in the build script's output folder.
 pub const STANDALONE: &str = env!("ENGRAM_WASI_STANDALONE");
 
+/// The path of `o200k_base.ranks`, the tokenizer's table, beside [`CLI`]:
+/// the composed files read it, from the file [`TOKENIZER_VAR`] names, when
+/// a token budget first needs it ([`tokenizer_options`]).
+pub const TOKENIZER: &str = env!("ENGRAM_WASI_TOKENIZER");
+
+pub use engram_algorithms::o200k::{RANKS_FILE as TOKENIZER_FILE, TABLE_VAR as TOKENIZER_VAR};
+
+/// Where [`tokenizer_options`] preopens the folder of [`TOKENIZER`] in the
+/// guest.
+const TOKENIZER_GUEST_DIR: &str = "/engram-tokenizer";
+
+/// The options of `wasmtime run` that let a composed file count tokens:
+/// the folder of [`TOKENIZER`] preopened in the guest and
+/// [`TOKENIZER_VAR`] naming the table there.
+pub fn tokenizer_options() -> Vec<String> {
+    let folder = std::path::Path::new(TOKENIZER)
+        .parent()
+        .unwrap_or(std::path::Path::new("."));
+    vec![
+        "--dir".to_owned(),
+        format!("{}::{TOKENIZER_GUEST_DIR}", folder.display()),
+        "--env".to_owned(),
+        format!("{TOKENIZER_VAR}={TOKENIZER_GUEST_DIR}/{TOKENIZER_FILE}"),
+    ]
+}
+
+/// `component` compiled ahead for this machine by the wasmtime CLI
+/// (`wasmtime compile`, run with `--allow-precompiled`) into `folder`, so
+/// that the runs that follow start in milliseconds: compiled again only
+/// when the component is newer than the compiled file. The file is written
+/// under a name of its own and renamed into place, so no process running
+/// the compiled file ever has it rewritten under it, and processes that
+/// ask at once each get a whole file.
+pub fn precompiled(component: &str, folder: &std::path::Path) -> Result<PathBuf> {
+    /// Threads of one process compile one at a time (the others then find
+    /// the file fresh).
+    static COMPILING: Mutex<()> = Mutex::new(());
+    let _one = COMPILING
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let component = std::path::Path::new(component);
+    let name = component
+        .file_stem()
+        .context("a component file has a name")?;
+    let compiled = folder.join(name).with_extension("cwasm");
+    let modified = |path: &std::path::Path| std::fs::metadata(path).and_then(|m| m.modified()).ok();
+    if modified(&compiled) >= modified(component) {
+        return Ok(compiled);
+    }
+    let partial = compiled.with_extension(format!("cwasm.{}", std::process::id()));
+    let output = Command::new(wasmtime_cli()?)
+        .arg("compile")
+        .arg(component)
+        .arg("-o")
+        .arg(&partial)
+        .output()
+        .context("running wasmtime compile")?;
+    ensure!(
+        output.status.success(),
+        "wasmtime compile {} failed ({}):\n{}",
+        component.display(),
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    std::fs::rename(&partial, &compiled)
+        .with_context(|| format!("renaming {} into place", partial.display()))?;
+    Ok(compiled)
+}
+
 /// The wasmtime CLI release the components are run with.
 pub const WASMTIME_VERSION: &str = "48.0.8";
 

@@ -1,11 +1,10 @@
-//! `engram-algorithms.wasm`: the default summarizer, ranker and tokenizer
-//! of every Engram host (`engram-algorithms`: [`ExtractiveSummarizer`],
-//! [`Bm25Ranker`], [`O200kTokenizer`]) as a component of their own,
-//! exporting `engram:memory/summarizer`, `engram:memory/ranker` and
-//! `engram:memory/tokenizer`. The JavaScript and Python packages call it
-//! when their caller gives no algorithm of its own, so that their cycles
-//! remember, recall and count tokens exactly as the native and WASI
-//! hosts'.
+//! `engram-algorithms.wasm`: the default summarizer and ranker of every
+//! Engram host (`engram-algorithms`: `ExtractiveSummarizer`, `Bm25Ranker`)
+//! as a component of their own, exporting `engram:memory/summarizer` and
+//! `engram:memory/ranker`, composed into `engram-host-builtin.wasm` and
+//! called by the JavaScript package when its caller gives one of the two,
+//! so that its cycles remember and recall exactly as the native and WASI
+//! hosts'. The tokenizer is `engram-tokenizer.wasm`, loaded apart.
 //!
 //! Built for `wasm32-unknown-unknown`: it imports nothing but the types of
 //! `engram:memory/types` its exports refer to.
@@ -16,9 +15,7 @@ wit_bindgen::generate!({
     generate_all,
 });
 
-use exports::engram::memory::{
-    ranker as wit_ranker, summarizer as wit_summarizer, tokenizer as wit_tokenizer,
-};
+use exports::engram::memory::{ranker as wit_ranker, summarizer as wit_summarizer};
 
 /// The largest summary the summarizer may answer, in the measure of a
 /// record's size (the bytes of the summary and of each keyword, plus 8 per
@@ -32,6 +29,6 @@ struct Algorithms;
 
 export!(Algorithms);
 
-engram_algorithms::wit_guests!(Algorithms, wit_ranker, wit_summarizer, wit_tokenizer, |s| {
+engram_algorithms::wit_guests!(Algorithms, wit_ranker, wit_summarizer, |s| {
     engram_model::size::summary_refusal(&s.summary, &s.keywords, MAX_SUMMARY_BYTES)
 });

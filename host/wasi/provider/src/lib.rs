@@ -10,8 +10,10 @@
 //! read-limit ceiling of 1,000, a candidate limit of 256, answers of at
 //! most 16 MiB, records and summaries of at most 1 MiB, commits of at most
 //! 10,000 puts and deletes and 16 MiB. The algorithms are the defaults of
-//! `engram-algorithms` (`ExtractiveSummarizer`, `Bm25Ranker`,
-//! `O200kTokenizer`).
+//! `engram-algorithms` (`ExtractiveSummarizer`, `Bm25Ranker`, and the
+//! `o200k_base` count), the tokenizer's table read from the file
+//! `ENGRAM_TOKENIZER` names (`o200k_base.ranks`, beside `engram-cli.wasm`)
+//! when a token budget first needs it: a run without a budget reads none.
 //!
 //! **Standalone.** Composed with the engine alone (no command calls
 //! `store.open` or `store.enter`), the provider opens, on the engine's
@@ -383,9 +385,10 @@ impl wit_domain::Guest for Provider {
     }
 }
 
-engram_algorithms::wit_guests!(Provider, wit_ranker, wit_summarizer, wit_tokenizer, |s| {
+engram_algorithms::wit_guests!(Provider, wit_ranker, wit_summarizer, |s| {
     limits().summary_refusal(&s.summary, &s.keywords)
 });
+engram_algorithms::wit_tokenizer!(Provider, wit_tokenizer, engram_algorithms::o200k::from_file);
 
 impl host_store::Guest for Provider {
     fn open(path: String) -> Result<(), String> {
