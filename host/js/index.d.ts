@@ -159,6 +159,12 @@ export type Ranker = (queryKeywords: string[], candidates: Candidate[], k: numbe
 /** Counts the tokens of a text (a prompt's memory lines, for a plan's token budget); throwing fails the cycle. OpenAI's o200k_base by default. */
 export type Tokenizer = (text: string) => number;
 
+/**
+ * Compiles the core module `file` of the transpiled component `component` (`engram-host`,
+ * `engram-host-builtin`, `engram-algorithms`, `engram-tokenizer`). `engram-tokenizer` is asked
+ * for only when a token budget first counts; in a domain without `async: true` it must then
+ * answer a module at once, not a promise.
+ */
 export type CoreModuleLoader = (component: string, file: string) => WebAssembly.Module | Promise<WebAssembly.Module>;
 
 export interface OpenOptions {
