@@ -116,9 +116,7 @@ export class ComponentLoader {
       }
       return module;
     };
-    const exports = this.generated(load, imports, (module, i) => new WebAssembly.Instance(module, i));
-    if (exports instanceof Promise) throw new Error(`${this.name}: instantiation did not finish at once`);
-    return exports;
+    return this.#instantiate(load, imports, false);
   }
 
   /**
@@ -134,6 +132,14 @@ export class ComponentLoader {
       if (module === undefined) throw new Error(`${this.name}: the core module ${file} was not compiled`);
       return module;
     };
+    return this.#instantiate(load, imports, async);
+  }
+
+  /**
+   * An instance from the generated code, its core modules from `load`,
+   * made synchronously: a promise only where `async` allows one.
+   */
+  #instantiate(load, imports, async) {
     const exports = this.generated(load, imports, (module, i) => new WebAssembly.Instance(module, i));
     if (exports instanceof Promise && !async) throw new Error(`${this.name}: instantiation did not finish at once`);
     return exports;
