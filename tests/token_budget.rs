@@ -118,6 +118,48 @@ impl Tokenizer for Counter {
     }
 }
 
+/// Set in the process [`the_builtin_tokenizer_is_built_at_the_first_budget_not_before`]
+/// runs its check in.
+const ALONE: &str = "ENGRAM_TEST_TOKENIZER_ALONE";
+
+#[test]
+fn the_builtin_tokenizer_is_built_at_the_first_budget_not_before() {
+    const NAME: &str = "the_builtin_tokenizer_is_built_at_the_first_budget_not_before";
+    // The check needs a process no other test has counted in: this binary
+    // again, running this test alone.
+    if std::env::var_os(ALONE).is_none() {
+        let alone = std::process::Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", NAME, "--test-threads=1"])
+            .env(ALONE, "1")
+            .output()
+            .unwrap();
+        let said = format!(
+            "{}{}",
+            String::from_utf8_lossy(&alone.stdout),
+            String::from_utf8_lossy(&alone.stderr)
+        );
+        assert!(alone.status.success(), "{said}");
+        assert!(
+            said.contains("1 passed"),
+            "the test did not run alone: {said}"
+        );
+        return;
+    }
+    assert!(!O200kTokenizer::built(), "built before anything ran");
+    let (_fx, mut domain) = domain_with_memories();
+    let without = prompt(&mut domain, &recall_plan(None)).unwrap();
+    assert_eq!(without.context.len(), SUMMARIES.len());
+    assert!(
+        !O200kTokenizer::built(),
+        "writes and a recall without a budget built the tokenizer"
+    );
+    prompt(&mut domain, &recall_plan(Some(1_000))).unwrap();
+    assert!(
+        O200kTokenizer::built(),
+        "a recall with a budget did not count with the built-in tokenizer"
+    );
+}
+
 #[test]
 fn b5_p4_the_token_budget_bounds_the_prompt_to_the_token_with_o200k_base() {
     // proves B5-P4: the budget comes from the plan's metadata; the default

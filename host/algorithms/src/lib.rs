@@ -101,12 +101,24 @@ pub trait Tokenizer: Send + Sync {
 #[derive(Clone, Copy, Debug, Default)]
 pub struct O200kTokenizer;
 
+/// The encoding of [`O200kTokenizer`], built from the table at the first
+/// count of the process.
+#[cfg(feature = "table")]
+static O200K: std::sync::OnceLock<Result<o200k::Encoding, String>> = std::sync::OnceLock::new();
+
+#[cfg(feature = "table")]
+impl O200kTokenizer {
+    /// Whether this process has built the encoding: false until a count
+    /// (a token budget) first asks for it.
+    pub fn built() -> bool {
+        O200K.get().is_some()
+    }
+}
+
 #[cfg(feature = "table")]
 impl Tokenizer for O200kTokenizer {
     fn count_tokens(&self, text: &str) -> Result<u32, String> {
-        static ENCODING: std::sync::OnceLock<Result<o200k::Encoding, String>> =
-            std::sync::OnceLock::new();
-        ENCODING
+        O200K
             .get_or_init(|| o200k::Encoding::from_ranks(o200k::RANKS))
             .as_ref()
             .map_err(Clone::clone)?
