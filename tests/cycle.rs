@@ -1005,7 +1005,7 @@ fn io_w2_remember_twice_with_one_request_id_stores_one_memory_and_recall_finds_i
         recalled
             .prompt
             .lines()
-            .any(|line| line == "- [2026-01-01T09:30:00Z] booked Hotel Avenida Lisbon."),
+            .any(|line| line == "- [2026-01-01T09:30:00Z] User booked Hotel Avenida in Lisbon."),
         "{}",
         recalled.prompt
     );

@@ -611,8 +611,8 @@ fn mcp_examples(what: &dyn Fn(&str) -> String, body: &str, n: usize) -> Vec<Ran>
 }
 
 /// Whether `stdout` holds the README's remembered turn as a memory line of
-/// a recalled prompt: `- [YYYY-MM-DDTHH:MM:SSZ] booked Hotel Avenida
-/// Lisbon.` (the command line prints the prompt inside its JSON answer, the
+/// a recalled prompt: `- [YYYY-MM-DDTHH:MM:SSZ] User booked Hotel Avenida
+/// in Lisbon.` (the command line prints the prompt inside its JSON answer, the
 /// line after a `\n`).
 fn recalled_the_booking(stdout: &str) -> bool {
     stdout.match_indices("- [").any(|(at, _)| {
@@ -627,7 +627,7 @@ fn recalled_the_booking(stdout: &str) -> bool {
                     c == s
                 }
             })
-            && rest[20..].starts_with("] booked Hotel Avenida Lisbon.")
+            && rest[20..].starts_with("] User booked Hotel Avenida in Lisbon.")
     })
 }
 

@@ -90,6 +90,15 @@ impl Bindings {
                     true
                 }
             },
+            // `{"$contains": [...]}`: a text that holds each of them.
+            (Value::Object(t), _) if t.len() == 1 && t.contains_key("$contains") => {
+                let parts = t["$contains"].as_array().expect("$contains takes a list");
+                actual.as_str().is_some_and(|text| {
+                    parts
+                        .iter()
+                        .all(|p| text.contains(p.as_str().expect("$contains takes strings")))
+                })
+            }
             (Value::Object(t), Value::Object(a)) => {
                 t.len() == a.len()
                     && t.iter()

@@ -18,4 +18,12 @@ fuzz_target!(|data: &[u8]| {
     assert!(summary.keywords.len() <= 128);
     assert!(summary.keywords.iter().all(|k| !k.is_empty() && k.len() <= 256));
     assert_eq!(summary.summary.is_empty(), summary.keywords.is_empty());
+    // B5-S1: neither text whole, as the engine judges it.
+    for raw in std::iter::once(message.as_str()).chain(response.as_deref()) {
+        assert!(
+            raw.split_whitespace().nth(1).is_none() || !summary.summary.contains(raw.trim()),
+            "{raw:?} whole in {:?}",
+            summary.summary
+        );
+    }
 });

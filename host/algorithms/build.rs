@@ -1,5 +1,6 @@
-//! Writes the o200k_base encoding as the token counter reads it (`o200k.rs`)
-//! into `OUT_DIR`:
+//! Writes into `OUT_DIR` the stop lists of the languages the summarizer
+//! knows beside English (`stop_lists.rs`, from the `stop-words` crate), and
+//! the o200k_base encoding as the token counter reads it (`o200k.rs`):
 //!
 //! - `o200k_base.ranks`: every token's bytes in rank order, each after a
 //!   byte that gives its length (0 for a rank no token has), taken from
@@ -33,11 +34,30 @@ const CLASSES: &[(&str, &str)] = &[
     ("CASE_D", r"(?i:d)"),
 ];
 
+include!("src/languages.rs");
+
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
+    println!("cargo:rerun-if-changed=src/languages.rs");
     let out = PathBuf::from(env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
     fs::write(out.join("o200k_classes.rs"), classes()).expect("writing o200k_classes.rs");
     fs::write(out.join("o200k_base.ranks"), ranks()).expect("writing o200k_base.ranks");
+    fs::write(out.join("stop_lists.rs"), stop_lists()).expect("writing stop_lists.rs");
+}
+
+/// The stop list of each language of `LANGUAGES`, in its order, each one
+/// string of words separated by spaces (the summarizer splits them at its
+/// first foreign side), so no other language's list is built in.
+fn stop_lists() -> String {
+    let mut source =
+        String::from("// Written by build.rs from the stop-words crate's NLTK lists.\n&[\n");
+    for (code, _, _) in LANGUAGES {
+        let words = stop_words::lookup(code).unwrap_or_else(|| panic!("no stop list for {code}"));
+        assert!(words.iter().all(|w| !w.contains(char::is_whitespace)));
+        writeln!(source, "    {:?},", words.join(" ")).unwrap();
+    }
+    source.push_str("]\n");
+    source
 }
 
 /// Each class as a sorted table of inclusive code point ranges.

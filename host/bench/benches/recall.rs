@@ -3,22 +3,30 @@
 //! `cargo bench --bench recall` (seed 7, 12 agents' worth of conversation),
 //! or `cargo bench --bench recall -- SEED SESSIONS`.
 //!
-//! The bench makes its own labeled conversations, seeded: two speakers
-//! whose names recur in hundreds of turns, greetings and small talk, facts
-//! stated once and asked about much later in other words (inflected forms:
-//! "donated" asked as "donate"), and distractor turns that share the facts'
-//! words. Every turn goes through a real ingest cycle at its own time (the
+//! The bench makes its own labeled conversations, seeded: twelve pairs of
+//! friends whose names recur in hundreds of turns, greetings and small
+//! talk, and facts each speaker tells once (twelve kinds: a pet adopted, a
+//! book being read, a race run…, each about a thing of its kind), asked
+//! about much later twice: in the words of the turn ("Which pet did
+//! Caroline adopt from the rescue group?", inflected forms: "adopted" asked
+//! as "adopt") and in other words ("What animal did Caroline's family bring
+//! home?"); and distractor turns that name the facts' things. Every turn goes through a real ingest cycle at its own time (the
 //! default summarizer: the raw text is never stored); every question
 //! through a real ContextSelect (the default ranker, top_k 10). In the same
 //! run, on the same turns and questions, plain BM25 (the `bm25` crate: its
 //! English tokenizer stems and drops stop words) over the raw turn texts is
-//! the baseline. It prints recall@5 and recall@10 of both and the ratio.
+//! the baseline. It prints recall@5 and recall@10 of both and the ratio,
+//! for all the questions and for each way of asking.
 //!
 //! With `ENGRAM_RECALL_DATASET=FILE` it also writes the turns and questions
-//! to FILE as JSON Lines (`{"message","response","time"}` per turn, then
-//! `{"question","evidence"}` per question, `evidence` the index of the turn
-//! that answers it), for other hosts' recall runs on the same data
-//! (`host/python/bench/recall.py`).
+//! to FILE as JSON Lines (`{"message","response","time","summary"}` per
+//! turn, `summary` what the engine stored for it, empty when it stored
+//! nothing; then `{"question","evidence","asked","engram"}` per question,
+//! `evidence` the index of the turn that answers it, `asked` how (`in its
+//! words`, `in other words`) and `engram` the turns Engram recalled for it,
+//! best first), for other hosts' recall runs on the same
+//! data (`host/python/bench/recall.py`) and for recall by meaning over the
+//! stored summaries (`host/python/bench/dense.py`).
 
 use engram::cycle::{Stage, StepOutput, TurnInput};
 use engram::{Config, Engram, Mode, Storage};
@@ -47,109 +55,254 @@ struct Turn {
     time: i64,
 }
 
+/// How a question is put.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Asked {
+    /// In the words of the turn that answers it ("Which pet did Caroline
+    /// adopt?" of "we adopted a beagle named Max").
+    InItsWords,
+    /// In other words ("What animal did Caroline's family bring home?").
+    InOtherWords,
+}
+
+impl Asked {
+    const ALL: [Asked; 2] = [Asked::InItsWords, Asked::InOtherWords];
+
+    fn name(self) -> &'static str {
+        match self {
+            Asked::InItsWords => "in its words",
+            Asked::InOtherWords => "in other words",
+        }
+    }
+}
+
 struct Question {
     text: String,
     /// The turn that answers it.
     evidence: usize,
+    asked: Asked,
 }
 
-const SPEAKERS: [(&str, &str); 3] = [
+/// What Engram did with the turns and questions.
+struct Recalled {
+    /// Each question's hits at 5 and at 10.
+    hits: Vec<(bool, bool)>,
+    /// How long ingesting took.
+    ingest_time: std::time::Duration,
+    /// Each turn's stored summary, empty where nothing was stored.
+    summaries: Vec<String>,
+    /// Each question's recalled turns, best first.
+    ranked: Vec<Vec<usize>>,
+}
+
+/// Friends who talk, a pair a session; each tells facts of their own in
+/// the sessions they open.
+const PAIRS: [(&str, &str); 12] = [
     ("Caroline", "Melanie"),
     ("Jon", "Gina"),
     ("Audrey", "Andrew"),
+    ("Priya", "Tom"),
+    ("Marcus", "Elena"),
+    ("Sofia", "Daniel"),
+    ("Omar", "Hannah"),
+    ("Lucas", "Mia"),
+    ("Nina", "Victor"),
+    ("Grace", "Samuel"),
+    ("Leo", "Chloe"),
+    ("Ava", "Ethan"),
 ];
 
-/// (past-tense statement, question, the object's words) of a fact; `{o}`
-/// is the object.
-const FACTS: [(&str, &str); 12] = [
-    (
-        "I donated {o} to the shelter last week",
-        "When did {s} donate {o}?",
-    ),
-    (
-        "I finally painted {o} over the weekend",
-        "What did {s} paint recently?",
-    ),
-    (
-        "we adopted {o} from a rescue group",
-        "Which pet did {s} adopt?",
-    ),
-    (
-        "I signed up for {o} classes at the community center",
-        "What classes is {s} taking?",
-    ),
-    (
-        "my daughter's birthday party had {o} as the theme",
-        "What was the theme of {s}'s daughter's birthday?",
-    ),
-    (
-        "I started volunteering at {o} on Saturdays",
-        "Where does {s} volunteer?",
-    ),
-    (
-        "I bought {o} for the new apartment",
-        "What did {s} buy for the apartment?",
-    ),
-    (
-        "I ran {o} last month and finished strong",
-        "Which race did {s} run?",
-    ),
-    (
-        "my grandmother gave me {o} before she moved",
-        "What did {s}'s grandmother give them?",
-    ),
-    (
-        "I've been reading {o} every night",
-        "What book is {s} reading?",
-    ),
-    ("we hiked {o} during our trip", "Which trail did {s} hike?"),
-    (
-        "I learned to bake {o} from my aunt",
-        "What did {s} learn to bake?",
-    ),
-];
+/// A kind of fact a speaker tells once: what they say (`{o}` the thing),
+/// the question in its words and in other words (`{s}` the speaker), and
+/// the things it may be about.
+struct Fact {
+    statement: &'static str,
+    in_its_words: &'static str,
+    in_other_words: &'static str,
+    objects: &'static [&'static str],
+}
 
-const OBJECTS: [&str; 40] = [
-    "old winter coats",
-    "a sunflower mural",
-    "a beagle named Max",
-    "pottery",
-    "dinosaurs",
-    "the animal shelter",
-    "a velvet sofa",
-    "the city marathon",
-    "a silver locket",
-    "Dune",
-    "the Angel's Landing trail",
-    "sourdough bread",
-    "children's books",
-    "a lighthouse",
-    "a grey kitten",
-    "salsa dancing",
-    "unicorns",
-    "the food bank",
-    "a standing desk",
-    "a half marathon",
-    "a quilt",
-    "Pride and Prejudice",
-    "the coastal path",
-    "apple pie",
-    "camping gear",
-    "a portrait of my dog",
-    "two rabbits",
-    "watercolor",
-    "pirates",
-    "the library",
-    "a record player",
-    "a trail race",
-    "her wedding ring",
-    "The Hobbit",
-    "the ridge loop",
-    "cinnamon rolls",
-    "a bicycle",
-    "a forest landscape",
-    "a parrot",
-    "yoga",
+const FACTS: [Fact; 12] = [
+    Fact {
+        statement: "I donated {o} to the shelter last week",
+        in_its_words: "What did {s} donate to the shelter?",
+        in_other_words: "What did {s} give away to charity recently?",
+        objects: &[
+            "old winter coats",
+            "canned food",
+            "a box of children's books",
+            "a used bicycle",
+            "camping gear",
+            "wool blankets",
+            "school supplies",
+            "a bag of toys",
+        ],
+    },
+    Fact {
+        statement: "I finally painted {o} over the weekend",
+        in_its_words: "What did {s} paint over the weekend?",
+        in_other_words: "What artwork did {s} finish recently?",
+        objects: &[
+            "a sunflower mural",
+            "a forest landscape",
+            "a portrait of my dog",
+            "a lighthouse at dusk",
+            "a watercolor of the harbor",
+            "a bowl of lemons",
+            "the mountains at sunrise",
+            "an abstract piece in blue",
+        ],
+    },
+    Fact {
+        statement: "we adopted {o} from a rescue group",
+        in_its_words: "Which pet did {s} adopt from the rescue group?",
+        in_other_words: "What animal did {s}'s family bring home?",
+        objects: &[
+            "a beagle named Max",
+            "a grey kitten",
+            "two rabbits",
+            "a green parrot",
+            "a puppy named Luna",
+            "an old tabby cat",
+            "a guinea pig",
+            "a border collie",
+        ],
+    },
+    Fact {
+        statement: "I signed up for {o} classes at the community center",
+        in_its_words: "What classes did {s} sign up for at the community center?",
+        in_other_words: "What is {s} learning these days?",
+        objects: &[
+            "pottery",
+            "salsa dancing",
+            "yoga",
+            "French",
+            "guitar",
+            "swimming",
+            "photography",
+            "woodworking",
+        ],
+    },
+    Fact {
+        statement: "my daughter's birthday party had {o} as the theme",
+        in_its_words: "What was the theme of {s}'s daughter's birthday party?",
+        in_other_words: "How did {s} decorate for their kid's celebration?",
+        objects: &[
+            "dinosaurs",
+            "unicorns",
+            "pirates",
+            "superheroes",
+            "mermaids",
+            "outer space",
+            "princesses",
+            "jungle animals",
+        ],
+    },
+    Fact {
+        statement: "I started volunteering at {o} on Saturdays",
+        in_its_words: "Where does {s} volunteer on Saturdays?",
+        in_other_words: "Where does {s} help out on weekends?",
+        objects: &[
+            "the animal shelter",
+            "the food bank",
+            "the public library",
+            "the children's hospital",
+            "a soup kitchen",
+            "the community garden",
+            "the senior center",
+            "the wildlife rescue",
+        ],
+    },
+    Fact {
+        statement: "I bought {o} for the new apartment",
+        in_its_words: "What did {s} buy for the new apartment?",
+        in_other_words: "What furniture did {s} get for their new place?",
+        objects: &[
+            "a velvet sofa",
+            "a standing desk",
+            "a record player",
+            "an oak dining table",
+            "a tall bookshelf",
+            "a floor lamp",
+            "a wool rug",
+            "a king-size bed",
+        ],
+    },
+    Fact {
+        statement: "I ran {o} last month and finished strong",
+        in_its_words: "Which race did {s} run last month?",
+        in_other_words: "What running event did {s} complete?",
+        objects: &[
+            "the city marathon",
+            "a half marathon",
+            "a mountain trail race",
+            "a 10K",
+            "a charity 5K",
+            "the river relay",
+            "an ultramarathon",
+            "a midnight fun run",
+        ],
+    },
+    Fact {
+        statement: "my grandmother gave me {o} before she moved",
+        in_its_words: "What did {s}'s grandmother give them before she moved?",
+        in_other_words: "What family keepsake did {s} receive from their grandma?",
+        objects: &[
+            "a silver locket",
+            "her wedding ring",
+            "a handmade quilt",
+            "an old piano",
+            "a pearl necklace",
+            "her recipe book",
+            "a pocket watch",
+            "a china tea set",
+        ],
+    },
+    Fact {
+        statement: "I've been reading {o} every night",
+        in_its_words: "What book has {s} been reading every night?",
+        in_other_words: "Which novel is {s} into lately?",
+        objects: &[
+            "Dune",
+            "The Hobbit",
+            "Pride and Prejudice",
+            "Moby Dick",
+            "War and Peace",
+            "The Great Gatsby",
+            "Jane Eyre",
+            "Little Women",
+        ],
+    },
+    Fact {
+        statement: "we hiked {o} during our trip",
+        in_its_words: "Which trail did {s} hike during the trip?",
+        in_other_words: "Where did {s} go walking on vacation?",
+        objects: &[
+            "the Angel's Landing trail",
+            "the coastal path",
+            "the ridge loop",
+            "the Appalachian Trail",
+            "the canyon rim",
+            "the lake circuit",
+            "the volcano crater",
+            "the glacier path",
+        ],
+    },
+    Fact {
+        statement: "I learned to bake {o} from my aunt",
+        in_its_words: "What did {s} learn to bake from their aunt?",
+        in_other_words: "Which recipe did {s}'s aunt teach them?",
+        objects: &[
+            "sourdough bread",
+            "apple pie",
+            "cinnamon rolls",
+            "banana bread",
+            "chocolate cake",
+            "croissants",
+            "a lemon tart",
+            "soft pretzels",
+        ],
+    },
 ];
 
 const SMALL_TALK: [&str; 14] = [
@@ -169,6 +322,14 @@ const SMALL_TALK: [&str; 14] = [
     "Lol, classic. Talk soon!",
 ];
 
+/// What the listener answers a fact with.
+const REPLIES: [&str; 4] = [
+    "Wow {s}, that's amazing! Tell me more.",
+    "That sounds wonderful, {s}. How did it go?",
+    "Oh nice! I'd love to hear more about it.",
+    "No way, {s}! That's great news.",
+];
+
 const DISTRACT: [&str; 6] = [
     "{l}, I saw an ad about {o} at the mall today, made me think of you.",
     "My neighbor keeps talking about {o}, it's getting old.",
@@ -178,24 +339,48 @@ const DISTRACT: [&str; 6] = [
     "Someone at work asked me about {o}, funny timing.",
 ];
 
-/// Builds `sessions` sessions of 24 turns each: about one turn in twelve
-/// states a fact (each fact once), one in four is a distractor sharing a
-/// fact's object, the rest small talk.
+/// Builds `sessions` sessions of 24 turns each, a pair of friends a
+/// session, one of the two opening it: each speaker tells each kind of
+/// fact once (about a thing of that kind, picked at random), at a random
+/// turn of their sessions, and is asked about it later twice, in its words
+/// and in other words; a third of the other turns are distractors that name a thing
+/// of some fact, the rest small talk.
 fn conversations(seed: u64, sessions: usize) -> (Vec<Turn>, Vec<Question>) {
     let mut rng = Rng(seed | 1);
-    // Every fact is stated once: each (statement, object) pair, shuffled.
-    let mut facts: Vec<(usize, usize)> = (0..FACTS.len())
-        .flat_map(|f| (0..OBJECTS.len()).map(move |o| (f, o)))
+    let speakers: Vec<(&str, &str)> = PAIRS.iter().flat_map(|&(a, b)| [(a, b), (b, a)]).collect();
+    let speaker_of = |session: usize| {
+        let pair = session % PAIRS.len();
+        let (a, b) = PAIRS[pair];
+        if (session / PAIRS.len()).is_multiple_of(2) {
+            (a, b)
+        } else {
+            (b, a)
+        }
+    };
+    // Each speaker's facts still to tell, shuffled, and the turns they have
+    // left to tell them in.
+    let mut to_tell: std::collections::HashMap<&str, Vec<(usize, usize)>> = speakers
+        .iter()
+        .map(|(s, _)| {
+            let mut facts: Vec<(usize, usize)> = (0..FACTS.len())
+                .map(|f| (f, (rng.next() % FACTS[f].objects.len() as u64) as usize))
+                .collect();
+            for i in (1..facts.len()).rev() {
+                facts.swap(i, (rng.next() % (i as u64 + 1)) as usize);
+            }
+            (*s, facts)
+        })
         .collect();
-    for i in (1..facts.len()).rev() {
-        facts.swap(i, (rng.next() % (i as u64 + 1)) as usize);
+    let mut turns_left: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    for session in 0..sessions {
+        *turns_left.entry(speaker_of(session).0).or_default() += 24;
     }
     let mut turns = Vec::new();
-    let mut questions = Vec::new();
+    let mut told = Vec::new();
     let day = 86_400_000;
     let mut time = 1_700_000_000_000i64;
     for session in 0..sessions {
-        let (speaker, listener) = SPEAKERS[session % SPEAKERS.len()];
+        let (speaker, listener) = speaker_of(session);
         time += day;
         for t in 0..24 {
             let fill = |text: &str, o: &str| {
@@ -203,33 +388,47 @@ fn conversations(seed: u64, sessions: usize) -> (Vec<Turn>, Vec<Question>) {
                     .replace("{s}", speaker)
                     .replace("{o}", o)
             };
-            let roll = rng.next() % 12;
-            let fact = if roll < 1 { facts.pop() } else { None };
-            let (message, evidence) = if let Some((f, o)) = fact {
-                let (statement, question) = FACTS[f];
-                let object = OBJECTS[o];
-                let text = format!("Hey {listener}! {}.", fill(statement, object));
-                questions.push(Question {
-                    text: fill(question, object),
-                    evidence: turns.len(),
-                });
-                (text, true)
-            } else if roll < 4 {
-                let object = *rng.pick(&OBJECTS);
-                (fill(rng.pick::<&str>(&DISTRACT), object), false)
+            let left = turns_left.get_mut(speaker).expect("counted");
+            let facts = to_tell.get_mut(speaker).expect("every speaker");
+            let tell = !facts.is_empty() && rng.next() % (*left as u64) < facts.len() as u64;
+            *left -= 1;
+            let (message, response) = if tell {
+                let (f, o) = facts.pop().expect("not empty");
+                told.push((speaker, f, turns.len()));
+                let fact = &FACTS[f];
+                (
+                    format!("Hey {listener}! {}.", fill(fact.statement, fact.objects[o])),
+                    fill(rng.pick::<&str>(&REPLIES), ""),
+                )
             } else {
-                (fill(rng.pick::<&str>(&SMALL_TALK), ""), false)
+                let message = if rng.next().is_multiple_of(3) {
+                    let fact = rng.pick(&FACTS);
+                    let object = *rng.pick(fact.objects);
+                    fill(rng.pick::<&str>(&DISTRACT), object)
+                } else {
+                    fill(rng.pick::<&str>(&SMALL_TALK), "")
+                };
+                let response = fill(rng.pick::<&str>(&SMALL_TALK), "").replace(listener, speaker);
+                (message, response)
             };
-            let response = if evidence {
-                format!("Wow {speaker}, that's amazing! Tell me more.")
-            } else {
-                fill(rng.pick::<&str>(&SMALL_TALK), "").replace(listener, speaker)
-            };
-            let message = format!("{speaker}: {message}");
             turns.push(Turn {
-                message,
+                message: format!("{speaker}: {message}"),
                 response: format!("{listener}: {response}"),
                 time: time + t as i64 * 60_000,
+            });
+        }
+    }
+    let mut questions = Vec::new();
+    for (speaker, f, evidence) in told {
+        for asked in Asked::ALL {
+            let template = match asked {
+                Asked::InItsWords => FACTS[f].in_its_words,
+                Asked::InOtherWords => FACTS[f].in_other_words,
+            };
+            questions.push(Question {
+                text: template.replace("{s}", speaker),
+                evidence,
+                asked,
             });
         }
     }
@@ -247,27 +446,25 @@ fn hit(ranked: &[usize], evidence: usize) -> (bool, bool) {
 fn write_dataset(
     turns: &[Turn],
     questions: &[Question],
+    recalled: &Recalled,
     path: &std::ffi::OsStr,
 ) -> anyhow::Result<()> {
     let mut lines = String::new();
-    for turn in turns {
-        let line = serde_json::json!({"message": turn.message, "response": turn.response, "time": turn.time});
+    for (turn, summary) in turns.iter().zip(&recalled.summaries) {
+        let line = serde_json::json!({"message": turn.message, "response": turn.response, "time": turn.time, "summary": summary});
         lines.push_str(&format!("{line}\n"));
     }
-    for question in questions {
-        let line = serde_json::json!({"question": question.text, "evidence": question.evidence});
+    for (question, ranked) in questions.iter().zip(&recalled.ranked) {
+        let line = serde_json::json!({"question": question.text, "evidence": question.evidence, "asked": question.asked.name(), "engram": ranked});
         lines.push_str(&format!("{line}\n"));
     }
     std::fs::write(path, lines)?;
     Ok(())
 }
 
-/// Engram's hits at 5 and 10: every turn through an ingest cycle at its own
-/// time, then each question's ContextSelect; and how long ingesting took.
-fn engram_recall(
-    turns: &[Turn],
-    questions: &[Question],
-) -> anyhow::Result<((usize, usize), std::time::Duration)> {
+/// Engram's recall: every turn through an ingest cycle at its own time,
+/// then each question's ContextSelect.
+fn engram_recall(turns: &[Turn], questions: &[Question]) -> anyhow::Result<Recalled> {
     let now = Arc::new(AtomicI64::new(0));
     let clock = now.clone();
     let engram = Engram::with_config(Config {
@@ -278,6 +475,7 @@ fn engram_recall(
     let mut domain = engram.open("bench", Mode::Online, storage.backend, storage.audit)?;
     let ingest = engram::plans::ingest();
     let mut turn_of = std::collections::HashMap::new();
+    let mut summaries = Vec::with_capacity(turns.len());
     let started = std::time::Instant::now();
     for (i, turn) in turns.iter().enumerate() {
         now.store(turn.time, Ordering::SeqCst);
@@ -288,11 +486,18 @@ fn engram_recall(
             user_message: Some(turn.message.clone()),
             model_response: Some(turn.response.clone()),
         };
+        let mut summary = String::new();
         for stage in [Stage::SummarizeMemory, Stage::PersistMemory] {
-            domain
+            let results = domain
                 .run_stage(&cycle, stage, &input)?
                 .map_err(|e| anyhow::anyhow!("{e:?}"))?;
+            for result in results {
+                if let StepOutput::Staged(staged) = result.output {
+                    summary = staged.summary;
+                }
+            }
         }
+        summaries.push(summary);
         let ids = domain
             .commit_cycle(&cycle)?
             .map_err(|e| anyhow::anyhow!("{e:?}"))?;
@@ -303,7 +508,8 @@ fn engram_recall(
     }
     let ingest_time = started.elapsed();
     let recall = engram::plans::recall(10);
-    let mut engram_hits = (0, 0);
+    let mut hits = Vec::with_capacity(questions.len());
+    let mut ranks = Vec::with_capacity(questions.len());
     for (q, question) in questions.iter().enumerate() {
         let cycle = domain
             .begin_cycle(&recall, "bench", &format!("q-{q}"))?
@@ -323,16 +529,21 @@ fn engram_recall(
             _ => Vec::new(),
         };
         domain.drop_cycle(cycle)?;
-        let (at5, at10) = hit(&ranked, question.evidence);
-        engram_hits.0 += usize::from(at5);
-        engram_hits.1 += usize::from(at10);
+        hits.push(hit(&ranked, question.evidence));
+        ranks.push(ranked);
     }
 
-    Ok((engram_hits, ingest_time))
+    Ok(Recalled {
+        hits,
+        ingest_time,
+        summaries,
+        ranked: ranks,
+    })
 }
 
-/// The baseline's hits at 5 and 10: BM25 over the raw turn texts.
-fn raw_recall(turns: &[Turn], questions: &[Question]) -> (usize, usize) {
+/// The baseline's hits at 5 and 10, a question each: BM25 over the raw
+/// turn texts.
+fn raw_recall(turns: &[Turn], questions: &[Question]) -> Vec<(bool, bool)> {
     let texts: Vec<String> = turns
         .iter()
         .map(|t| format!("{}\n{}", t.message, t.response))
@@ -344,17 +555,15 @@ fn raw_recall(turns: &[Turn], questions: &[Question]) -> (usize, usize) {
     for (i, text) in corpus.iter().enumerate() {
         scorer.upsert(&i, embedder.embed(text));
     }
-    let mut raw_hits = (0, 0);
-    for question in questions {
-        let mut matches = scorer.matches(&embedder.embed(&question.text));
-        matches.sort_by(|a, b| b.score.total_cmp(&a.score).then(b.id.cmp(&a.id)));
-        let ranked: Vec<usize> = matches.into_iter().take(10).map(|m| m.id).collect();
-        let (at5, at10) = hit(&ranked, question.evidence);
-        raw_hits.0 += usize::from(at5);
-        raw_hits.1 += usize::from(at10);
-    }
-
-    raw_hits
+    questions
+        .iter()
+        .map(|question| {
+            let mut matches = scorer.matches(&embedder.embed(&question.text));
+            matches.sort_by(|a, b| b.score.total_cmp(&a.score).then(b.id.cmp(&a.id)));
+            let ranked: Vec<usize> = matches.into_iter().take(10).map(|m| m.id).collect();
+            hit(&ranked, question.evidence)
+        })
+        .collect()
 }
 
 fn main() -> anyhow::Result<()> {
@@ -365,34 +574,52 @@ fn main() -> anyhow::Result<()> {
     let seed = args.first().copied().unwrap_or(7);
     let sessions = args.get(1).copied().unwrap_or(240) as usize;
     let (turns, questions) = conversations(seed, sessions);
+    let recalled = engram_recall(&turns, &questions)?;
     if let Some(path) = std::env::var_os("ENGRAM_RECALL_DATASET") {
-        write_dataset(&turns, &questions, &path)?;
+        write_dataset(&turns, &questions, &recalled, &path)?;
     }
-    let (engram_hits, ingest_time) = engram_recall(&turns, &questions)?;
-    let raw_hits = raw_recall(&turns, &questions);
-    let n = questions.len().max(1) as f64;
-    let pct = |hits: usize| 100.0 * hits as f64 / n;
+    let raw = raw_recall(&turns, &questions);
+    let stored = recalled.summaries.iter().filter(|s| !s.is_empty()).count();
     println!(
-        "engram recall benchmark: seed {seed}, {} turns in {sessions} sessions, {} questions; ingest {:.1} ms/turn",
+        "engram recall benchmark: seed {seed}, {} turns in {sessions} sessions ({stored} stored), {} questions; ingest {:.2} ms/turn",
         turns.len(),
         questions.len(),
-        ingest_time.as_secs_f64() * 1000.0 / turns.len().max(1) as f64
+        recalled.ingest_time.as_secs_f64() * 1000.0 / turns.len().max(1) as f64
     );
-    println!("                               recall@5   recall@10");
-    println!(
-        "engram (summaries + keywords)   {:>6.1}%     {:>6.1}%",
-        pct(engram_hits.0),
-        pct(engram_hits.1)
-    );
-    println!(
-        "BM25 over the raw turn texts    {:>6.1}%     {:>6.1}%",
-        pct(raw_hits.0),
-        pct(raw_hits.1)
-    );
-    println!(
-        "engram / raw-text baseline      {:>6.2}×     {:>6.2}×",
-        engram_hits.0 as f64 / raw_hits.0.max(1) as f64,
-        engram_hits.1 as f64 / raw_hits.1.max(1) as f64
-    );
+    // Recall at 5 and at 10 of the questions `asked` so (all when `None`).
+    let recall = |hits: &[(bool, bool)], asked: Option<Asked>| {
+        let chosen: Vec<&(bool, bool)> = hits
+            .iter()
+            .zip(&questions)
+            .filter(|(_, q)| asked.is_none_or(|a| q.asked == a))
+            .map(|(h, _)| h)
+            .collect();
+        let n = chosen.len().max(1) as f64;
+        let at = |k: fn(&(bool, bool)) -> bool| chosen.iter().filter(|h| k(h)).count();
+        (
+            100.0 * at(|h| h.0) as f64 / n,
+            100.0 * at(|h| h.1) as f64 / n,
+        )
+    };
+    println!("{:<32} {:<16} recall@5  recall@10", "", "questions asked");
+    for asked in [None, Some(Asked::InItsWords), Some(Asked::InOtherWords)] {
+        let which = asked.map_or("all", Asked::name);
+        let (e5, e10) = recall(&recalled.hits, asked);
+        let (r5, r10) = recall(&raw, asked);
+        println!(
+            "{:<32} {which:<16} {e5:>7.1}%  {e10:>8.1}%",
+            "engram (summaries + keywords)"
+        );
+        println!(
+            "{:<32} {which:<16} {r5:>7.1}%  {r10:>8.1}%",
+            "BM25 over the raw turn texts"
+        );
+        println!(
+            "{:<32} {which:<16} {:>7.2}×  {:>8.2}×",
+            "engram / raw-text baseline",
+            e5 / r5.max(f64::MIN_POSITIVE),
+            e10 / r10.max(f64::MIN_POSITIVE)
+        );
+    }
     Ok(())
 }

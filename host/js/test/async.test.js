@@ -157,7 +157,7 @@ for (const [driver, makeStore] of Object.entries(MODEL_STORES)) {
       const input = { message: 'I booked the Hotel Avenida in Lisbon.', response: 'Lovely.' };
       const cycle = await domain.cycle(plan, { request_id: 'c1' });
       assert.equal((await cycle.runStage('SummarizeMemory', input)).stage, 'SummarizeMemory');
-      assert.equal((await cycle.output('summary')).summarized.summary, 'booked Hotel Avenida Lisbon.');
+      assert.equal((await cycle.output('summary')).summarized.summary, 'User booked Hotel Avenida in Lisbon.');
       await cycle.runStage('PersistMemory', input);
       const { committed } = await cycle.commit();
       assert.equal(committed.length, 1);

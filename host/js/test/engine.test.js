@@ -283,8 +283,8 @@ test(`${driver}: remember twice with one request id stores one memory, and recal
   const fresh = alice.remember('Sarah is vegetarian.', 'Noted.');
   assert.match(fresh.request_id, /^remember-[0-9a-f]{32}$/);
   const recalled = alice.recall('Which hotel did I book?', { top_k: 2 });
-  assert.deepEqual(recalled.memories, [{ id: first.committed[0], summary: 'booked Hotel Avenida Lisbon.', timestamp: when.getTime() }]);
-  assert.ok(recalled.prompt.split('\n').includes('- [2026-01-01T09:30:00Z] booked Hotel Avenida Lisbon.'), recalled.prompt);
+  assert.deepEqual(recalled.memories, [{ id: first.committed[0], summary: 'User booked Hotel Avenida in Lisbon.', timestamp: when.getTime() }]);
+  assert.ok(recalled.prompt.split('\n').includes('- [2026-01-01T09:30:00Z] User booked Hotel Avenida in Lisbon.'), recalled.prompt);
   assert.equal(recalled.left_out, 0);
   assert.throws(() => alice.recall('anything', { top_k: 0 }), EngramRefusedError);
   assert.throws(() => alice.remember('Another turn.', 'Indeed.', { request_id: 't1' }), (error) => {

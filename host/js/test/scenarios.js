@@ -65,6 +65,13 @@ function mismatch(expected, actual, bindings, path) {
     }
     return undefined;
   }
+  if (expected !== null && typeof expected === 'object' && !Array.isArray(expected)
+    && Object.keys(expected).length === 1 && '$contains' in expected) {
+    // A text that holds each of the strings listed.
+    if (typeof actual !== 'string') return `${path}: expected a text, got ${show(actual)}`;
+    const missing = expected.$contains.filter((part) => !actual.includes(part));
+    return missing.length === 0 ? undefined : `${path}: ${show(actual)} does not hold ${show(missing)}`;
+  }
   if (expected !== null && typeof expected === 'object') {
     if (actual === null || typeof actual !== 'object' || Array.isArray(actual)) {
       return `${path}: expected an object, got ${show(actual)}`;

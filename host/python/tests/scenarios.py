@@ -61,6 +61,12 @@ def mismatch(expected: Any, actual: Any, bindings: dict[str, Any], path: str) ->
             if why is not None:
                 return why
         return None
+    if isinstance(expected, dict) and list(expected) == ["$contains"]:
+        # A text that holds each of the strings listed.
+        if not isinstance(actual, str):
+            return f"{path}: expected a text, got {_show(actual)}"
+        missing = [part for part in expected["$contains"] if part not in actual]
+        return f"{path}: {_show(actual)} does not hold {_show(missing)}" if missing else None
     if isinstance(expected, dict):
         if not isinstance(actual, dict):
             return f"{path}: expected an object, got {_show(actual)}"

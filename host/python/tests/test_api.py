@@ -277,10 +277,10 @@ def test_io_w2_remember_twice_with_one_request_id_stores_one_memory_and_recall_f
         recalled = alice.recall("Which hotel did I book?", top_k=2)
         assert isinstance(recalled, Recalled) and recalled.left_out == 0
         assert recalled.memories[0] == Memory(
-            id=first.committed[0], summary="booked Hotel Avenida Lisbon.", timestamp=1767259800000
+            id=first.committed[0], summary="User booked Hotel Avenida in Lisbon.", timestamp=1767259800000
         )
         assert recalled.memories[0].time == when
-        assert "- [2026-01-01T09:30:00Z] booked Hotel Avenida Lisbon." in recalled.prompt.splitlines()
+        assert "- [2026-01-01T09:30:00Z] User booked Hotel Avenida in Lisbon." in recalled.prompt.splitlines()
         assert recalled.prompt.endswith("User: Which hotel did I book?")
 
 
