@@ -9,7 +9,7 @@ use support::engram;
 use wasmtime::component::types::{ComponentFunc, ComponentItem, Type};
 
 const PACKAGE: &str = "engram:memory";
-const VERSION: &str = "0.1.0";
+const VERSION: &str = "0.2.0";
 
 fn interface(name: &str) -> String {
     format!("{PACKAGE}/{name}@{VERSION}")
@@ -94,6 +94,7 @@ fn the_component_imports_only_engram_interfaces_and_nothing_from_wasi() {
     let expected: Vec<String> = [
         "audit",
         "domain",
+        "embedder",
         "persistence",
         "ranker",
         "summarizer",
@@ -150,7 +151,10 @@ fn io_r3_the_io_interface_is_the_only_way_in_or_out() {
     let maintenance: Vec<String> = functions(&exports()[&interface("maintenance")])
         .into_keys()
         .collect();
-    assert_eq!(maintenance, ["expire", "export", "import"]);
+    assert_eq!(
+        maintenance,
+        ["expire", "export", "import", "reembed", "vector-model"]
+    );
     let graph: Vec<String> = functions(&exports()[&interface("graph")])
         .into_keys()
         .collect();

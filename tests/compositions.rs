@@ -51,10 +51,11 @@ fn the_host_composition_imports_the_store_instead_of_persistence() {
         HOST,
         &[
             "engram:adapter/store@0.1.0",
-            "engram:memory/ranker@0.1.0",
-            "engram:memory/summarizer@0.1.0",
-            "engram:memory/tokenizer@0.1.0",
-            "engram:memory/types@0.1.0",
+            "engram:memory/embedder@0.2.0",
+            "engram:memory/ranker@0.2.0",
+            "engram:memory/summarizer@0.2.0",
+            "engram:memory/tokenizer@0.2.0",
+            "engram:memory/types@0.2.0",
         ],
         &["engram:adapter/domain@0.1.0", "engram:js/calls@0.1.0"],
     );
@@ -63,13 +64,14 @@ fn the_host_composition_imports_the_store_instead_of_persistence() {
 /// With the summarizer and ranker inside, neither is imported; the
 /// tokenizer is, so that it is loaded only when a token budget needs it.
 #[test]
-fn the_builtin_composition_imports_the_store_the_types_and_the_tokenizer() {
+fn the_builtin_composition_imports_the_store_the_types_the_tokenizer_and_the_embedder() {
     assert_world(
         HOST_BUILTIN,
         &[
             "engram:adapter/store@0.1.0",
-            "engram:memory/tokenizer@0.1.0",
-            "engram:memory/types@0.1.0",
+            "engram:memory/embedder@0.2.0",
+            "engram:memory/tokenizer@0.2.0",
+            "engram:memory/types@0.2.0",
         ],
         &["engram:adapter/domain@0.1.0", "engram:js/calls@0.1.0"],
     );
@@ -80,10 +82,10 @@ fn the_builtin_composition_imports_the_store_the_types_and_the_tokenizer() {
 fn the_algorithms_export_the_summarizer_and_the_ranker() {
     assert_world(
         ALGORITHMS,
-        &["engram:memory/types@0.1.0"],
+        &["engram:memory/types@0.2.0"],
         &[
-            "engram:memory/ranker@0.1.0",
-            "engram:memory/summarizer@0.1.0",
+            "engram:memory/ranker@0.2.0",
+            "engram:memory/summarizer@0.2.0",
         ],
     );
 }
@@ -92,7 +94,7 @@ fn the_algorithms_export_the_summarizer_and_the_ranker() {
 /// without it holds no table of tokens.
 #[test]
 fn the_tokenizer_exports_the_tokenizer_alone_and_the_compositions_hold_no_table() {
-    assert_world(TOKENIZER, &[], &["engram:memory/tokenizer@0.1.0"]);
+    assert_world(TOKENIZER, &[], &["engram:memory/tokenizer@0.2.0"]);
     // A stretch of the table: tokens 100..116 as the table holds them.
     let table = engram_algorithms::o200k::RANKS;
     let mut at = 0;

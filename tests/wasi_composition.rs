@@ -107,9 +107,9 @@ fn engram_cli_exports_only_wasi_cli_run() {
 #[test]
 fn engram_standalone_exports_the_engine_interfaces_and_their_types() {
     let exports = shape(&read(engram_wasi::STANDALONE)).exports;
-    let mut wanted = vec!["engram:memory/types@0.1.0".to_string()];
+    let mut wanted = vec!["engram:memory/types@0.2.0".to_string()];
     wanted.extend(shape(engram_component::COMPONENT).exports);
-    assert!(wanted.iter().any(|name| name == "engram:memory/io@0.1.0"));
+    assert!(wanted.iter().any(|name| name == "engram:memory/io@0.2.0"));
     assert_eq!(exports, wanted);
 }
 

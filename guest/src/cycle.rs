@@ -17,7 +17,7 @@ use crate::bindings::exports::engram::memory::cycle::{
     SummarizeInput, Summarized, TurnInput,
 };
 use crate::writer::{self, Write, Written};
-use crate::{Engine, Now, Stored, get, keys, load_with, validate};
+use crate::{Engine, Now, Stored, get, keys, load_with, validate, vectors};
 use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
 
@@ -170,7 +170,8 @@ impl CycleResource {
                     return Err(CycleError::MissingInput(step.inputs.join(",")));
                 };
                 let top_k = self.plan.metadata.top_k.unwrap_or(0);
-                self.retrieve(&step.name, &query.keywords, top_k)
+                let question = state.user_message.clone().unwrap_or_default();
+                self.retrieve(&step.name, &query.keywords, &question, top_k)
                     .map(StepOutput::Retrieved)
             }
             StepKind::ContextSelect => match input(0) {
@@ -216,17 +217,19 @@ impl CycleResource {
         &self,
         step: &str,
         keywords: &[String],
+        question: &str,
         top_k: u32,
     ) -> Result<Vec<RetrievedMemory>, CycleError> {
         // A step's request id: the cycle's and the step's (S-CYCLE).
         let request_id = format!("{}#{step}", self.request_id);
-        let answer = gather_and_rank(keywords, top_k);
+        let answer = gather_and_rank(keywords, question, top_k);
         let outcome = match &answer {
             Ok((memories, gathered)) => Outcome::Retrieved(audit::Retrieval {
                 returned: memories.len() as u32,
                 entries_read: gathered.entries_read,
                 candidates: gathered.candidates,
                 bound_reached: gathered.bound_reached,
+                by_meaning: gathered.by_meaning,
             }),
             Err((_, reason)) => Outcome::Failed(reason.clone()),
         };
@@ -269,6 +272,18 @@ impl CycleResource {
                 (format!("{}#{step}", self.request_id), record)
             })
             .collect();
+        // The staged summaries' vectors, one call, checked against the
+        // domain's model before anything is written (S-VECTOR); a failure
+        // is audited as every write's, like a refused commit.
+        let mut embedded = match embed_staged(staged) {
+            Ok(embedded) => embedded.into_iter(),
+            Err((error, why)) => {
+                for (request_id, _) in &requests {
+                    audit::append(&entry(request_id, Outcome::Rejected(why.clone())));
+                }
+                return Err(error);
+            }
+        };
         let answer = if domain::mode() != AccessMode::Online {
             Err("COGNITION may not write while the domain is in maintenance mode (IO-W7)".into())
         } else if let Some(why) = requests
@@ -284,6 +299,7 @@ impl CycleResource {
                     source: &source,
                     record,
                     by_cycle: true,
+                    embedded: embedded.next(),
                 })
                 .collect();
             // The entries of what the cycle stores go into its commit.
@@ -370,6 +386,74 @@ struct Gathered {
     entries_read: u32,
     candidates: u32,
     bound_reached: bool,
+    /// How many candidates came by meaning alone; none when by keywords
+    /// alone.
+    by_meaning: Option<u32>,
+}
+
+/// The vectors of a cycle's staged memories, with the host's embedder, of
+/// the domain's model; none without an embedder.
+fn embed_staged(
+    staged: &[(String, IngestedMemory, i64)],
+) -> Result<Vec<writer::Embedded>, Failure> {
+    let summaries: Vec<String> = staged.iter().map(|(_, m, _)| m.summary.clone()).collect();
+    let embedded = crate::embed_passages(&summaries).map_err(|why| {
+        (
+            CycleError::EmbedderFailed(why.clone()),
+            format!("the embedder failed: {why}"),
+        )
+    })?;
+    if let Some(first) = embedded.first() {
+        let domain =
+            vectors::domain_model(get).map_err(|why| (CycleError::StorageUnavailable, why))?;
+        if let Some(domain) = domain.filter(|d| d.model != first.model) {
+            let why = vectors::changed(&domain.model, &first.model);
+            return Err((
+                CycleError::ModelChanged((domain.model, first.model.clone())),
+                why,
+            ));
+        }
+    }
+    Ok(embedded)
+}
+
+/// The memories most alike in meaning to `question` (S-VECTOR): none when
+/// the host has no embedder or the domain no vectors. Answers the
+/// `candidate-limit` most similar, and the similarity of each of `known`
+/// that has a vector.
+fn by_meaning(
+    question: &str,
+    known: &HashSet<String>,
+) -> Result<Option<vectors::Nearest>, Failure> {
+    let storage = |why: String| (CycleError::StorageUnavailable, why);
+    let embedder = |why: String| {
+        (
+            CycleError::EmbedderFailed(why.clone()),
+            format!("the embedder failed: {why}"),
+        )
+    };
+    let Some(model) = vectors::host_model().map_err(embedder)? else {
+        return Ok(None);
+    };
+    let domain = vectors::domain_model(get).map_err(storage)?;
+    if let Some(domain) = domain.as_ref().filter(|d| d.model != model) {
+        let why = vectors::changed(&domain.model, &model);
+        return Err((CycleError::ModelChanged((domain.model.clone(), model)), why));
+    }
+    // The question is embedded whenever the host has an embedder, so one
+    // that fails fails the recall (B5-F1) whatever the domain holds.
+    let query = vectors::embed(&model, &[question.to_owned()], vectors::QUERY)
+        .map_err(embedder)?
+        .pop()
+        .ok_or_else(|| embedder("no vector for the question".into()))?;
+    let Some(domain) = domain else {
+        return Ok(None);
+    };
+    let limit = domain::candidate_limit().max(1);
+    let page = domain::read_limit_ceiling().max(limit);
+    vectors::nearest(domain.generation, &query, limit as usize, page, known)
+        .map(Some)
+        .map_err(storage)
 }
 
 /// Gathers candidates through the keyword index (S-GATHER), fairly: the candidate
@@ -433,16 +517,32 @@ fn gather(keywords: &[String]) -> Result<(Vec<String>, Gathered), Failure> {
         entries_read: limit - budget,
         candidates: ids.len() as u32,
         bound_reached: budget == 0 && !active.is_empty(),
+        by_meaning: None,
     };
     Ok((ids, gathered))
 }
 
 fn gather_and_rank(
     keywords: &[String],
+    question: &str,
     top_k: u32,
 ) -> Result<(Vec<RetrievedMemory>, Gathered), Failure> {
     let storage = |why: String| (CycleError::StorageUnavailable, why);
-    let (ids, gathered) = gather(keywords)?;
+    let (mut ids, mut gathered) = gather(keywords)?;
+    let mut similarity: HashMap<String, f32> = HashMap::new();
+    let known: HashSet<String> = ids.iter().cloned().collect();
+    if let Some((nearest, of_known)) = by_meaning(question, &known)? {
+        let mut more = 0;
+        for (id, s) in nearest {
+            if !known.contains(&id) {
+                ids.push(id.clone());
+                more += 1;
+            }
+            similarity.insert(id, s);
+        }
+        similarity.extend(of_known);
+        gathered.by_meaning = Some(more);
+    }
     let mut candidates = Vec::with_capacity(ids.len());
     let mut now = Now::default();
     for id in &ids {
@@ -461,15 +561,14 @@ fn gather_and_rank(
                 },
                 _,
             )) => candidates.push(Candidate {
+                similarity: similarity.get(&id).copied(),
                 id,
                 summary: memory.summary,
                 keywords: memory.keywords,
                 timestamp,
             }),
             _ => {
-                return Err(storage(format!(
-                    "keyword index entry for {id} points nowhere"
-                )));
+                return Err(storage(format!("an index entry for {id} points nowhere")));
             }
         }
     }

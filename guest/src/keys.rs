@@ -17,6 +17,8 @@
 //! | `N` | to entity (2+n), type (2+n), fact key     | id of the current relation  |
 //! | `P` | fact key                                  | the key's privacy tier (1)  |
 //! | `X` | expiry time (8), sequence (8)             | id of a record that expires |
+//! | `Q` | generation (4), sequence (8)              | an ingested memory's summary vector (`vectors.rs`) |
+//! | `M` | `vec`, `reembed`                          | the domain's embedding model, a re-embedding under way (`vectors.rs`) |
 //!
 //! A fact key with no `P` entry is public.
 //!
@@ -244,6 +246,16 @@ pub fn expired_range(now: i64) -> (Vec<u8>, Vec<u8>) {
 pub fn expiry_seq(key: &[u8]) -> Option<u64> {
     match key {
         [EXPIRY, rest @ ..] if rest.len() == 16 => {
+            <[u8; 8]>::try_from(&rest[8..]).ok().map(u64::from_be_bytes)
+        }
+        _ => None,
+    }
+}
+
+/// The sequence number of a time-index entry's key.
+pub fn time_seq(key: &[u8]) -> Option<u64> {
+    match key {
+        [TIME, _, rest @ ..] if rest.len() == 16 => {
             <[u8; 8]>::try_from(&rest[8..]).ok().map(u64::from_be_bytes)
         }
         _ => None,

@@ -12,6 +12,7 @@ mod keys;
 mod maintenance;
 mod time;
 mod validate;
+mod vectors;
 mod writer;
 
 /// The WIT package's bindings (`engram:memory`, the `engine` world): the
@@ -140,11 +141,22 @@ pub(crate) fn write(request: &WriteRequest) -> Result<Written, String> {
     }
     validate::record(&request.record).map_err(|why| format!("invalid record: {why}"))?;
 
+    // An ingested memory's summary is embedded for its commit (S-VECTOR).
+    let embedded = match &request.record {
+        MemoryRecord::Event(Event {
+            payload: EventPayload::Ingested(memory),
+            ..
+        }) => embed_passages(std::slice::from_ref(&memory.summary))
+            .map_err(|why| format!("the embedder failed: {why}"))?
+            .pop(),
+        _ => None,
+    };
     let write = Write {
         request_id: &request.request_id,
         source: &request.source,
         record: &request.record,
         by_cycle: false,
+        embedded,
     };
     // The entry of an accepted write goes into its commit.
     let mut committed = writer::write_all(&[write], |written| {
@@ -161,6 +173,21 @@ pub(crate) fn write(request: &WriteRequest) -> Result<Written, String> {
         audit::append(&write_entry(request, accepted(&written)));
     }
     Ok(written)
+}
+
+/// The vectors of memories' summaries, one call (role `passage`), with the
+/// host's model; none when the host has no embedder.
+pub(crate) fn embed_passages(summaries: &[String]) -> Result<Vec<writer::Embedded>, String> {
+    let Some(model) = vectors::host_model()? else {
+        return Ok(Vec::new());
+    };
+    Ok(vectors::embed(&model, summaries, vectors::PASSAGE)?
+        .into_iter()
+        .map(|vector| writer::Embedded {
+            model: model.clone(),
+            vector,
+        })
+        .collect())
 }
 
 /// A refused read: the typed error for the caller and the reason for the

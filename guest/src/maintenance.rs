@@ -3,19 +3,25 @@
 
 use crate::bindings::engram::memory::audit::{self, Operation, Outcome};
 use crate::bindings::engram::memory::domain::{self, AccessMode};
+use crate::bindings::engram::memory::embedder::Model;
 use crate::bindings::engram::memory::persistence::{
     self, Direction, Entry, Precondition, StorageError,
 };
+use crate::bindings::engram::memory::types::{Event, EventPayload};
 use crate::bindings::engram::memory::types::{
     MemoryRecord, RecordType, SourceActor, SourceComponent, StoredFact, StoredState, WriteSource,
 };
 use crate::bindings::exports::engram::memory::maintenance::{
     ExportPage, ExportedItem, ExportedRecord, ExportedRequest, Guest, MaintenanceError,
+    ReembedProgress,
 };
 use crate::keys::{self, Exported};
-use crate::writer::{Batch, Clock, Idempotency, decode_seq, fact_indexes, timed_indexes};
+use crate::writer::{
+    Batch, Clock, Idempotency, decode_seq, fact_indexes, lay_vector, timed_indexes,
+};
 use crate::{
     Engine, Stored, decode, encode, encode_record, get, load_with, storage, tier_rank, validate,
+    vectors,
 };
 
 // Export and import: the same ids, times and indexes (S-EXPORT).
@@ -44,6 +50,25 @@ impl Guest for Engine {
             Err((_, reason)) => audit::append(&import_entry(Outcome::Rejected(reason.clone()))),
         }
         answer.map(|(n, _)| n).map_err(|(error, _)| error)
+    }
+
+    fn vector_model() -> Result<Option<Model>, MaintenanceError> {
+        vectors::domain_model(get)
+            .map(|m| m.map(|m| m.model))
+            .map_err(|_| MaintenanceError::StorageUnavailable)
+    }
+
+    fn reembed(limit: u32) -> Result<ReembedProgress, MaintenanceError> {
+        // A call that embeds something carries its entry in its commit.
+        let answer = in_maintenance().and_then(|()| reembed(limit));
+        match &answer {
+            Ok((_, true)) => {}
+            Ok((progress, false)) => {
+                audit::append(&reembed_entry(Outcome::Applied(progress.embedded)))
+            }
+            Err((_, reason)) => audit::append(&reembed_entry(Outcome::Failed(reason.clone()))),
+        }
+        answer.map(|(p, _)| p).map_err(|(error, _)| error)
     }
 
     fn expire(limit: u32) -> Result<u32, MaintenanceError> {
@@ -92,6 +117,21 @@ fn import_entry(outcome: Outcome) -> audit::Entry {
     }
 }
 
+/// The audit entry of a re-embedding call.
+fn reembed_entry(outcome: Outcome) -> audit::Entry {
+    audit::Entry {
+        request_id: "maintenance-reembed".into(),
+        operation: Operation::Write,
+        source: Some(WriteSource {
+            agent_id: domain::agent(),
+            component: SourceComponent::Maintenance,
+            actor: SourceActor::System,
+        }),
+        record_type: Some(RecordType::Event),
+        outcome,
+    }
+}
+
 /// A refused call: the typed error and the reason for the audit trail.
 type Refusal = (MaintenanceError, String);
 
@@ -100,7 +140,8 @@ fn in_maintenance() -> Result<(), Refusal> {
         AccessMode::Maintenance => Ok(()),
         AccessMode::Online => Err((
             MaintenanceError::NotInMaintenance,
-            "export, import and expire need a domain opened for maintenance (IO-W7)".into(),
+            "export, import, expire and reembed need a domain opened for maintenance (IO-W7)"
+                .into(),
         )),
     }
 }
@@ -250,6 +291,9 @@ fn import(items: &[ExportedItem]) -> Result<(u32, bool), Refusal> {
     // times, so a write after the import is later than all of them (MT-2).
     let mut clock = Clock::unread();
     let mut new = 0;
+    // The ingested memories imported, for their vectors (S-VECTOR): the
+    // export carries none; the host's embedder makes them here.
+    let mut ingested: Vec<(u64, &str, &str)> = Vec::new();
     for (i, item) in items.iter().enumerate() {
         let stored = match item {
             ExportedItem::Record(record) => {
@@ -257,7 +301,18 @@ fn import(items: &[ExportedItem]) -> Result<(u32, bool), Refusal> {
                 for time in record.created_at.into_iter().chain(record.superseded_at) {
                     clock.witness(&batch, time).map_err(fault)?;
                 }
-                import_record(&mut batch, record)
+                let stored = import_record(&mut batch, record);
+                if let (
+                    Ok(true),
+                    MemoryRecord::Event(Event {
+                        payload: EventPayload::Ingested(memory),
+                        ..
+                    }),
+                ) = (&stored, &record.record)
+                {
+                    ingested.push((record.seq, &record.id, &memory.summary));
+                }
+                stored
             }
             ExportedItem::Request(request) => import_request(&mut batch, request),
             ExportedItem::KeyTier((key, tier)) => import_tier(&mut batch, key, *tier),
@@ -268,6 +323,7 @@ fn import(items: &[ExportedItem]) -> Result<(u32, bool), Refusal> {
     if new == 0 {
         return Ok((0, false));
     }
+    import_vectors(&mut batch, &ingested, first_seq == 0)?;
     batch.preconditions.push(match seq_value {
         Some(value) => Precondition::Holds(Entry {
             key: keys::SEQ.to_vec(),
@@ -287,6 +343,222 @@ fn import(items: &[ExportedItem]) -> Result<(u32, bool), Refusal> {
             "the domain changed during the import; nothing of the batch was stored".into(),
         )),
         Err(StorageError::Unavailable(why)) => Err(fault(format!("storage unavailable: {why}"))),
+    }
+}
+
+/// The vectors of imported memories, in one call of the host's embedder,
+/// under the domain's model; none without an embedder (the domain's
+/// vectors are then incomplete until `reembed`).
+fn import_vectors(
+    batch: &mut Batch,
+    ingested: &[(u64, &str, &str)],
+    fresh: bool,
+) -> Result<(), Refusal> {
+    if ingested.is_empty() {
+        return Ok(());
+    }
+    let summaries: Vec<String> = ingested.iter().map(|(_, _, s)| (*s).to_owned()).collect();
+    let embedded = crate::embed_passages(&summaries).map_err(embedder_failed)?;
+    if let Some(first) = embedded.first() {
+        model_is_the_domains(batch, &first.model)?;
+    }
+    let mut embedded = embedded.into_iter();
+    for (seq, id, _) in ingested {
+        lay_vector(batch, embedded.next().as_ref(), id, *seq, fresh).map_err(fault)?;
+    }
+    Ok(())
+}
+
+fn embedder_failed(why: String) -> Refusal {
+    (
+        MaintenanceError::EmbedderFailed(why.clone()),
+        format!("the embedder failed: {why}"),
+    )
+}
+
+/// Refuses a host model that is not the domain's.
+fn model_is_the_domains(batch: &Batch, model: &Model) -> Result<(), Refusal> {
+    let domain = vectors::domain_model(|k| batch.get(k)).map_err(fault)?;
+    match domain {
+        Some(domain) if domain.model != *model => Err((
+            MaintenanceError::ModelChanged((domain.model.clone(), model.clone())),
+            vectors::changed(&domain.model, model),
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// One call of a re-embedding (S-VECTOR): embeds at most `limit` ingested
+/// memories, oldest first, into a new generation, then makes it the
+/// domain's, then drops the old generation's vectors, `limit` at a time;
+/// each call one commit that records how far it came. `true` when the
+/// commit carried the audit entry.
+fn reembed(limit: u32) -> Result<(ReembedProgress, bool), Refusal> {
+    let limit = bounded(limit)?;
+    let model = vectors::host_model()
+        .map_err(embedder_failed)?
+        .ok_or_else(|| {
+            (
+                MaintenanceError::NoEmbedder,
+                "reembed needs a host with an embedder".to_string(),
+            )
+        })?;
+    let mut batch = Batch::default();
+    let domain_value = get(vectors::MODEL).map_err(fault)?;
+    let reembed_value = get(vectors::REEMBED).map_err(fault)?;
+    let domain = domain_value
+        .as_deref()
+        .map(vectors::decode_model)
+        .transpose()
+        .map_err(fault)?;
+    let under_way = reembed_value
+        .as_deref()
+        .map(vectors::decode_reembed)
+        .transpose()
+        .map_err(fault)?;
+    let done = |embedded| ReembedProgress {
+        embedded,
+        done: true,
+    };
+    // The domain and the store may not change under the call.
+    batch.preconditions.push(held(vectors::MODEL, domain_value));
+    batch
+        .preconditions
+        .push(held(vectors::REEMBED, reembed_value));
+    let mut state = match under_way {
+        Some(state) if state.model == model => state,
+        // Another model's re-embedding was under way: start over with this
+        // one, in a generation after both.
+        Some(state) => vectors::Reembed {
+            generation: state.generation.wrapping_add(1),
+            model: model.clone(),
+            dropping: false,
+            cursor: Vec::new(),
+        },
+        None => match &domain {
+            Some(domain) if domain.model == model && domain.complete => {
+                return Ok((done(0), false));
+            }
+            domain => vectors::Reembed {
+                generation: domain.as_ref().map_or(0, |d| d.generation.wrapping_add(1)),
+                model: model.clone(),
+                dropping: false,
+                cursor: Vec::new(),
+            },
+        },
+    };
+    let mut embedded = 0;
+    let finished;
+    if !state.dropping {
+        let (all_start, end) = keys::time_all(keys::EVENT);
+        let start = if state.cursor.is_empty() {
+            all_start
+        } else {
+            state.cursor.clone()
+        };
+        let entries = persistence::scan(&start, &end, limit, Direction::Ascending)
+            .map_err(|e| fault(storage(e)))?;
+        let mut now = crate::Now::default();
+        let mut found: Vec<(u64, String, String)> = Vec::new();
+        for entry in &entries {
+            let seq = keys::time_seq(&entry.key)
+                .ok_or_else(|| fault(format!("a time-index entry is damaged: {:?}", entry.key)))?;
+            let id = String::from_utf8(entry.value.clone())
+                .map_err(|_| fault("a time-index entry is damaged".into()))?;
+            match load_with(&id, get).map_err(fault)? {
+                // An expired memory waits for expiry, with no vector.
+                Some((_, expires_at)) if now.passed(expires_at) => {}
+                Some((
+                    Stored::Event {
+                        event:
+                            Event {
+                                payload: EventPayload::Ingested(memory),
+                                ..
+                            },
+                        ..
+                    },
+                    _,
+                )) => found.push((seq, id, memory.summary)),
+                Some(_) => {}
+                None => return Err(fault(format!("time-index entry for {id} points nowhere"))),
+            }
+        }
+        let summaries: Vec<String> = found.iter().map(|(_, _, s)| s.clone()).collect();
+        let made = vectors::embed(&model, &summaries, vectors::PASSAGE).map_err(embedder_failed)?;
+        for ((seq, id, _), vector) in found.iter().zip(&made) {
+            batch.put(
+                vectors::key(state.generation, *seq),
+                vectors::value(id, vector),
+            );
+        }
+        embedded = found.len() as u32;
+        match entries.last() {
+            Some(last) if entries.len() as u32 == limit => {
+                let mut next = last.key.clone();
+                next.push(0);
+                state.cursor = next;
+                finished = false;
+            }
+            // Every memory has its vector: the generation is the domain's,
+            // and the vectors of any other go next.
+            _ => {
+                let made = vectors::DomainModel {
+                    generation: state.generation,
+                    model: model.clone(),
+                    complete: true,
+                };
+                batch.put(vectors::MODEL.to_vec(), vectors::encode_model(&made));
+                state.dropping = true;
+                finished = false;
+            }
+        }
+    } else {
+        // Every vector of another generation goes, `limit` a call.
+        let (all, end) = vectors::all();
+        let (ours, after_ours) = vectors::range(state.generation);
+        let mut removed = 0;
+        for (start, end) in [(all, ours), (after_ours, end)] {
+            let entries = persistence::scan(&start, &end, limit - removed, Direction::Ascending)
+                .map_err(|e| fault(storage(e)))?;
+            removed += entries.len() as u32;
+            for entry in entries {
+                batch.delete(entry.key);
+            }
+            if removed == limit {
+                break;
+            }
+        }
+        finished = removed < limit;
+    }
+    if finished {
+        batch.delete(vectors::REEMBED.to_vec());
+    } else {
+        batch.put(vectors::REEMBED.to_vec(), vectors::encode_reembed(&state));
+    }
+    let trail = [reembed_entry(Outcome::Applied(embedded))];
+    match persistence::commit(&batch.preconditions, &batch.ops, &trail) {
+        Ok(()) => Ok((
+            ReembedProgress {
+                embedded,
+                done: finished,
+            },
+            true,
+        )),
+        Err(StorageError::Conflict) => Err(fault(
+            "the domain changed during the re-embedding; nothing of the call was stored".into(),
+        )),
+        Err(StorageError::Unavailable(why)) => Err(fault(format!("storage unavailable: {why}"))),
+    }
+}
+
+/// The precondition that a key still holds what was read.
+fn held(key: &[u8], value: Option<Vec<u8>>) -> Precondition {
+    match value {
+        Some(value) => Precondition::Holds(Entry {
+            key: key.to_vec(),
+            value,
+        }),
+        None => Precondition::Absent(key.to_vec()),
     }
 }
 
@@ -361,6 +633,8 @@ fn expire(limit: u32) -> Result<u32, Refusal> {
         .map_err(|e| fault(storage(e)))?;
     let mut batch = Batch::default();
     let mut trail = Vec::with_capacity(entries.len());
+    // Every generation a memory's vector may be of.
+    let generations = vectors::generations(get).map_err(fault)?;
     // The versions each FACT key loses, to find a key left with none.
     let mut keys_left: Vec<(String, u32)> = Vec::new();
     for entry in entries {
@@ -395,6 +669,11 @@ fn expire(limit: u32) -> Result<u32, Refusal> {
             Stored::Event { event, .. } => {
                 for index in timed_indexes(&MemoryRecord::Event(event.clone()), seq) {
                     batch.delete(index);
+                }
+                if matches!(event.payload, EventPayload::Ingested(_)) {
+                    for generation in &generations {
+                        batch.delete(vectors::key(*generation, seq));
+                    }
                 }
             }
             Stored::State(state) => {

@@ -4,12 +4,13 @@
 
 use crate::bindings::engram::memory::audit;
 use crate::bindings::engram::memory::domain;
+use crate::bindings::engram::memory::embedder::Model;
 use crate::bindings::engram::memory::persistence::{self, Entry, Op, Precondition, StorageError};
 use crate::bindings::engram::memory::types::{
     EntityType, EventPayload, FactPayload, MemoryRecord, SourceActor, SourceComponent, StoredFact,
     StoredState, WriteSource,
 };
-use crate::{Stored, decode, encode, encode_record, get, keys, load_with};
+use crate::{Stored, decode, encode, encode_record, get, keys, load_with, vectors};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 
@@ -25,6 +26,15 @@ pub struct Write<'a> {
     /// Written by a cycle: a retry of the cycle stamps its memory with a
     /// new time, so the time is left out when a replay is compared.
     pub by_cycle: bool,
+    /// An ingested memory's summary vector and the model that made it,
+    /// when the host has an embedder (S-VECTOR).
+    pub embedded: Option<Embedded>,
+}
+
+/// A summary's vector, of a model.
+pub struct Embedded {
+    pub model: Model,
+    pub vector: Vec<f32>,
 }
 
 /// What a batch of writes came to.
@@ -138,6 +148,9 @@ fn try_write_all(
         .map(|_| keys::record_id(domain::id_entropy()))
         .collect();
     let mut wanted = vec![keys::SEQ.to_vec()];
+    if writes.iter().any(|w| is_ingested(w.record)) {
+        wanted.push(vectors::MODEL.to_vec());
+    }
     for (write, id) in writes.iter().zip(&ids) {
         wanted.push(keys::idempotency(write.request_id));
         wanted.push(keys::record(id));
@@ -190,6 +203,15 @@ fn try_write_all(
         batch.put(idempotency_key, encode(&entry));
         let expire_after = *expire_after.get_or_insert_with(domain::expire_after);
         lay_out(&mut batch, write.record, &id, seq, &mut clock, expire_after)?;
+        if is_ingested(write.record) {
+            lay_vector(
+                &mut batch,
+                write.embedded.as_ref(),
+                &id,
+                seq,
+                first_seq == 0,
+            )?;
+        }
         written.push(Written::New(id));
     }
     clock.keep(&mut batch);
@@ -220,6 +242,56 @@ fn try_write_all(
         Err(StorageError::Conflict) => Ok(None),
         Err(StorageError::Unavailable(why)) => Err(format!("storage unavailable: {why}")),
     }
+}
+
+/// Whether a record is an ingested memory, which has a summary vector
+/// when the host has an embedder.
+pub fn is_ingested(record: &MemoryRecord) -> bool {
+    matches!(record, MemoryRecord::Event(event) if matches!(event.payload, EventPayload::Ingested(_)))
+}
+
+/// Lays out an ingested memory's vector, if it has one, under the domain's
+/// model, which the domain's first vector records (S-VECTOR): `complete`
+/// while every ingested memory has one (`fresh`: the domain held nothing
+/// before this batch). A memory written with no vector makes the domain's
+/// vectors incomplete; one of another model than the domain's is refused.
+pub fn lay_vector(
+    batch: &mut Batch,
+    embedded: Option<&Embedded>,
+    id: &str,
+    seq: u64,
+    fresh: bool,
+) -> Result<(), String> {
+    let current = vectors::domain_model(|k| batch.get(k))?;
+    match (embedded, current) {
+        (Some(embedded), None) => {
+            let model = vectors::DomainModel {
+                generation: 0,
+                model: embedded.model.clone(),
+                complete: fresh,
+            };
+            batch.put(vectors::MODEL.to_vec(), vectors::encode_model(&model));
+            batch.put(vectors::key(0, seq), vectors::value(id, &embedded.vector));
+        }
+        (Some(embedded), Some(domain)) if domain.model == embedded.model => {
+            batch.put(
+                vectors::key(domain.generation, seq),
+                vectors::value(id, &embedded.vector),
+            );
+        }
+        (Some(embedded), Some(domain)) => {
+            return Err(vectors::changed(&domain.model, &embedded.model));
+        }
+        (None, Some(domain)) if domain.complete => {
+            let model = vectors::DomainModel {
+                complete: false,
+                ..domain
+            };
+            batch.put(vectors::MODEL.to_vec(), vectors::encode_model(&model));
+        }
+        (None, _) => {}
+    }
+    Ok(())
 }
 
 /// A new record id no record of the store or the batch holds (MT-1: ids

@@ -65,7 +65,7 @@ const CALLS: &str = "engram:js/calls@0.1.0";
 /// What the host layer does for its host besides the engine's calls.
 const DOMAIN: &str = "engram:adapter/domain@0.1.0";
 /// An engine import the host layer supplies (with `audit` and `domain`).
-const PERSISTENCE: &str = "engram:memory/persistence@0.1.0";
+const PERSISTENCE: &str = "engram:memory/persistence@0.2.0";
 /// What the composition leaves for its host to supply: the raw store, and
 /// the engine's types, summarizer, ranker and tokenizer.
 const HOST: &[&str] = &["engram:memory/", "engram:adapter/"];

@@ -61,7 +61,7 @@ pub trait Summarizer: Send + Sync {
 }
 
 /// One candidate memory for a ranker.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Candidate {
     /// Its id.
     pub id: String,
@@ -71,6 +71,9 @@ pub struct Candidate {
     pub keywords: Vec<String>,
     /// When it was ingested.
     pub timestamp: i64,
+    /// The cosine similarity of its summary's vector to the question's,
+    /// when the host has an embedder and the memory a vector.
+    pub similarity: Option<f32>,
 }
 
 /// Orders candidates for a query. The answer must be at most `k` ids of
@@ -84,6 +87,46 @@ pub trait Ranker: Send + Sync {
         candidates: &[Candidate],
         k: u32,
     ) -> Result<Vec<String>, String>;
+}
+
+/// What a text is to an [`Embedder`]: a memory's summary, or a question.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Role {
+    /// A memory's summary, to be found.
+    Passage,
+    /// A question, to find with.
+    Query,
+}
+
+/// Which model an [`Embedder`] is: a domain records the model of its
+/// vectors and refuses another's.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Model {
+    /// Its name (`e5-small-v2`), 1 to 256 bytes.
+    pub name: String,
+    /// How many numbers a vector has, 1 to 4,096.
+    pub dimension: u32,
+}
+
+/// Why a domain refuses a host's model: the words every host says it in
+/// (the engine's own refusal says the same).
+pub fn model_changed(domain: &Model, host: &Model) -> String {
+    format!(
+        "the domain's vectors were made by {} ({} dimensions), the host's embedder is {} ({} \
+         dimensions): run maintenance reembed",
+        domain.name, domain.dimension, host.name, host.dimension
+    )
+}
+
+/// Embeds texts as vectors: recall by meaning (S-VECTOR). The engine
+/// embeds each memory's summary once, when it stores it, and each question
+/// once; it keeps nothing else of the text.
+pub trait Embedder: Send + Sync {
+    /// The model, the same for the embedder's whole life.
+    fn model(&self) -> Model;
+    /// One vector of [`Model::dimension`] finite numbers for each text, in
+    /// order. An `Err`, or any other answer, fails the call that needed it.
+    fn embed(&self, texts: &[String], role: Role) -> Result<Vec<Vec<f32>>, String>;
 }
 
 /// Counts the tokens of a text, as the model a prompt is for does. An `Err`
@@ -246,6 +289,7 @@ macro_rules! wit_conversions {
                         summary: c.summary,
                         keywords: c.keywords,
                         timestamp: c.timestamp,
+                        similarity: c.similarity,
                     }
                 }
             }
@@ -341,7 +385,10 @@ pub fn terms(text: &str) -> Vec<String> {
 /// The default ranker: BM25 (k1 = 1.2, b = 0.5) over each candidate's
 /// keywords and the terms of its summary, times the share of the query's
 /// terms the candidate holds (the coordination factor); what it must find
-/// is S-RECALL.
+/// is S-RECALL. When candidates carry a similarity (an embedder), the
+/// order by words and the order by meaning are fused by reciprocal rank
+/// ([`RRF_K`]): a memory found both ways comes first, one found one way
+/// keeps its place in that way's order.
 #[derive(Default)]
 pub struct Bm25Ranker;
 
@@ -415,11 +462,30 @@ impl Ranker for Bm25Ranker {
             })
             .filter(|(score, _)| *score > 0.0)
             .collect();
-        scored.sort_by(|a, b| {
-            b.0.total_cmp(&a.0)
-                .then_with(|| candidates[b.1].timestamp.cmp(&candidates[a.1].timestamp))
-                .then_with(|| candidates[a.1].id.cmp(&candidates[b.1].id))
-        });
+        let order = |scored: &mut Vec<(f64, usize)>| {
+            scored.sort_by(|a, b| {
+                b.0.total_cmp(&a.0)
+                    .then_with(|| candidates[b.1].timestamp.cmp(&candidates[a.1].timestamp))
+                    .then_with(|| candidates[a.1].id.cmp(&candidates[b.1].id))
+            })
+        };
+        order(&mut scored);
+        if candidates.iter().any(|c| c.similarity.is_some()) {
+            let mut by_meaning: Vec<(f64, usize)> = candidates
+                .iter()
+                .enumerate()
+                .filter_map(|(i, c)| c.similarity.map(|s| (f64::from(s), i)))
+                .collect();
+            order(&mut by_meaning);
+            let mut fused: HashMap<usize, f64> = HashMap::new();
+            for ranking in [&scored, &by_meaning] {
+                for (rank, (_, i)) in ranking.iter().enumerate() {
+                    *fused.entry(*i).or_default() += 1.0 / (RRF_K + rank as f64 + 1.0);
+                }
+            }
+            scored = fused.into_iter().map(|(i, score)| (score, i)).collect();
+            order(&mut scored);
+        }
         Ok(scored
             .into_iter()
             .take(k as usize)
@@ -427,6 +493,11 @@ impl Ranker for Bm25Ranker {
             .collect())
     }
 }
+
+/// The constant of the default ranker's reciprocal-rank fusion: a memory's
+/// score is the sum over the two orders of 1 / (60 + its rank), as in
+/// Cormack et al. (2009) and the peers that fuse (Letta, Graphiti).
+pub const RRF_K: f64 = 60.0;
 
 #[cfg(test)]
 mod tests {
@@ -509,6 +580,39 @@ mod tests {
         assert!(started.elapsed() < std::time::Duration::from_secs(30));
     }
 
+    // proves S-VECTOR: the default ranker fuses the order by words and the
+    // order by meaning; a memory found by meaning alone is ranked, and
+    // without similarities the order is BM25's
+    #[test]
+    fn s_vector_the_default_ranker_fuses_words_and_meaning() {
+        let candidate = |id: &str, summary: &str, ts, similarity| Candidate {
+            id: id.into(),
+            summary: summary.into(),
+            keywords: terms(summary),
+            timestamp: ts,
+            similarity,
+        };
+        let query = terms("Which hotel did I book in Lisbon?");
+        let lexical = [
+            candidate("words", "User booked Hotel Avenida in Lisbon.", 1, None),
+            candidate("other", "User likes the hotel gym.", 2, None),
+            candidate("meaning", "User reserved a room at the Avenida.", 3, None),
+        ];
+        let ranked = Bm25Ranker.rank(&query, &lexical, 3).unwrap();
+        assert_eq!(ranked, ["words", "other"], "the order of words alone");
+        let fused: Vec<Candidate> = lexical
+            .iter()
+            .zip([0.80, 0.20, 0.85])
+            .map(|(c, s)| Candidate {
+                similarity: Some(s),
+                ..c.clone()
+            })
+            .collect();
+        // words: 1/61 + 1/62; other: 1/62 + 1/63; meaning: 1/61.
+        let ranked = Bm25Ranker.rank(&query, &fused, 3).unwrap();
+        assert_eq!(ranked, ["words", "other", "meaning"]);
+    }
+
     #[test]
     fn bm25_puts_the_matching_candidate_first() {
         let candidate = |id: &str, summary: &str, ts| Candidate {
@@ -516,6 +620,7 @@ mod tests {
             summary: summary.into(),
             keywords: terms(summary),
             timestamp: ts,
+            similarity: None,
         };
         let candidates = [
             candidate("a", "Booked a flight to Lisbon", 1),

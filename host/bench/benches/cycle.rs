@@ -9,16 +9,61 @@
 //! drawn from a fixed vocabulary by a seeded generator); the timed queries
 //! run the plan's ContextSelect stage: SummarizeMemory of the question,
 //! RetrieveMemory through the keyword index (candidate limit 256), and
-//! ContextSelect.
+//! ContextSelect. Then the same with an embedder (384 numbers, made from a
+//! hash of the text: a stand-in whose own time is printed apart, for the
+//! latency of gathering by meaning, exact over every vector of the
+//! domain, not for its quality: that is `cargo bench --bench recall`).
 
 use engram::cycle::*;
 use engram::io::WriteRequest;
 use engram::types::*;
 use engram::{
-    Bm25Ranker, Candidate, Engram, ExtractiveSummarizer, Mode, Ranker, SqliteBackend,
-    SqliteOptions, Summarizer, Synchronous,
+    Bm25Ranker, Candidate, Config, Embedder, Engram, ExtractiveSummarizer, Mode, Model, Ranker,
+    Role, SqliteBackend, SqliteOptions, Summarizer, Synchronous,
 };
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// 384 numbers from a hash of the text, timed: a stand-in model for
+/// latency.
+#[derive(Default)]
+struct Hashed {
+    nanos: AtomicU64,
+    calls: AtomicU64,
+}
+
+impl Embedder for Hashed {
+    fn model(&self) -> Model {
+        Model {
+            name: "hashed-384".into(),
+            dimension: 384,
+        }
+    }
+
+    fn embed(&self, texts: &[String], _: Role) -> Result<Vec<Vec<f32>>, String> {
+        let start = Instant::now();
+        let vectors = texts
+            .iter()
+            .map(|text| {
+                let mut state = text.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+                    (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
+                });
+                (0..384)
+                    .map(|_| {
+                        state = state
+                            .wrapping_mul(6_364_136_223_846_793_005)
+                            .wrapping_add(1);
+                        ((state >> 40) as f32 / (1u64 << 24) as f32) - 0.5
+                    })
+                    .collect()
+            })
+            .collect();
+        self.nanos
+            .fetch_add(start.elapsed().as_nanos() as u64, Ordering::Relaxed);
+        self.calls.fetch_add(1, Ordering::Relaxed);
+        Ok(vectors)
+    }
+}
 use std::time::{Duration, Instant};
 
 const WORDS: [&str; 48] = [
@@ -195,6 +240,7 @@ fn algorithms(n: usize, rng: &mut Lcg) -> anyhow::Result<()> {
             ),
             keywords: (0..5).map(|_| rng.word().to_string()).collect(),
             timestamp: i,
+            similarity: None,
         })
         .collect();
     let rounds = 100u32;
@@ -268,7 +314,7 @@ fn full_cycles(n: usize, domain: &mut engram::Domain, rng: &mut Lcg) -> anyhow::
     Ok(())
 }
 
-fn run(n: usize, engram: &Engram) -> anyhow::Result<()> {
+fn run(n: usize, engram: &Engram, dense: &Engram, hashed: &Hashed) -> anyhow::Result<()> {
     let dir = tempfile::tempdir()?;
     let path = dir.path().join("engram.db");
     let mut rng = Lcg(n as u64);
@@ -277,7 +323,27 @@ fn run(n: usize, engram: &Engram) -> anyhow::Result<()> {
     let mut domain = engram.open("bench", Mode::Online, store.clone(), store)?;
     context_select(n, &mut domain, &mut rng)?;
     algorithms(n, &mut rng)?;
-    full_cycles(n, &mut domain, &mut rng)
+    full_cycles(n, &mut domain, &mut rng)?;
+
+    // The same memories with vectors; the queries' embedding timed apart.
+    let path = dir.path().join("dense.db");
+    let mut rng = Lcg(n as u64);
+    fill(n, dense, &path, &mut rng)?;
+    let store = Arc::new(SqliteBackend::open(&path)?);
+    let mut domain = dense.open("bench", Mode::Online, store.clone(), store)?;
+    let (nanos, calls) = (
+        hashed.nanos.load(Ordering::Relaxed),
+        hashed.calls.load(Ordering::Relaxed),
+    );
+    print!("with an embedder: ");
+    context_select(n, &mut domain, &mut rng)?;
+    let calls = (hashed.calls.load(Ordering::Relaxed) - calls).max(1);
+    println!(
+        "{:>7} memories  of which the embedder's own time: {:.2?} a question",
+        "",
+        Duration::from_nanos((hashed.nanos.load(Ordering::Relaxed) - nanos) / calls)
+    );
+    Ok(())
 }
 
 fn main() -> anyhow::Result<()> {
@@ -286,8 +352,13 @@ fn main() -> anyhow::Result<()> {
         None => vec![10_000, 100_000],
     };
     let engram = Engram::new()?;
+    let hashed = Arc::new(Hashed::default());
+    let dense = Engram::with_config(Config {
+        embedder: Some(hashed.clone()),
+        ..Config::default()
+    })?;
     for n in sizes {
-        run(n, &engram)?;
+        run(n, &engram, &dense, &hashed)?;
     }
     Ok(())
 }

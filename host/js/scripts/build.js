@@ -39,9 +39,10 @@ const JSPI = new Set(['engram-host', 'engram-host-builtin']);
 /** What a JSPI build may wait on: the store's calls and the algorithms. */
 const ASYNC_IMPORTS = [
   ...['get-many', 'scan', 'commit'].map((f) => `engram:adapter/store@0.1.0#${f}`),
-  'engram:memory/summarizer@0.1.0#summarize',
-  'engram:memory/ranker@0.1.0#rank',
-  'engram:memory/tokenizer@0.1.0#count-tokens',
+  'engram:memory/summarizer@0.2.0#summarize',
+  'engram:memory/ranker@0.2.0#rank',
+  'engram:memory/tokenizer@0.2.0#count-tokens',
+  'engram:memory/embedder@0.2.0#embed',
 ];
 
 /** The calls of a JSPI build that answer promises: each that can reach the store or an algorithm. */

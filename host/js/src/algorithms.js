@@ -156,6 +156,7 @@ function checkedRun(async) {
 export function tokenizerInterface(tokenizer, async = false) {
   const run = checkedRun(async);
   return {
+    ...noEmbedder(),
     'engram:memory/tokenizer': {
       countTokens(text) {
         return run(
@@ -168,6 +169,23 @@ export function tokenizerInterface(tokenizer, async = false) {
             return count;
           },
         );
+      },
+    },
+  };
+}
+
+/**
+ * The engine's `embedder` import of a host with none: recall is by
+ * keywords alone, and the engine never asks for a vector.
+ */
+function noEmbedder() {
+  return {
+    'engram:memory/embedder': {
+      identity() {
+        return undefined;
+      },
+      embed() {
+        throw new ResultError('the host has no embedder');
       },
     },
   };

@@ -13,7 +13,7 @@ test('every interface is offered under both names, the same object', () => {
   const audit = { append() {} };
   const imports = componentImports({ 'engram:memory/audit': audit, 'engram:js/host@0.1.0': {} });
   assert.equal(imports['engram:memory/audit'], audit);
-  assert.equal(imports['engram:memory/audit@0.1.0'], audit);
+  assert.equal(imports['engram:memory/audit@0.2.0'], audit);
   assert.ok(imports['engram:js/host']);
   assert.equal(imports['engram:js/host'], imports['engram:js/host@0.1.0']);
 });

@@ -246,6 +246,14 @@ macro_rules! guest_domain {
             ) -> anyhow::Result<Result<u32, export::MaintenanceError>> {
                 checked(wit::maintenance::import(items))
             }
+
+            /// Makes the vectors of at most `limit` memories again.
+            pub fn reembed(
+                &mut self,
+                limit: u32,
+            ) -> anyhow::Result<Result<export::ReembedProgress, export::MaintenanceError>> {
+                checked(wit::maintenance::reembed(limit))
+            }
         }
     };
 }

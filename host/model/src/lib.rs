@@ -7,6 +7,7 @@
 
 pub mod audit;
 pub mod calls;
+pub mod embedding;
 pub mod guest;
 pub mod json;
 pub mod plans;

@@ -1,8 +1,8 @@
 //! What a host sets for every domain it opens ([`Config`]).
 
 use crate::{
-    Bm25Ranker, Clock, ExtractiveSummarizer, O200kTokenizer, Ranker, Summarizer, Tokenizer,
-    system_time_ms,
+    Bm25Ranker, Clock, Embedder, ExtractiveSummarizer, O200kTokenizer, Ranker, Summarizer,
+    Tokenizer, system_time_ms,
 };
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -48,6 +48,12 @@ pub struct Config {
     /// What counts the tokens of a prompt's memory lines for a plan with a
     /// token budget; [`O200kTokenizer`] (OpenAI's `o200k_base`) by default.
     pub tokenizer: Arc<dyn Tokenizer>,
+    /// What embeds memories' summaries and questions, for recall by meaning
+    /// as well as by words (S-VECTOR); `None` (the default): recall by
+    /// keywords alone. A domain whose vectors another model made is
+    /// refused at [`Engram::open`](crate::Engram::open) until
+    /// [`Domain::reembed`](crate::Domain::reembed) has made them again.
+    pub embedder: Option<Arc<dyn Embedder>>,
     /// The largest record a write may carry, measured by
     /// [`limits::record_size`] (the bytes of its strings, plus 8 per list
     /// item). A larger write is answered REJECTED, and the reason audited,
@@ -103,6 +109,7 @@ impl Default for Config {
             summarizer: Arc::new(ExtractiveSummarizer::default()),
             ranker: Arc::new(Bm25Ranker),
             tokenizer: Arc::new(O200kTokenizer),
+            embedder: None,
             max_record_bytes: limits.max_record_bytes,
             max_batch_ops: limits.max_batch_ops,
             max_batch_bytes: limits.max_batch_bytes,

@@ -72,6 +72,7 @@ impl Domain {
             _slot: slot,
         };
         domain.live()?;
+        domain.check_model()?;
         Ok(domain)
     }
 

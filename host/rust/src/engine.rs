@@ -205,6 +205,7 @@ impl Engram {
             summarizer: config.summarizer.clone(),
             ranker: config.ranker.clone(),
             tokenizer: config.tokenizer.clone(),
+            embedder: config.embedder.clone(),
             tier_ceiling: types::PrivacyTier::Private,
             expire_after: None,
             limits: wasmtime::StoreLimitsBuilder::new()

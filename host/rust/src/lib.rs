@@ -51,6 +51,7 @@ mod cache;
 pub mod cli;
 mod config;
 mod domain;
+mod endpoint;
 mod engine;
 pub mod limits;
 mod native;
@@ -59,7 +60,9 @@ mod state;
 
 pub use config::Config;
 pub use domain::{Cycle, Domain, Stopped};
+pub use endpoint::{EndpointEmbedder, endpoint_embedder};
 pub use engine::Engram;
+pub use engram_model::embedding::{ENDPOINT_TIMEOUT, Endpoint};
 
 use native::{binding, platform};
 
@@ -81,8 +84,8 @@ pub mod json {
 }
 
 pub use algorithms::{
-    Bm25Ranker, Candidate, ExtractiveSummarizer, O200kTokenizer, Ranker, Summarizer, Summary,
-    Tokenizer,
+    Bm25Ranker, Candidate, Embedder, ExtractiveSummarizer, Model, O200kTokenizer, Ranker, Role,
+    Summarizer, Summary, Tokenizer,
 };
 pub use audit::{AuditEntry, AuditQuery, AuditSink, MemoryAudit};
 pub use backend::{

@@ -23,9 +23,14 @@ pub mod platform {
     /// Where the compiled engine is kept; set once, from the command line.
     static CACHE_DIR: OnceLock<Option<PathBuf>> = OnceLock::new();
 
-    /// Takes the command line's settings of this build: `--no-cache`.
-    pub fn configure(no_cache: bool) {
+    /// The embedding endpoint the command was given, if any.
+    static ENDPOINT: OnceLock<Option<engram_model::embedding::Endpoint>> = OnceLock::new();
+
+    /// Takes the command line's settings of this build: `--no-cache` and
+    /// the embedding endpoint.
+    pub fn configure(no_cache: bool, endpoint: Option<engram_model::embedding::Endpoint>) {
         let _ = CACHE_DIR.set(cache_dir(no_cache));
+        let _ = ENDPOINT.set(endpoint);
     }
 
     /// The cache folder ([`crate::default_cache_dir`]); none with
@@ -109,6 +114,7 @@ pub mod platform {
         let config = crate::Config {
             cache_dir: CACHE_DIR.get().cloned().flatten(),
             max_live_domains: None,
+            embedder: crate::endpoint_embedder(ENDPOINT.get().and_then(Option::as_ref))?,
             ..crate::Config::default()
         };
         let engine = Engram::with_config(config)?;

@@ -4,10 +4,10 @@
 
 use crate::bindings;
 use crate::bindings::engram::memory::{
-    audit as wit_audit, domain as wit_domain, persistence, ranker as wit_ranker,
-    summarizer as wit_summarizer, tokenizer as wit_tokenizer,
+    audit as wit_audit, domain as wit_domain, embedder as wit_embedder, persistence,
+    ranker as wit_ranker, summarizer as wit_summarizer, tokenizer as wit_tokenizer,
 };
-use crate::{Candidate, Mode, Ranker, Summarizer, Tokenizer, backend, types};
+use crate::{Candidate, Embedder, Mode, Ranker, Role, Summarizer, Tokenizer, backend, types};
 use engram_store::Scope;
 use std::sync::Arc;
 use wasmtime::StoreLimits;
@@ -21,6 +21,7 @@ pub(crate) struct DomainState {
     pub(crate) summarizer: Arc<dyn Summarizer>,
     pub(crate) ranker: Arc<dyn Ranker>,
     pub(crate) tokenizer: Arc<dyn Tokenizer>,
+    pub(crate) embedder: Option<Arc<dyn Embedder>>,
     pub(crate) tier_ceiling: types::PrivacyTier,
     pub(crate) expire_after: Option<u64>,
     pub(crate) limits: StoreLimits,
@@ -196,6 +197,29 @@ impl wit_tokenizer::Host for DomainState {
     fn count_tokens(&mut self, text: String) -> Result<u32, String> {
         let tokenizer = &self.tokenizer;
         plugin("tokenizer", || tokenizer.count_tokens(&text))
+    }
+}
+
+impl wit_embedder::Host for DomainState {
+    fn identity(&mut self) -> Option<wit_embedder::Model> {
+        let model = self.embedder.as_ref()?.model();
+        Some(wit_embedder::Model {
+            name: model.name,
+            dimension: model.dimension,
+        })
+    }
+
+    fn embed(
+        &mut self,
+        texts: Vec<String>,
+        role: wit_embedder::Role,
+    ) -> Result<Vec<Vec<f32>>, String> {
+        let embedder = self.embedder.as_ref().ok_or("the host has no embedder")?;
+        let role = match role {
+            wit_embedder::Role::Passage => Role::Passage,
+            wit_embedder::Role::Query => Role::Query,
+        };
+        plugin("embedder", || embedder.embed(&texts, role))
     }
 }
 

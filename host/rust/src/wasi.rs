@@ -155,7 +155,18 @@ pub mod platform {
 
     /// Nothing of this build is set from the command line: the compiled
     /// engine is the runtime's business (`wasmtime run` caches it).
-    pub fn configure(_no_cache: bool) {}
+    pub fn configure(_no_cache: bool, endpoint: Option<engram_model::embedding::Endpoint>) {
+        if let Some(endpoint) = endpoint {
+            ENDPOINT_REFUSED.with(|r| *r.borrow_mut() = Some(endpoint.url));
+        }
+    }
+
+    thread_local! {
+        /// An embedding endpoint this build was given: it has no network,
+        /// so opening a domain says so.
+        static ENDPOINT_REFUSED: std::cell::RefCell<Option<String>> =
+            const { std::cell::RefCell::new(None) };
+    }
 
     /// Opens the SQLite file `spec` names, in a folder the runtime
     /// preopened. PostgreSQL needs sockets this build does not have.
@@ -179,6 +190,9 @@ pub mod platform {
             Mode::Online => AccessMode::Online,
             Mode::Maintenance => AccessMode::Maintenance,
         };
+        if let Some(url) = ENDPOINT_REFUSED.with(|r| r.borrow().clone()) {
+            anyhow::bail!("{url}: this build reaches no embedding endpoint (no network)");
+        }
         host_store::enter(agent, mode, ceiling).map_err(|e| anyhow!(e))?;
         Ok(Domain::new(agent.to_owned()))
     }

@@ -169,6 +169,9 @@ pub struct Retrieval {
     pub candidates: u32,
     /// Whether it stopped at the candidate limit with entries left unread.
     pub bound_reached: bool,
+    /// How many candidates came by meaning alone; `None` when the recall
+    /// was by keywords alone.
+    pub by_meaning: Option<u32>,
 }
 
 /// Writes, in the module it is invoked in, `fn engine_entry(entry:
@@ -226,6 +229,7 @@ macro_rules! engine_entry_from_wit {
                         entries_read: r.entries_read,
                         candidates: r.candidates,
                         bound_reached: r.bound_reached,
+                        by_meaning: r.by_meaning,
                     }),
                 },
             }
@@ -505,13 +509,17 @@ impl Scope {
                 None,
                 Some(r.returned),
                 Some(format!(
-                    "{} keyword-index entries read, {} candidates, {}",
+                    "{} keyword-index entries read, {} candidates, {}; {}",
                     r.entries_read,
                     r.candidates,
                     if r.bound_reached {
                         "the candidate limit was reached"
                     } else {
                         "every entry of the query's keywords read"
+                    },
+                    match r.by_meaning {
+                        None => "by keywords alone".to_owned(),
+                        Some(n) => format!("{n} more by meaning"),
                     }
                 )),
             ),
@@ -627,6 +635,7 @@ mod tests {
                 entries_read: 256,
                 candidates: 9,
                 bound_reached: true,
+                by_meaning: None,
             }),
         };
         alice.commit(vec![], vec![], vec![entry]).unwrap();
@@ -638,7 +647,10 @@ mod tests {
         assert_eq!(entries[0].count, Some(2));
         assert_eq!(
             entries[0].reason.as_deref(),
-            Some("256 keyword-index entries read, 9 candidates, the candidate limit was reached")
+            Some(
+                "256 keyword-index entries read, 9 candidates, the candidate limit was reached; \
+                 by keywords alone"
+            )
         );
         assert_eq!(alice.take_unaudited(), None);
     }

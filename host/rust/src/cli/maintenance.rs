@@ -35,6 +35,7 @@ pub(super) fn run(store: &str, command: Maintenance) -> Result<u8, Exit> {
         Maintenance::ImportGraph { agent, file } => import_graph(store, &agent, file),
         Maintenance::Forget { agent } => forget(store, &agent),
         Maintenance::Expire { agent } => expire(store, agent),
+        Maintenance::Reembed { agent, batch } => reembed(store, agent, batch),
         Maintenance::Unlock { agent } => {
             let storage = open_store(store, false)?;
             let broken = platform::break_lock(&storage, &agent).map_err(failure)?;
@@ -114,6 +115,30 @@ fn expire(store: &str, agents: Vec<String>) -> Result<u8, Exit> {
             Err(error) => failure(error),
         })?;
         print_value(&serde_json::json!({"agent_id": agent, "expired": expired}))?;
+    }
+    Ok(OK)
+}
+
+/// Makes the vectors of the agents' domains (every domain when none is
+/// named) again, `batch` memories a commit, a line per domain.
+fn reembed(store: &str, agents: Vec<String>, batch: u32) -> Result<u8, Exit> {
+    let storage = open_store(store, false)?;
+    for agent in agents_or_all(&storage, agents)? {
+        let mut domain = open_in(&storage, &agent, Mode::Maintenance, PrivacyTier::Private)?;
+        let mut embedded = 0u64;
+        loop {
+            let progress = domain.reembed(batch).map_err(failure)?.map_err(|e| {
+                Exit(
+                    REFUSED,
+                    format!("{agent}: the vectors could not be made: {e:?}"),
+                )
+            })?;
+            embedded += u64::from(progress.embedded);
+            if progress.done {
+                break;
+            }
+        }
+        print_value(&serde_json::json!({"agent_id": agent, "embedded": embedded}))?;
     }
     Ok(OK)
 }

@@ -98,7 +98,21 @@ where
             return u8::try_from(error.exit_code()).unwrap_or(USAGE);
         }
     };
-    platform::configure(cli.no_cache);
+    let endpoint = match (cli.embedder_url, cli.embedder_model) {
+        (Some(url), Some(model)) => Some(engram_model::embedding::Endpoint {
+            url,
+            model,
+            key: cli.embedder_key,
+            prefixes: cli.embedder_query_prefix.zip(cli.embedder_passage_prefix),
+            timeout: std::time::Duration::from_millis(cli.embedder_timeout),
+        }),
+        (Some(_), None) => {
+            output::say("engram: --embedder-url needs --embedder-model (ENGRAM_EMBEDDER_MODEL)");
+            return USAGE;
+        }
+        _ => None,
+    };
+    platform::configure(cli.no_cache, endpoint);
     VERBOSE.store(cli.verbose, std::sync::atomic::Ordering::Relaxed);
     let _ = OPENING.set(Opening {
         expire_after: cli.expire_after,

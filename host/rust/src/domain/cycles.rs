@@ -110,6 +110,55 @@ impl Domain {
         })
     }
 
+    /// Makes the vectors of at most `limit` ingested memories with this
+    /// domain's embedder, from their stored summaries, in one commit
+    /// (S-VECTOR): after a model change, or for memories written before an
+    /// embedder. Call it until `done`; it goes on where the last commit
+    /// left off, after a crash too. A maintenance call (IO-W7).
+    pub fn reembed(
+        &mut self,
+        limit: u32,
+    ) -> Result<Result<export::ReembedProgress, export::MaintenanceError>> {
+        self.call_exclusive(None, |engine, store| {
+            engine
+                .engram_memory_maintenance()
+                .call_reembed(store, limit)
+        })
+    }
+
+    /// The model that made this domain's vectors; `None` while it has none.
+    pub fn vector_model(&mut self) -> Result<Option<crate::algorithms::Model>> {
+        let model = self.call(None, |engine, store| {
+            engine.engram_memory_maintenance().call_vector_model(store)
+        })?;
+        let model = model.map_err(|e| anyhow::anyhow!("reading the domain's model: {e:?}"))?;
+        Ok(model.map(|m| crate::algorithms::Model {
+            name: m.name,
+            dimension: m.dimension,
+        }))
+    }
+
+    /// Refuses an embedder of another model than the domain's vectors',
+    /// naming both (S-VECTOR). In maintenance mode a domain opens with any,
+    /// so that [`Domain::reembed`] can make its vectors again.
+    pub(crate) fn check_model(&mut self) -> Result<()> {
+        let Some(embedder) = self.state.embedder.clone() else {
+            return Ok(());
+        };
+        if self.state.mode == crate::Mode::Maintenance {
+            return Ok(());
+        }
+        let host = embedder.model();
+        match self.vector_model()? {
+            Some(domain) if domain != host => anyhow::bail!(
+                "agent {:?}: {}",
+                self.agent_id(),
+                crate::algorithms::model_changed(&domain, &host)
+            ),
+            _ => Ok(()),
+        }
+    }
+
     /// Imports exported items in one commit (IO-W7): how many were new.
     pub fn import(
         &mut self,

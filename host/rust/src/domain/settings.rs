@@ -3,7 +3,7 @@
 //! reaches the running instance at once, and every later one.
 
 use super::Domain;
-use crate::{Clock, Ranker, Summarizer, Tokenizer, types};
+use crate::{Clock, Embedder, Ranker, Summarizer, Tokenizer, types};
 use std::sync::Arc;
 
 impl Domain {
@@ -81,5 +81,18 @@ impl Domain {
             live.store.data_mut().tokenizer = tokenizer;
         }
         self
+    }
+
+    /// Replaces the embedder this domain's writes and cycles embed with
+    /// (`None`: recall by keywords alone). Refused, naming both models,
+    /// when the domain's vectors were made by another model:
+    /// [`Domain::reembed`] makes them again.
+    pub fn with_embedder(mut self, embedder: Option<Arc<dyn Embedder>>) -> anyhow::Result<Self> {
+        self.state.embedder = embedder.clone();
+        if let Some(live) = &mut self.live {
+            live.store.data_mut().embedder = embedder;
+        }
+        self.check_model()?;
+        Ok(self)
     }
 }

