@@ -403,6 +403,17 @@ fn s_vector_a_memory_that_shares_no_word_with_the_question_is_found_by_meaning()
     assert!(!last_retrieval(&fx).ends_with("0 more by meaning"));
 }
 
+/// Runs `engram` on `store` with the embedder options `embedder` and
+/// `args`: whether it succeeded, its output and its errors.
+fn cli(store: &std::path::Path, embedder: &[&str], args: &[&str]) -> (bool, String, String) {
+    let out = engram_cli(store, &[embedder, args].concat(), "");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
 #[test]
 fn s_vector_the_engram_command_recalls_by_meaning_through_an_endpoint() {
     // proves S-VECTOR: `engram` with --embedder-url, then a model change
@@ -417,36 +428,23 @@ fn s_vector_the_engram_command_recalls_by_meaning_through_an_endpoint() {
         "e5-small",
     ];
     for (message, response) in TURNS {
-        let args = [
-            &e5[..],
+        let (ok, _, said) = cli(
+            &store,
+            &e5,
             &["remember", "--agent", "alice", message, response],
-        ]
-        .concat();
-        let out = engram_cli(&store, &args, "");
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
         );
+        assert!(ok, "{said}");
     }
-    let args = [
-        &e5[..],
-        &[
-            "recall",
-            "--agent",
-            "alice",
-            "--top-k",
-            "1",
-            "Do I have any pets?",
-        ],
-    ]
-    .concat();
-    let out = engram_cli(&store, &args, "");
-    let printed = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success() && printed.contains("kitten"),
-        "{printed}"
-    );
+    let pets = [
+        "recall",
+        "--agent",
+        "alice",
+        "--top-k",
+        "1",
+        "Do I have any pets?",
+    ];
+    let (ok, printed, _) = cli(&store, &e5, &pets);
+    assert!(ok && printed.contains("kitten"), "{printed}");
 
     let other = [
         "--embedder-url",
@@ -454,41 +452,19 @@ fn s_vector_the_engram_command_recalls_by_meaning_through_an_endpoint() {
         "--embedder-model",
         "e5-small-v2",
     ];
-    let args = [
-        &other[..],
-        &["recall", "--agent", "alice", "Do I have any pets?"],
-    ]
-    .concat();
-    let out = engram_cli(&store, &args, "");
-    let said = String::from_utf8_lossy(&out.stderr);
+    let (ok, _, said) = cli(&store, &other, &pets);
     assert!(
-        !out.status.success()
-            && said.contains("e5-small (384")
-            && said.contains("e5-small-v2 (384"),
+        !ok && said.contains("e5-small (384") && said.contains("e5-small-v2 (384"),
         "{said}"
     );
-    let args = [&other[..], &["maintenance", "reembed", "--agent", "alice"]].concat();
-    let out = engram_cli(&store, &args, "");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let (ok, printed, said) = cli(
+        &store,
+        &other,
+        &["maintenance", "reembed", "--agent", "alice"],
     );
-    assert!(String::from_utf8_lossy(&out.stdout).contains("\"embedded\":4"));
-    let args = [
-        &other[..],
-        &[
-            "recall",
-            "--agent",
-            "alice",
-            "--top-k",
-            "1",
-            "Do I have any pets?",
-        ],
-    ]
-    .concat();
-    let out = engram_cli(&store, &args, "");
-    assert!(String::from_utf8_lossy(&out.stdout).contains("kitten"));
+    assert!(ok && printed.contains("\"embedded\":4"), "{printed}{said}");
+    let (ok, printed, _) = cli(&store, &other, &pets);
+    assert!(ok && printed.contains("kitten"), "{printed}");
 
     let bad = [
         "--embedder-url",
@@ -496,11 +472,9 @@ fn s_vector_the_engram_command_recalls_by_meaning_through_an_endpoint() {
         "--embedder-model",
         "e5-small",
     ];
-    let args = [&bad[..], &["recall", "--agent", "alice", "pets"]].concat();
-    let out = engram_cli(&store, &args, "");
-    let said = String::from_utf8_lossy(&out.stderr);
+    let (ok, _, said) = cli(&store, &bad, &pets);
     assert!(
-        !out.status.success() && said.contains("http://127.0.0.1:9/v1/embeddings"),
+        !ok && said.contains("http://127.0.0.1:9/v1/embeddings"),
         "{said}"
     );
 }
