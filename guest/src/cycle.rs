@@ -396,25 +396,23 @@ struct Gathered {
 fn embed_staged(
     staged: &[(String, IngestedMemory, i64)],
 ) -> Result<Vec<writer::Embedded>, Failure> {
-    let summaries: Vec<String> = staged.iter().map(|(_, m, _)| m.summary.clone()).collect();
-    let embedded = crate::embed_passages(&summaries).map_err(|why| {
+    let failed = |why: String| {
         (
             CycleError::EmbedderFailed(why.clone()),
             format!("the embedder failed: {why}"),
         )
-    })?;
-    if let Some(first) = embedded.first() {
-        let domain =
-            vectors::domain_model(get).map_err(|why| (CycleError::StorageUnavailable, why))?;
-        if let Some(domain) = domain.filter(|d| d.model != first.model) {
-            let why = vectors::changed(&domain.model, &first.model);
-            return Err((
-                CycleError::ModelChanged((domain.model, first.model.clone())),
-                why,
-            ));
-        }
+    };
+    let Some(model) = vectors::host_model().map_err(failed)? else {
+        return Ok(Vec::new());
+    };
+    // The model is checked before the embedder is asked for anything.
+    let domain = vectors::domain_model(get).map_err(|why| (CycleError::StorageUnavailable, why))?;
+    if let Some(domain) = domain.filter(|d| d.model != model) {
+        let why = vectors::changed(&domain.model, &model);
+        return Err((CycleError::ModelChanged((domain.model, model)), why));
     }
-    Ok(embedded)
+    let summaries: Vec<String> = staged.iter().map(|(_, m, _)| m.summary.clone()).collect();
+    crate::embed_passages(&model, &summaries).map_err(failed)
 }
 
 /// The memories most alike in meaning to `question` (S-VECTOR): none when

@@ -27,6 +27,7 @@ mod bindings {
 
 use bindings::engram::memory::audit::{self, Operation, Outcome};
 use bindings::engram::memory::domain::{self, AccessMode as Mode};
+use bindings::engram::memory::embedder::Model;
 use bindings::engram::memory::persistence::{self, Direction, StorageError};
 use bindings::engram::memory::types;
 use bindings::exports::engram::memory::io::{
@@ -146,9 +147,15 @@ pub(crate) fn write(request: &WriteRequest) -> Result<Written, String> {
         MemoryRecord::Event(Event {
             payload: EventPayload::Ingested(memory),
             ..
-        }) => embed_passages(std::slice::from_ref(&memory.summary))
-            .map_err(|why| format!("the embedder failed: {why}"))?
-            .pop(),
+        }) => {
+            let failed = |why: String| format!("the embedder failed: {why}");
+            match vectors::host_model().map_err(failed)? {
+                Some(model) => embed_passages(&model, std::slice::from_ref(&memory.summary))
+                    .map_err(failed)?
+                    .pop(),
+                None => None,
+            }
+        }
         _ => None,
     };
     let write = Write {
@@ -176,12 +183,12 @@ pub(crate) fn write(request: &WriteRequest) -> Result<Written, String> {
 }
 
 /// The vectors of memories' summaries, one call (role `passage`), with the
-/// host's model; none when the host has no embedder.
-pub(crate) fn embed_passages(summaries: &[String]) -> Result<Vec<writer::Embedded>, String> {
-    let Some(model) = vectors::host_model()? else {
-        return Ok(Vec::new());
-    };
-    Ok(vectors::embed(&model, summaries, vectors::PASSAGE)?
+/// host's `model`.
+pub(crate) fn embed_passages(
+    model: &Model,
+    summaries: &[String],
+) -> Result<Vec<writer::Embedded>, String> {
+    Ok(vectors::embed(model, summaries, vectors::PASSAGE)?
         .into_iter()
         .map(|vector| writer::Embedded {
             model: model.clone(),

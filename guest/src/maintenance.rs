@@ -357,11 +357,14 @@ fn import_vectors(
     if ingested.is_empty() {
         return Ok(());
     }
-    let summaries: Vec<String> = ingested.iter().map(|(_, _, s)| (*s).to_owned()).collect();
-    let embedded = crate::embed_passages(&summaries).map_err(embedder_failed)?;
-    if let Some(first) = embedded.first() {
-        model_is_the_domains(batch, &first.model)?;
-    }
+    let embedded = match vectors::host_model().map_err(embedder_failed)? {
+        Some(model) => {
+            model_is_the_domains(batch, &model)?;
+            let summaries: Vec<String> = ingested.iter().map(|(_, _, s)| (*s).to_owned()).collect();
+            crate::embed_passages(&model, &summaries).map_err(embedder_failed)?
+        }
+        None => Vec::new(),
+    };
     let mut embedded = embedded.into_iter();
     for (seq, id, _) in ingested {
         lay_vector(batch, embedded.next().as_ref(), id, *seq, fresh).map_err(fault)?;
@@ -416,10 +419,6 @@ fn reembed(limit: u32) -> Result<(ReembedProgress, bool), Refusal> {
         .map(vectors::decode_reembed)
         .transpose()
         .map_err(fault)?;
-    let done = |embedded| ReembedProgress {
-        embedded,
-        done: true,
-    };
     // The domain and the store may not change under the call.
     batch.preconditions.push(held(vectors::MODEL, domain_value));
     batch
@@ -437,7 +436,11 @@ fn reembed(limit: u32) -> Result<(ReembedProgress, bool), Refusal> {
         },
         None => match &domain {
             Some(domain) if domain.model == model && domain.complete => {
-                return Ok((done(0), false));
+                let done = ReembedProgress {
+                    embedded: 0,
+                    done: true,
+                };
+                return Ok((done, false));
             }
             domain => vectors::Reembed {
                 generation: domain.as_ref().map_or(0, |d| d.generation.wrapping_add(1)),
