@@ -225,7 +225,10 @@ fn s_vector_another_model_is_refused_naming_both_until_reembed_rebuilds_after_a_
     let embedder: Arc<dyn Embedder> = old;
     assert!(fx.open("alice").with_embedder(Some(embedder)).is_err());
     let mut offline = fx.open("alice");
-    assert_eq!(offline.vector_model().unwrap().unwrap().name, "words-32");
+    assert_eq!(
+        offline.vector_model().unwrap().unwrap().unwrap().name,
+        "words-32"
+    );
 
     // Memories written with no embedder get theirs from the same command.
     let mut plain = fx.open("alice");

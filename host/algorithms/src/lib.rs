@@ -108,16 +108,6 @@ pub struct Model {
     pub dimension: u32,
 }
 
-/// Why a domain refuses a host's model: the words every host says it in
-/// (the engine's own refusal says the same).
-pub fn model_changed(domain: &Model, host: &Model) -> String {
-    format!(
-        "the domain's vectors were made by {} ({} dimensions), the host's embedder is {} ({} \
-         dimensions): run maintenance reembed",
-        domain.name, domain.dimension, host.name, host.dimension
-    )
-}
-
 /// Embeds texts as vectors: recall by meaning (S-VECTOR). The engine
 /// embeds each memory's summary once, when it stores it, and each question
 /// once; it keeps nothing else of the text.

@@ -27,7 +27,10 @@
 
 use anyhow::{Context, Result, anyhow};
 use engram::audit::{AuditQuery, Operation, Outcome};
-use engram::{Candidate, Config, Domain, Engram, Mode, Ranker, Summarizer, Summary, Tokenizer};
+use engram::{
+    Candidate, Config, Domain, Embedder, Engram, Mode, Model, Ranker, Role, Summarizer, Summary,
+    Tokenizer,
+};
 pub use engram_model::surface::Answer;
 use engram_model::surface::Session;
 use engram_store::settings::{Access, Settings};
@@ -280,6 +283,10 @@ pub struct Plugins {
     pub ranker: Option<Arc<dyn Ranker>>,
     /// What counts a prompt's tokens for a token budget.
     pub tokenizer: Option<Arc<dyn Tokenizer>>,
+    /// What embeds memories and questions (recall by meaning), reached
+    /// through the caller's dispatch (`embed`): its model is the settings'
+    /// `embedder`.
+    pub embedder: Option<Arc<dyn Dispatch>>,
     /// Whether the caller has a clock of its own: it reads it as each call
     /// begins and hands the time in with the call ([`Handle::call`]), so
     /// the engine's time is never a call back into the caller's language.
@@ -287,7 +294,7 @@ pub struct Plugins {
 }
 
 /// How a package reaches the algorithms its caller gave: one function,
-/// `kind` (`summarize`, `rank` or `count-tokens`) and the arguments' JSON
+/// `kind` (`summarize`, `rank`, `count-tokens` or `embed`) and the arguments' JSON
 /// text in, the answer's JSON text out framed `V…`, or `E<why>`.
 pub trait Dispatch: Send + Sync {
     /// The framed answer of the caller's `kind` for `args`, or why it could
@@ -358,6 +365,42 @@ impl Ranker for Dispatched {
             .collect();
         let answer = self.call("rank", json!([keywords, candidates, k]))?;
         Self::strings(&answer).ok_or_else(|| "the ranker answered no list of ids".to_owned())
+    }
+}
+
+/// The caller's embedder behind a [`Dispatch`]: `embed` with `[texts,
+/// role]` (`passage` or `query`), answered a list of vectors (lists of
+/// numbers); its model is the one the settings name.
+struct DispatchedEmbedder {
+    dispatch: Dispatched,
+    model: Model,
+}
+
+impl Embedder for DispatchedEmbedder {
+    fn model(&self) -> Model {
+        self.model.clone()
+    }
+
+    fn embed(&self, texts: &[String], role: Role) -> Result<Vec<Vec<f32>>, String> {
+        let role = match role {
+            Role::Passage => "passage",
+            Role::Query => "query",
+        };
+        let answer = self.dispatch.call("embed", json!([texts, role]))?;
+        let wrong = || "the embedder answered no list of vectors (lists of numbers)".to_owned();
+        answer
+            .as_array()
+            .ok_or_else(wrong)?
+            .iter()
+            .map(|vector| {
+                vector
+                    .as_array()?
+                    .iter()
+                    .map(|x| x.as_f64().map(|x| x as f32))
+                    .collect::<Option<Vec<f32>>>()
+            })
+            .collect::<Option<Vec<_>>>()
+            .ok_or_else(wrong)
     }
 }
 
@@ -438,7 +481,8 @@ fn candidate(value: &Value) -> Option<Candidate> {
 }
 
 impl Plugins {
-    /// The algorithms `given` names (`summarizer`, `ranker`, `tokenizer`),
+    /// The algorithms `given` names (`summarizer`, `ranker`, `tokenizer`,
+    /// `embedder`),
     /// each reached through `dispatch`; `clock` as [`Plugins::clock`].
     pub fn dispatched(dispatch: Option<Arc<dyn Dispatch>>, given: &[String], clock: bool) -> Self {
         let mut plugins = Plugins {
@@ -456,6 +500,9 @@ impl Plugins {
             }
             if gives("tokenizer") {
                 plugins.tokenizer = Some(algorithms());
+            }
+            if gives("embedder") {
+                plugins.embedder = Some(dispatch.clone());
             }
         }
         plugins
@@ -618,6 +665,26 @@ impl Handle {
         }
         if let Some(tokenizer) = plugins.tokenizer {
             domain = domain.with_tokenizer(tokenizer);
+        }
+        let embedder = match (plugins.embedder, settings.embedder) {
+            (Some(dispatch), Some((name, dimension))) => Some(Arc::new(DispatchedEmbedder {
+                dispatch: Dispatched(dispatch),
+                model: Model { name, dimension },
+            }) as Arc<dyn Embedder>),
+            (None, None) => None,
+            (Some(_), None) => {
+                return Err(OpenError::Invalid(
+                    "an embedder needs its model in the settings: \"embedder\": {\"name\",\"dimension\"}".into(),
+                ));
+            }
+            (None, Some(_)) => {
+                return Err(OpenError::Invalid(
+                    "the settings name an embedder's model, but no embedder was given".into(),
+                ));
+            }
+        };
+        if embedder.is_some() {
+            domain = domain.with_embedder(embedder).map_err(failed)?;
         }
         let time = plugins
             .clock

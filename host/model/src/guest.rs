@@ -254,6 +254,14 @@ macro_rules! guest_domain {
             ) -> anyhow::Result<Result<export::ReembedProgress, export::MaintenanceError>> {
                 checked(wit::maintenance::reembed(limit))
             }
+
+            /// The model that made the domain's vectors; `None` while it
+            /// has none.
+            pub fn vector_model(
+                &mut self,
+            ) -> anyhow::Result<Result<Option<export::Model>, export::MaintenanceError>> {
+                checked(wit::maintenance::vector_model())
+            }
         }
     };
 }

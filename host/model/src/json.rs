@@ -647,6 +647,17 @@ impl Stage {
     }
 }
 
+/// Why a domain refuses a host's model, each a name and a dimension: the
+/// words every host says it in (the engine's own refusal, in its audit
+/// trail, says the same).
+pub fn model_changed(domain: (&str, u32), host: (&str, u32)) -> String {
+    format!(
+        "the domain's vectors were made by {} ({} dimensions), the host's embedder is {} ({} \
+         dimensions): run maintenance reembed",
+        domain.0, domain.1, host.0, host.1
+    )
+}
+
 /// A typed error's name and payload, without its type's path: how the
 /// answers name a plan's or a cycle's error (`{"cycle_error":…}`).
 pub fn error_name(error: &impl std::fmt::Debug) -> String {

@@ -152,6 +152,13 @@ pub trait Engine: Cycles {
     fn import(&mut self, items: Vec<ExportItem>) -> Result<Result<u32, Value>, Self::Fault>;
     /// Removes every record whose expiry has passed: how many went.
     fn expire(&mut self) -> Result<Result<u64, Value>, Self::Fault>;
+    /// Makes the domain's vectors again from its stored summaries, with the
+    /// host's embedder, `batch` memories a commit until every one has its
+    /// vector (S-VECTOR): how many were made.
+    fn reembed(&mut self, batch: u32) -> Result<Result<u64, Value>, Self::Fault>;
+    /// The model that made the domain's vectors (`{"name","dimension"}`),
+    /// or null while it has none.
+    fn vector_model(&mut self) -> Result<Result<Value, Value>, Self::Fault>;
 }
 
 /// Why a call did not answer a value.
@@ -217,6 +224,11 @@ const CYCLE_SESSION: &str = "js";
 /// read-limit ceiling.
 pub const EXPORT_PAGE: u32 = 1_000;
 
+/// How many memories a commit of `reembed` makes vectors for, unless the
+/// caller says: one batch of the embedder's a commit is kept small enough
+/// that a kill loses little work.
+pub const REEMBED_BATCH: u32 = 256;
+
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RunCycleArgs {
@@ -272,6 +284,13 @@ struct ExportArgs {
     start: Option<String>,
     #[serde(default)]
     limit: Option<u32>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct ReembedArgs {
+    #[serde(default)]
+    batch: Option<u32>,
 }
 
 /// An export page's answer.
@@ -331,7 +350,9 @@ impl<E: Engine> Session<E> {
             "remember" | "recall" => self.turn_call(name, args),
             "run-cycle" | "cycle-begin" | "cycle-stage" | "cycle-output" | "cycle-commit"
             | "cycle-drop" => self.cycle_call(name, args),
-            "export" | "import" | "expire" => self.maintenance_call(name, args),
+            "export" | "import" | "expire" | "reembed" | "vector-model" => {
+                self.maintenance_call(name, args)
+            }
             other => Ok(Err(no_call(other))),
         }
     }
@@ -546,6 +567,25 @@ impl<E: Engine> Session<E> {
                 let expired = try_refused!(engine.expire()?);
                 json!({"agent_id": engine.agent(), "expired": expired}).to_string()
             }
+            "reembed" => {
+                let args: ReembedArgs = if args.trim().is_empty() {
+                    ReembedArgs::default()
+                } else {
+                    try_input!(parse_args(name, args))
+                };
+                let batch = match args.batch {
+                    None => REEMBED_BATCH,
+                    Some(0) => {
+                        return Ok(Err(Refusal::Input(
+                            "reembed: \"batch\" must be at least 1".into(),
+                        )));
+                    }
+                    Some(batch) => batch,
+                };
+                let embedded = try_refused!(engine.reembed(batch)?);
+                json!({"agent_id": engine.agent(), "embedded": embedded}).to_string()
+            }
+            "vector-model" => try_refused!(engine.vector_model()?).to_string(),
             other => return Ok(Err(no_call(other))),
         }))
     }
@@ -820,6 +860,18 @@ macro_rules! domain_engine {
         fn maintenance_refusal(error: &export::MaintenanceError) -> $crate::turns::Value {
             let why = match error {
                 export::MaintenanceError::InvalidItem(why) => why.clone(),
+                export::MaintenanceError::EmbedderFailed(why) => {
+                    format!("the embedder failed: {why}")
+                }
+                export::MaintenanceError::NoEmbedder => {
+                    "the host has no embedder: give one to make vectors".to_owned()
+                }
+                export::MaintenanceError::ModelChanged((domain, host)) => {
+                    $crate::json::model_changed(
+                        (&domain.name, domain.dimension),
+                        (&host.name, host.dimension),
+                    )
+                }
                 other => $crate::json::error_name(other),
             };
             $crate::serde_json::json!({ "error": why })
@@ -974,6 +1026,32 @@ macro_rules! domain_engine {
                     }
                 }
                 Ok(Ok(new))
+            }
+
+            fn reembed(&mut self, batch: u32) -> anyhow::Result<Result<u64, $crate::turns::Value>> {
+                let mut embedded = 0u64;
+                loop {
+                    match Domain::reembed(self, batch)? {
+                        Ok(progress) => {
+                            embedded += u64::from(progress.embedded);
+                            if progress.done {
+                                return Ok(Ok(embedded));
+                            }
+                        }
+                        Err(refused) => return Ok(Err(maintenance_refusal(&refused))),
+                    }
+                }
+            }
+
+            fn vector_model(
+                &mut self,
+            ) -> anyhow::Result<Result<$crate::turns::Value, $crate::turns::Value>> {
+                Ok(match Domain::vector_model(self)? {
+                    Ok(model) => Ok(model.map_or($crate::turns::Value::Null, |m| {
+                        $crate::serde_json::json!({"name": m.name, "dimension": m.dimension})
+                    })),
+                    Err(refused) => Err(maintenance_refusal(&refused)),
+                })
             }
 
             fn expire(&mut self) -> anyhow::Result<Result<u64, $crate::turns::Value>> {

@@ -41,6 +41,10 @@ pub struct Settings {
     pub limits: Limits,
     /// How long what it writes is kept, in ms.
     pub expire_after: Option<u64>,
+    /// The model of the embedder the caller gives, its name and dimension
+    /// (`"embedder": {"name","dimension"}`); none without one (the engine
+    /// checks the model's bounds).
+    pub embedder: Option<(String, u32)>,
 }
 
 impl Settings {
@@ -89,6 +93,16 @@ impl Settings {
                 .and_then(|n| u32::try_from(n).ok())
                 .ok_or("invalid: pid must be a process id")?,
         };
+        let embedder = match &json["embedder"] {
+            Value::Null => None,
+            model => Some(
+                model["name"]
+                    .as_str()
+                    .zip(model["dimension"].as_u64().and_then(|n| u32::try_from(n).ok()))
+                    .map(|(name, dimension)| (name.to_owned(), dimension))
+                    .ok_or("invalid: embedder must be {\"name\": a string, \"dimension\": a whole number}")?,
+            ),
+        };
         Ok(Settings {
             agent,
             mode,
@@ -96,6 +110,7 @@ impl Settings {
             pid,
             limits,
             expire_after,
+            embedder,
         })
     }
 }

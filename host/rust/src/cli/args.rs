@@ -501,7 +501,8 @@ pub enum Maintenance {
         #[arg(long)]
         agent: Vec<String>,
         /// How many memories one commit embeds.
-        #[arg(long, default_value_t = 256)]
+        #[arg(long, default_value_t = engram_model::surface::REEMBED_BATCH,
+              value_parser = clap::value_parser!(u32).range(1..))]
         batch: u32,
     },
     /// Break the maintenance lock of an agent's domain, left behind by a

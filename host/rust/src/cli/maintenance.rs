@@ -125,19 +125,17 @@ fn reembed(store: &str, agents: Vec<String>, batch: u32) -> Result<u8, Exit> {
     let storage = open_store(store, false)?;
     for agent in agents_or_all(&storage, agents)? {
         let mut domain = open_in(&storage, &agent, Mode::Maintenance, PrivacyTier::Private)?;
-        let mut embedded = 0u64;
-        loop {
-            let progress = domain.reembed(batch).map_err(failure)?.map_err(|e| {
+        let embedded = engram_model::surface::Engine::reembed(&mut domain, batch)
+            .map_err(failure)?
+            .map_err(|refused| {
                 Exit(
                     REFUSED,
-                    format!("{agent}: the vectors could not be made: {e:?}"),
+                    format!(
+                        "{agent}: the vectors could not be made: {}",
+                        refused["error"].as_str().unwrap_or_default()
+                    ),
                 )
             })?;
-            embedded += u64::from(progress.embedded);
-            if progress.done {
-                break;
-            }
-        }
         print_value(&serde_json::json!({"agent_id": agent, "embedded": embedded}))?;
     }
     Ok(OK)

@@ -127,14 +127,17 @@ impl Domain {
     }
 
     /// The model that made this domain's vectors; `None` while it has none.
-    pub fn vector_model(&mut self) -> Result<Option<crate::algorithms::Model>> {
+    pub fn vector_model(
+        &mut self,
+    ) -> Result<Result<Option<crate::algorithms::Model>, export::MaintenanceError>> {
         let model = self.call(None, |engine, store| {
             engine.engram_memory_maintenance().call_vector_model(store)
         })?;
-        let model = model.map_err(|e| anyhow::anyhow!("reading the domain's model: {e:?}"))?;
-        Ok(model.map(|m| crate::algorithms::Model {
-            name: m.name,
-            dimension: m.dimension,
+        Ok(model.map(|model| {
+            model.map(|m| crate::algorithms::Model {
+                name: m.name,
+                dimension: m.dimension,
+            })
         }))
     }
 
@@ -149,11 +152,17 @@ impl Domain {
             return Ok(());
         }
         let host = embedder.model();
-        match self.vector_model()? {
+        let domain = self
+            .vector_model()?
+            .map_err(|e| anyhow::anyhow!("reading the domain's model: {e:?}"))?;
+        match domain {
             Some(domain) if domain != host => anyhow::bail!(
                 "agent {:?}: {}",
                 self.agent_id(),
-                crate::algorithms::model_changed(&domain, &host)
+                engram_model::json::model_changed(
+                    (&domain.name, domain.dimension),
+                    (&host.name, host.dimension)
+                )
             ),
             _ => Ok(()),
         }
