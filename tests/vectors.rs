@@ -246,6 +246,73 @@ fn s_vector_another_model_is_refused_naming_both_until_reembed_rebuilds_after_a_
     assert_eq!(none.reembed(10).unwrap(), Err(MaintenanceError::NoEmbedder));
 }
 
+/// How many memories the newest retrieval gathered by meaning alone.
+fn by_meaning(fx: &Fixture) -> String {
+    let reason = last_retrieval(fx);
+    reason.rsplit("; ").next().unwrap_or_default().to_owned()
+}
+
+#[test]
+fn s_vector_what_an_instance_keeps_of_the_vectors_is_always_the_stores() {
+    // proves S-VECTOR: an instance keeps the vectors it read between
+    // recalls; it reads the ones another instance wrote since, and answers
+    // none the store no longer holds (expired by another instance; the
+    // domain forgotten and written again). A question sharing no word with
+    // any memory: every vector is a candidate by meaning alone.
+    let fx = Fixture::sqlite();
+    let words = Words::new("words", 64);
+    let question = "zzz qqq?";
+    let mut alice = with(fx.open("alice"), &words);
+    alice
+        .remember("My sister lives in Porto.", "Lovely.")
+        .unwrap();
+    alice.recall(question).unwrap();
+    assert_eq!(by_meaning(&fx), "1 more by meaning");
+    // Not the first vector: what the instance kept starts as the store's
+    // does, so only the count of removals tells them apart.
+    let mut other = with(fx.open("alice"), &words);
+    other.set_expire_after(Some(1));
+    other
+        .remember("I keep a spare key under the mat.", "Noted.")
+        .unwrap();
+    other.set_expire_after(None);
+    alice.recall(question).unwrap();
+    assert_eq!(by_meaning(&fx), "2 more by meaning", "the other's too");
+    std::thread::sleep(std::time::Duration::from_millis(5));
+    let mut maintenance = with(fx.open_in("alice", Mode::Maintenance), &words);
+    assert_eq!(maintenance.expire(50).unwrap().unwrap(), 1);
+    drop(maintenance);
+    let recalled = alice.recall(question).unwrap();
+    assert_eq!(by_meaning(&fx), "1 more by meaning", "the expired one went");
+    assert!(
+        recalled.memories.iter().all(|m| !m.summary.contains("key")),
+        "{:?}",
+        recalled.memories
+    );
+    engram::maintenance::forget(
+        fx.backend.clone(),
+        fx.audit.as_ref(),
+        "alice",
+        1,
+        &mut |_| {},
+    )
+    .unwrap();
+    other
+        .remember("We adopted a kitten called Miso.", "Congratulations!")
+        .unwrap();
+    let recalled = alice.recall(question).unwrap();
+    assert_eq!(
+        by_meaning(&fx),
+        "1 more by meaning",
+        "only what is there now"
+    );
+    assert!(
+        recalled.memories.iter().all(|m| m.summary.contains("Miso")),
+        "{:?}",
+        recalled.memories
+    );
+}
+
 #[test]
 fn s_vector_expiry_and_forget_leave_no_vector_and_import_makes_them() {
     // proves S-VECTOR, IO-W7: a vector goes with its memory and comes with

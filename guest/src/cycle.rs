@@ -449,9 +449,17 @@ fn by_meaning(
     };
     let limit = domain::candidate_limit().max(1);
     let page = domain::read_limit_ceiling().max(limit);
-    vectors::nearest(domain.generation, &query, limit as usize, page, known)
-        .map(Some)
-        .map_err(storage)
+    let dimension = domain.model.dimension as usize;
+    vectors::nearest(
+        domain.generation,
+        dimension,
+        &query,
+        limit as usize,
+        page,
+        known,
+    )
+    .map(Some)
+    .map_err(storage)
 }
 
 /// Gathers candidates through the keyword index (S-GATHER), fairly: the candidate

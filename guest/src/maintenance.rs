@@ -673,10 +673,17 @@ fn expire(limit: u32) -> Result<u32, Refusal> {
                 for index in timed_indexes(&MemoryRecord::Event(event.clone()), seq) {
                     batch.delete(index);
                 }
-                if matches!(event.payload, EventPayload::Ingested(_)) {
+                if matches!(event.payload, EventPayload::Ingested(_)) && !generations.is_empty() {
                     for generation in &generations {
                         batch.delete(vectors::key(*generation, seq));
                     }
+                    // A vector removed: what instances kept is no longer
+                    // the store's.
+                    let epoch = batch.get(vectors::EPOCH).map_err(fault)?;
+                    batch.put(
+                        vectors::EPOCH.to_vec(),
+                        vectors::next_epoch(epoch.as_deref()),
+                    );
                 }
             }
             Stored::State(state) => {

@@ -9,6 +9,7 @@
 //! |-----|-------|
 //! | `Mvec` | the domain's model: generation (4), dimension (4), complete (1), name |
 //! | `Mreembed` | a re-embedding under way: its generation (4), dimension (4), phase (1), cursor length (2), cursor, name |
+//! | `Mvepoch` | a counter (8) every commit that removes a vector moves, so an instance knows its kept vectors ([`Kept`]) are still the store's |
 //! | `Q` generation (4), sequence (8) | record id (32 hex digits), scale (f32, 4), the vector as `i8`s |
 //!
 //! Numbers are big-endian but the scale (little-endian). A vector is
@@ -18,8 +19,9 @@
 //! the domain has a vector of this generation.
 
 use crate::bindings::engram::memory::embedder::{self, Model, Role};
+use std::cell::RefCell;
 use std::cmp::Ordering;
-use std::collections::BinaryHeap;
+use std::collections::{BinaryHeap, HashMap, HashSet};
 
 /// The key of the domain's model record.
 pub const MODEL: &[u8] = b"Mvec";
@@ -122,17 +124,6 @@ pub fn quantize(vector: &[f32]) -> (f32, Vec<i8>) {
     (scale as f32, values)
 }
 
-/// The cosine of a quantized vector and a stored one (its `i8`s as
-/// bytes).
-pub fn cosine(a: (f32, &[i8]), b: (f32, &[u8])) -> f32 {
-    let dot: i32 =
-        a.1.iter()
-            .zip(b.1)
-            .map(|(x, y)| i32::from(*x) * i32::from(*y as i8))
-            .sum();
-    dot as f32 * a.0 * b.0
-}
-
 /// The key of a memory's vector of a generation.
 pub fn key(generation: u32, seq: u64) -> Vec<u8> {
     let mut key = Vec::with_capacity(13);
@@ -167,7 +158,6 @@ pub fn value(id: &str, vector: &[f32]) -> Vec<u8> {
 
 /// A vector entry's record id, scale and values (`i8`s as bytes).
 pub fn decode(value: &[u8]) -> Result<(&str, f32, &[u8]), String> {
-    const ID: usize = 32;
     if value.len() < ID + 4 {
         return Err("a vector entry is damaged".into());
     }
@@ -274,46 +264,315 @@ pub fn generations(
     Ok(found)
 }
 
-/// One scored vector: its similarity and record id.
-#[derive(PartialEq)]
-struct Scored(f32, String);
+/// Record ids with their similarity: the most similar, then those asked
+/// for.
+pub type Nearest = (Vec<(String, f32)>, Vec<(String, f32)>);
 
-impl Eq for Scored {}
+/// A record id as a vector entry holds it: 32 hex digits.
+type Id = [u8; ID];
+const ID: usize = 32;
 
-impl PartialOrd for Scored {
+/// What an instance keeps of its domain's vectors of one generation between
+/// recalls, so that a recall reads only the vectors written since the last
+/// one: every vector as stored (its `i8`s and scale) and its record id,
+/// with what tells whether the store still holds exactly these and maybe
+/// more: the generation, the `Mvepoch` counter (moved by every commit that
+/// removes a vector: expiry), and the first entry (key and id: a domain
+/// forgotten and written again starts over with other ids). New vectors
+/// have larger keys than every kept one (their sequence numbers are the
+/// domain's counter, moved under a precondition by every write), so the
+/// entries after the last key read are what is new.
+struct Kept {
+    generation: u32,
+    dimension: usize,
+    epoch: Option<Vec<u8>>,
+    first: Vec<u8>,
+    last: Vec<u8>,
+    scales: Vec<f32>,
+    values: Vec<i8>,
+    ids: Vec<Id>,
+    index: HashMap<Id, u32>,
+}
+
+std::thread_local! {
+    static KEPT: RefCell<Option<Kept>> = const { RefCell::new(None) };
+}
+
+/// The free memory an instance keeps beside its kept vectors: when the
+/// vectors do not fit with this much to spare, a recall reads them from the
+/// store instead, each time.
+const HEADROOM: usize = 8 << 20;
+
+/// The key of the counter every commit that removes a vector moves.
+pub const EPOCH: &[u8] = b"Mvepoch";
+
+/// The epoch counter's next value, from its current one.
+pub fn next_epoch(current: Option<&[u8]>) -> Vec<u8> {
+    let n = current
+        .and_then(|v| <[u8; 8]>::try_from(v).ok())
+        .map_or(0, u64::from_be_bytes);
+    n.wrapping_add(1).to_be_bytes().to_vec()
+}
+
+/// The dot product of two vectors of `i8`s (the second as stored, bytes).
+#[cfg(not(target_arch = "wasm32"))]
+fn dot(a: &[i8], b: &[i8]) -> i32 {
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| i32::from(*x) * i32::from(*y))
+        .sum()
+}
+
+/// The dot product of two vectors of `i8`s, sixteen at a time (the
+/// engine's component uses WebAssembly's 128-bit SIMD, which every runtime
+/// it targets has).
+#[cfg(target_arch = "wasm32")]
+#[target_feature(enable = "simd128")]
+fn dot(a: &[i8], b: &[i8]) -> i32 {
+    use core::arch::wasm32::*;
+    let n = a.len().min(b.len());
+    let mut acc = i32x4_splat(0);
+    let mut at = 0;
+    while at + 16 <= n {
+        // SAFETY: both slices hold 16 bytes from `at`; v128_load takes
+        // unaligned addresses.
+        let (x, y) = unsafe {
+            (
+                v128_load(a.as_ptr().add(at).cast::<v128>()),
+                v128_load(b.as_ptr().add(at).cast::<v128>()),
+            )
+        };
+        // An i8 product fits an i16 (at most 128 × 128).
+        acc = i32x4_add(
+            acc,
+            i32x4_extadd_pairwise_i16x8(i16x8_extmul_low_i8x16(x, y)),
+        );
+        acc = i32x4_add(
+            acc,
+            i32x4_extadd_pairwise_i16x8(i16x8_extmul_high_i8x16(x, y)),
+        );
+        at += 16;
+    }
+    let mut sum = i32x4_extract_lane::<0>(acc)
+        + i32x4_extract_lane::<1>(acc)
+        + i32x4_extract_lane::<2>(acc)
+        + i32x4_extract_lane::<3>(acc);
+    for i in at..n {
+        sum += i32::from(a[i]) * i32::from(b[i]);
+    }
+    sum
+}
+
+/// The cosine of a quantized vector and a stored one (its `i8`s as
+/// bytes).
+#[cfg(test)]
+fn cosine(a: (f32, &[i8]), b: (f32, &[u8])) -> f32 {
+    let theirs: &[i8] = bytemuck_i8(b.1);
+    product(a, (b.0, theirs))
+}
+
+/// Bytes as the `i8`s they hold.
+fn bytemuck_i8(bytes: &[u8]) -> &[i8] {
+    // SAFETY: u8 and i8 have one size and alignment, every bit pattern
+    // valid in both.
+    unsafe { std::slice::from_raw_parts(bytes.as_ptr().cast::<i8>(), bytes.len()) }
+}
+
+/// The cosine of two quantized vectors with their scales.
+fn product(a: (f32, &[i8]), b: (f32, &[i8])) -> f32 {
+    dot(a.1, b.1) as f32 * a.0 * b.0
+}
+
+impl Kept {
+    /// Reads the entries of the generation after the last kept one (every
+    /// one when none is kept), in pages of `page`: `false` when they do not
+    /// fit the instance's memory (nothing more is then kept).
+    fn read_new(&mut self, end: &[u8], page: u32, fresh: bool) -> Result<bool, String> {
+        let mut start = self.last.clone();
+        if !fresh {
+            start.push(0);
+        }
+        loop {
+            let entries = crate::persistence::scan(
+                &start,
+                end,
+                page,
+                crate::persistence::Direction::Ascending,
+            )
+            .map_err(crate::storage)?;
+            let more = entries.len() as u32 == page;
+            let count = entries.len();
+            let fits = self.values.try_reserve(count * self.dimension).is_ok()
+                && self.scales.try_reserve(count).is_ok()
+                && self.ids.try_reserve(count).is_ok()
+                && self.index.try_reserve(count).is_ok()
+                && Vec::<u8>::new().try_reserve_exact(HEADROOM).is_ok();
+            if !fits {
+                return Ok(false);
+            }
+            for entry in &entries {
+                let (id, scale, values) = decode(&entry.value)?;
+                if values.len() != self.dimension {
+                    return Err("a vector entry has another dimension than the model's".into());
+                }
+                let id: Id = id
+                    .as_bytes()
+                    .try_into()
+                    .map_err(|_| "a vector entry is damaged")?;
+                self.index.insert(id, self.ids.len() as u32);
+                self.ids.push(id);
+                self.scales.push(scale);
+                self.values.extend_from_slice(bytemuck_i8(values));
+            }
+            if let Some(last) = entries.last() {
+                self.last = last.key.clone();
+                start = last.key.clone();
+                start.push(0);
+            }
+            if !more {
+                return Ok(true);
+            }
+        }
+    }
+
+    /// The `n` kept vectors most similar to `query` and the similarity of
+    /// each one `wanted` names.
+    fn nearest(&self, query: (f32, &[i8]), n: usize, wanted: &HashSet<String>) -> Nearest {
+        let dimension = self.dimension;
+        let similarity = |i: usize| {
+            product(
+                query,
+                (
+                    self.scales[i],
+                    &self.values[i * dimension..(i + 1) * dimension],
+                ),
+            )
+        };
+        // The least similar of the best is the heap's top; among equals the
+        // larger id goes first.
+        let mut heap: BinaryHeap<(std::cmp::Reverse<Total>, Id)> = BinaryHeap::with_capacity(n + 1);
+        if n > 0 {
+            for i in 0..self.ids.len() {
+                let s = similarity(i);
+                if heap.len() < n
+                    || heap.peek().is_some_and(|(w, id)| {
+                        s.total_cmp(&w.0.0).then_with(|| id.cmp(&self.ids[i])) == Ordering::Greater
+                    })
+                {
+                    heap.push((std::cmp::Reverse(Total(s)), self.ids[i]));
+                    if heap.len() > n {
+                        heap.pop();
+                    }
+                }
+            }
+        }
+        let text = |id: &Id| String::from_utf8_lossy(id).into_owned();
+        let mut best: Vec<(String, f32)> =
+            heap.into_iter().map(|(s, id)| (text(&id), s.0.0)).collect();
+        best.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        let known = wanted
+            .iter()
+            .filter_map(|id| {
+                let key: Id = id.as_bytes().try_into().ok()?;
+                let i = *self.index.get(&key)? as usize;
+                Some((id.clone(), similarity(i)))
+            })
+            .collect();
+        (best, known)
+    }
+}
+
+/// An `f32` ordered totally.
+#[derive(Clone, Copy, PartialEq)]
+struct Total(f32);
+
+impl Eq for Total {}
+
+impl PartialOrd for Total {
     fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
         Some(self.cmp(other))
     }
 }
 
-impl Ord for Scored {
-    // The smallest similarity is the heap's top, so it is the one pushed
-    // out; among equals, the larger id.
+impl Ord for Total {
     fn cmp(&self, other: &Self) -> Ordering {
-        other
-            .0
-            .total_cmp(&self.0)
-            .then_with(|| self.1.cmp(&other.1))
+        self.0.total_cmp(&other.0)
     }
 }
 
-/// Record ids with their similarity: the most similar, then those asked
-/// for.
-pub type Nearest = (Vec<(String, f32)>, Vec<(String, f32)>);
-
 /// The `n` vectors of a generation most similar to `query`, most similar
 /// first, and the similarity of every vector whose id `wanted` holds:
-/// every vector is read, in pages of `page` entries (exact search).
+/// exact search over every vector of the generation. The instance keeps
+/// the vectors it read ([`Kept`]) and reads only those written since;
+/// when they do not fit its memory, it reads them all, in pages of `page`
+/// entries, each time.
 pub fn nearest(
     generation: u32,
+    dimension: usize,
     query: &[f32],
     n: usize,
     page: u32,
-    wanted: &std::collections::HashSet<String>,
+    wanted: &HashSet<String>,
 ) -> Result<Nearest, String> {
     let (scale, values) = quantize(query);
+    let query = (scale, values.as_slice());
+    let (start, end) = range(generation);
+    let epoch = crate::persistence::get(EPOCH).map_err(crate::storage)?;
+    let first = crate::persistence::scan(&start, &end, 1, crate::persistence::Direction::Ascending)
+        .map_err(crate::storage)?;
+    let Some(first) = first.first() else {
+        KEPT.with(|kept| kept.borrow_mut().take());
+        return Ok((Vec::new(), Vec::new()));
+    };
+    let mut stamp = first.key.clone();
+    stamp.extend_from_slice(&first.value[..ID.min(first.value.len())]);
+    KEPT.with(|cell| {
+        let mut cell = cell.borrow_mut();
+        let same = cell.as_ref().is_some_and(|k| {
+            k.generation == generation
+                && k.dimension == dimension
+                && k.epoch == epoch
+                && k.first == stamp
+        });
+        let fresh = !same;
+        if fresh {
+            // What was kept goes before the new is read.
+            *cell = None;
+            *cell = Some(Kept {
+                generation,
+                dimension,
+                epoch,
+                first: stamp,
+                last: start,
+                scales: Vec::new(),
+                values: Vec::new(),
+                ids: Vec::new(),
+                index: HashMap::new(),
+            });
+        }
+        let Some(kept) = cell.as_mut() else {
+            return Err("no vectors are kept".to_owned());
+        };
+        if kept.read_new(&end, page, fresh)? {
+            Ok(kept.nearest(query, n, wanted))
+        } else {
+            *cell = None;
+            drop(cell);
+            streamed(generation, query, n, page, wanted)
+        }
+    })
+}
+
+/// [`nearest`] reading every vector from the store, in pages of `page`.
+fn streamed(
+    generation: u32,
+    query: (f32, &[i8]),
+    n: usize,
+    page: u32,
+    wanted: &HashSet<String>,
+) -> Result<Nearest, String> {
     let (mut start, end) = range(generation);
-    let mut heap: BinaryHeap<Scored> = BinaryHeap::with_capacity(n + 1);
+    let mut heap: BinaryHeap<(std::cmp::Reverse<Total>, String)> = BinaryHeap::with_capacity(n + 1);
     let mut known = Vec::new();
     loop {
         let entries =
@@ -322,20 +581,23 @@ pub fn nearest(
         let full = entries.len() as u32 == page;
         for entry in &entries {
             let (id, their_scale, theirs) = decode(&entry.value)?;
-            if theirs.len() != values.len() {
+            if theirs.len() != query.1.len() {
                 return Err("a vector entry has another dimension than the model's".into());
             }
-            let similarity = cosine((scale, &values), (their_scale, theirs));
+            let s = product(query, (their_scale, bytemuck_i8(theirs)));
             if wanted.contains(id) {
-                known.push((id.to_owned(), similarity));
+                known.push((id.to_owned(), s));
             }
-            if n > 0 {
-                let worst = heap.peek().map(|s| s.0);
-                if heap.len() < n || worst.is_some_and(|w| similarity > w) {
-                    heap.push(Scored(similarity, id.to_owned()));
-                    if heap.len() > n {
-                        heap.pop();
-                    }
+            if n > 0
+                && (heap.len() < n
+                    || heap.peek().is_some_and(|(w, worst)| {
+                        s.total_cmp(&w.0.0).then_with(|| worst.as_str().cmp(id))
+                            == Ordering::Greater
+                    }))
+            {
+                heap.push((std::cmp::Reverse(Total(s)), id.to_owned()));
+                if heap.len() > n {
+                    heap.pop();
                 }
             }
         }
@@ -347,7 +609,7 @@ pub fn nearest(
             _ => break,
         }
     }
-    let mut best: Vec<(String, f32)> = heap.into_iter().map(|s| (s.1, s.0)).collect();
+    let mut best: Vec<(String, f32)> = heap.into_iter().map(|(s, id)| (id, s.0.0)).collect();
     best.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
     Ok((best, known))
 }

@@ -72,8 +72,8 @@ def test_s_vector_the_embedder_is_called_once_per_remember_and_once_per_recall(n
 @pytest.mark.parametrize(
     "answer,why",
     [
-        (lambda texts: [[1.0, 2.0]] * len(texts), "dimension"),
-        (lambda texts: [[float("nan")] * 16] * len(texts), "finite"),
+        (lambda texts: [[1.0, 2.0]] * len(texts), "vector 0 has 2 numbers"),
+        (lambda texts: [[float("nan")] * 16] * len(texts), "not JSON compliant"),
         (lambda texts: [], "vector"),
         (lambda texts: "nonsense", "vectors"),
     ],

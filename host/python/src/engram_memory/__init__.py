@@ -280,7 +280,9 @@ def _dispatcher(
                 if isinstance(answer, Sequence) and not isinstance(answer, (str, bytes)):
                     answer = list(answer)
             elif kind == "embed" and embedder is not None:
-                answer = _vectors(embedder.embed(args[0], args[1]))
+                # NaN and infinity have no JSON: refused here, by name.
+                vectors = _vectors(embedder.embed(args[0], args[1]))
+                return "V" + json.dumps(vectors, separators=(",", ":"), allow_nan=False)
             elif kind == "count-tokens" and tokenizer is not None:
                 answer = tokenizer(args[0])
             else:
