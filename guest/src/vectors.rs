@@ -289,7 +289,9 @@ struct Kept {
     first: Vec<u8>,
     last: Vec<u8>,
     scales: Vec<f32>,
-    values: Vec<i8>,
+    /// The vectors' `i8`s, a page of entries a block (no block is moved
+    /// when more come), and the number of the first vector of each.
+    blocks: Vec<(u32, Vec<i8>)>,
     ids: Vec<Id>,
     index: HashMap<Id, u32>,
 }
@@ -402,7 +404,9 @@ impl Kept {
             .map_err(crate::storage)?;
             let more = entries.len() as u32 == page;
             let count = entries.len();
-            let fits = self.values.try_reserve(count * self.dimension).is_ok()
+            let mut block: Vec<i8> = Vec::new();
+            let fits = block.try_reserve_exact(count * self.dimension).is_ok()
+                && self.blocks.try_reserve(1).is_ok()
                 && self.scales.try_reserve(count).is_ok()
                 && self.ids.try_reserve(count).is_ok()
                 && self.index.try_reserve(count).is_ok()
@@ -419,10 +423,16 @@ impl Kept {
                     .as_bytes()
                     .try_into()
                     .map_err(|_| "a vector entry is damaged")?;
+                if block.is_empty() {
+                    self.blocks.push((self.ids.len() as u32, Vec::new()));
+                }
                 self.index.insert(id, self.ids.len() as u32);
                 self.ids.push(id);
                 self.scales.push(scale);
-                self.values.extend_from_slice(bytemuck_i8(values));
+                block.extend_from_slice(bytemuck_i8(values));
+            }
+            if let Some(last) = self.blocks.last_mut().filter(|_| !block.is_empty()) {
+                last.1 = block;
             }
             if let Some(last) = entries.last() {
                 self.last = last.key.clone();
@@ -439,21 +449,28 @@ impl Kept {
     /// each one `wanted` names.
     fn nearest(&self, query: (f32, &[i8]), n: usize, wanted: &HashSet<String>) -> Nearest {
         let dimension = self.dimension;
-        let similarity = |i: usize| {
-            product(
-                query,
-                (
-                    self.scales[i],
-                    &self.values[i * dimension..(i + 1) * dimension],
-                ),
-            )
+        let vector = |i: usize| {
+            let block = self
+                .blocks
+                .partition_point(|(first, _)| *first as usize <= i)
+                - 1;
+            let (first, values) = &self.blocks[block];
+            let at = i - *first as usize;
+            &values[at * dimension..(at + 1) * dimension]
         };
+        let similarity = |i: usize| product(query, (self.scales[i], vector(i)));
         // The least similar of the best is the heap's top; among equals the
         // larger id goes first.
         let mut heap: BinaryHeap<(std::cmp::Reverse<Total>, Id)> = BinaryHeap::with_capacity(n + 1);
+        let every = self.blocks.iter().flat_map(|(first, values)| {
+            values
+                .chunks_exact(dimension)
+                .enumerate()
+                .map(move |(j, v)| (*first as usize + j, v))
+        });
         if n > 0 {
-            for i in 0..self.ids.len() {
-                let s = similarity(i);
+            for (i, v) in every {
+                let s = product(query, (self.scales[i], v));
                 if heap.len() < n
                     || heap.peek().is_some_and(|(w, id)| {
                         s.total_cmp(&w.0.0).then_with(|| id.cmp(&self.ids[i])) == Ordering::Greater
@@ -545,7 +562,7 @@ pub fn nearest(
                 first: stamp,
                 last: start,
                 scales: Vec::new(),
-                values: Vec::new(),
+                blocks: Vec::new(),
                 ids: Vec::new(),
                 index: HashMap::new(),
             });
