@@ -159,6 +159,34 @@ export type Ranker = (queryKeywords: string[], candidates: Candidate[], k: numbe
 /** Counts the tokens of a text (a prompt's memory lines, for a plan's token budget); throwing fails the cycle. OpenAI's o200k_base by default. */
 export type Tokenizer = (text: string) => number;
 
+/** What a text is to an embedder: a memory's summary, to be found (`passage`), or a question, to find with (`query`). */
+export type EmbedRole = 'passage' | 'query';
+
+/** The model that makes a domain's vectors. */
+export interface VectorModel {
+  /** The model's name, as its host calls it (`e5-small-v2`); 1 to 256 bytes. */
+  name: string;
+  /** How many numbers a vector has; 1 to 4,096. */
+  dimension: number;
+}
+
+/**
+ * Embeds texts as vectors, for recall by meaning besides keywords (S-VECTOR): each memory's
+ * summary as it is stored (one call per remember or cycle, role `passage`), each question
+ * recalled with (one call, role `query`). `embed` answers one vector of `dimension` finite
+ * numbers for each text, in order; anything else, or an error thrown, fails the call that
+ * needed it and nothing is stored (B5-F1). A domain records the model of its vectors and
+ * refuses another online until {@link Domain.reembed} has made them again.
+ */
+export interface Embedder extends VectorModel {
+  embed(texts: string[], role: EmbedRole): Array<number[] | Float32Array | Float64Array>;
+}
+
+/** An {@link Embedder} whose `embed` may answer a promise (a model's endpoint): for a domain opened with `{async: true}`. */
+export interface AsyncEmbedder extends VectorModel {
+  embed(texts: string[], role: EmbedRole): MaybePromise<Array<number[] | Float32Array | Float64Array>>;
+}
+
 /**
  * Compiles the core module `file` of the transpiled component `component` (`engram-host`,
  * `engram-host-builtin`, `engram-algorithms`, `engram-tokenizer`). `engram-tokenizer` is asked
@@ -180,6 +208,8 @@ export interface OpenOptions {
   summarizer?: Summarizer;
   ranker?: Ranker;
   tokenizer?: Tokenizer;
+  /** Recall by meaning too: embeds memories and questions; none by default (recall by keywords alone). */
+  embedder?: Embedder;
   limits?: Partial<Limits>;
   /** ms since the epoch, read as each call begins; `Date.now` by default. */
   clock?: () => number;
@@ -198,17 +228,19 @@ export interface OpenOptions {
 
 /**
  * A domain whose every method answers a promise, and whose summarizer,
- * ranker and tokenizer (and a store written in JavaScript) may answer
- * promises: in Node on a thread of its own; elsewhere on the components'
- * JSPI build (Chromium, Firefox, workerd; {@link hasJspi}).
+ * ranker, tokenizer and embedder (and a store written in JavaScript) may
+ * answer promises: in Node on a thread of its own; elsewhere on the
+ * components' JSPI build (Chromium, Firefox, workerd; {@link hasJspi}).
  */
-export interface AsyncOpenOptions extends Omit<OpenOptions, 'async' | 'store' | 'summarizer' | 'ranker' | 'tokenizer'> {
+export interface AsyncOpenOptions extends Omit<OpenOptions, 'async' | 'store' | 'summarizer' | 'ranker' | 'tokenizer' | 'embedder'> {
   async: true;
   /** As {@link OpenOptions.store}, or a store written in JavaScript that answers promises. */
   store?: AsyncBackend | NativeStore | string;
   summarizer?: (...args: Parameters<Summarizer>) => MaybePromise<ReturnType<Summarizer>>;
   ranker?: (...args: Parameters<Ranker>) => MaybePromise<ReturnType<Ranker>>;
   tokenizer?: (...args: Parameters<Tokenizer>) => MaybePromise<ReturnType<Tokenizer>>;
+  /** As {@link OpenOptions.embedder}, its `embed` maybe answering a promise. */
+  embedder?: AsyncEmbedder;
 }
 
 export interface BatchOptions {
@@ -299,6 +331,15 @@ export class Domain implements Disposable {
   export(): Array<{ agent_id: string; item: Json }>;
   import(lines: Array<{ agent_id: string; item: Json } | object | string>): { agent_id: string; items: number; new: number };
   expire(): { agent_id: string; expired: number };
+  /**
+   * Maintenance: makes the domain's vectors with this domain's embedder from the memories'
+   * stored summaries, `batch` memories a commit (256), until every memory has one of its
+   * model (after a change of model, or for memories stored without an embedder). Resumes
+   * where a stopped run left off.
+   */
+  reembed(options?: { batch?: number }): { agent_id: string; embedded: number };
+  /** The model that made this domain's vectors, or null while it has none. */
+  vectorModel(): VectorModel | null;
   forget(): { agent_id: string; removed: number };
   close(): void;
   [Symbol.dispose](): void;
@@ -341,6 +382,27 @@ export class EngramInputError extends Error {}
 export class EngramRefusedError extends Error {
   readonly answer: Json;
 }
+
+/** How an OpenAI-compatible embeddings endpoint is reached ({@link endpointEmbedder}). */
+export interface EndpointOptions {
+  /** Its URL up to the version (`https://api.openai.com/v1`), or the whole URL of its embeddings (`…/v1/embeddings`). */
+  url: string;
+  /** The model asked for, and the name the domain records for its vectors. */
+  model: string;
+  /** Sent as `Authorization: Bearer <key>`. */
+  key?: string;
+  /** How many numbers the model's vectors have; learned from one text embedded when absent. */
+  dimension?: number;
+  /** How long one request may take; no bound when absent. */
+  timeoutMs?: number;
+}
+
+/**
+ * An embedder over an OpenAI-compatible embeddings endpoint (`POST {model, input, input_type}`,
+ * `input_type` the role): one request per call of the engine, answering promises (a domain
+ * opened with `{async: true}`); a failure throws naming the endpoint.
+ */
+export function endpointEmbedder(options: EndpointOptions): Promise<AsyncEmbedder>;
 
 export function open(agent: string, options: AsyncOpenOptions): Promise<AsyncDomain>;
 export function open(agent: string, options?: OpenOptions): Promise<Domain>;

@@ -90,6 +90,35 @@ function asyncWhereAwaited(code) {
 }
 
 /**
+ * `code` (a JSPI build, after {@link lazyInlineModules}) with each helper
+ * core module jco compiles from inline bytes written beside the core
+ * modules (`gen/<name>/<name>.jspi-helper<n>.wasm`) and loaded with them,
+ * through the instance's core module loader, before the instance is made:
+ * the JSPI build makes every instance with one
+ * (`_conditionalSuspending…`), and a runtime that compiles no WebAssembly
+ * from bytes (Cloudflare Workers) gets it compiled with the rest
+ * (worker/modules.js).
+ * @param {string} code
+ * @param {string} name
+ * @param {string} out the component's folder in gen/
+ */
+function helpersAsCoreModules(code, name, out) {
+  const inline = /let (\w+)__compiled;\nconst \1__compile = \(\) => \1__compiled \?\?= new WebAssembly\.Module\(new Uint8Array\(\[([^\]]*)\]\)\);/g;
+  const loads = [];
+  code = code.replace(inline, (_whole, helper, bytes) => {
+    const file = `${name}.jspi-helper${loads.length + 1}.wasm`;
+    writeFileSync(join(out, file), Uint8Array.from(bytes.split(',').map((b) => b.trim()).filter((b) => b !== '').map(Number)));
+    loads.push(`${helper}__compiled = yield getCoreModule('${file}');`);
+    return `let ${helper}__compiled;\nconst ${helper}__compile = () => ${helper}__compiled;`;
+  });
+  const anchor = 'let gen= (function* _initGenerator () {';
+  if (!code.includes(anchor)) {
+    throw new Error('the generated code has no `_initGenerator` of the form jco 1.35 writes: update scripts/build.js');
+  }
+  return code.replace(anchor, `${anchor}\n${loads.join('\n')}`);
+}
+
+/**
  * The JSPI build of `name` (`--async-mode jspi`) beside its synchronous
  * one: `gen/<name>/<name>.jspi.js`, over the same core modules (the build
  * stops if they differ). The store's calls and the algorithms may answer
@@ -117,7 +146,7 @@ function jspi(name, out) {
   }
   const code = asyncWhereAwaited(readFileSync(join(tmp, `${name}.js`), 'utf8'));
   const file = join(out, `${name}.jspi.js`);
-  writeFileSync(file, cachedMemoryViews(debugLogOnce(lazyInlineModules(code))));
+  writeFileSync(file, cachedMemoryViews(debugLogOnce(helpersAsCoreModules(lazyInlineModules(code), name, out))));
   rmSync(tmp, { recursive: true, force: true });
   // The JSPI build must at least parse: jco's JSPI mode is experimental.
   execFileSync(process.execPath, ['--check', file], { stdio: 'inherit' });

@@ -3,7 +3,8 @@
 // compiled to WebAssembly and transpiled into gen/: the summarizer and
 // ranker (engram-algorithms.wasm), and the tokenizer (engram-tokenizer.wasm,
 // OpenAI's o200k_base with its table of tokens), which is loaded when a
-// token budget first needs it.
+// token budget first needs it. And the embedder (recall by meaning), which
+// only a user gives: without one, recall is by keywords alone.
 
 import { ComponentLoader } from './component.js';
 import { componentExport, componentImports } from './imports.js';
@@ -46,6 +47,23 @@ export class ResultError extends Error {
  * @callback Tokenizer
  * @param {string} text
  * @returns {number}
+ */
+
+/**
+ * Embeds texts as vectors, for recall by meaning (S-VECTOR): `embed`
+ * answers one vector of `dimension` finite numbers (an array, or a typed
+ * array such as a Float32Array) for each text, in order. The domain
+ * records the model (`name`, `dimension`) of its vectors and refuses
+ * another until maintenance `reembed` has made them again; the engine
+ * checks the model's bounds and every vector. Throwing, or any other
+ * answer, fails the call that needed it (B5-F1): nothing is stored.
+ * @typedef {object} Embedder
+ * @property {string} name the model's name, as its host calls it
+ *   (`e5-small-v2`)
+ * @property {number} dimension how many numbers a vector has
+ * @property {(texts: string[], role: 'passage'|'query') => Array<number[]|ArrayLike<number>>} embed
+ *   `passage`: memories' summaries, to be found; `query`: a question, to
+ *   find with (e5's `passage: ` and `query: `, an endpoint's `input_type`)
  */
 
 let defaults;
@@ -156,7 +174,6 @@ function checkedRun(async) {
 export function tokenizerInterface(tokenizer, async = false) {
   const run = checkedRun(async);
   return {
-    ...noEmbedder(),
     'engram:memory/tokenizer': {
       countTokens(text) {
         return run(
@@ -174,18 +191,57 @@ export function tokenizerInterface(tokenizer, async = false) {
   };
 }
 
+/** The words of an embedder's answer that is no list of vectors. */
+const NO_VECTORS = 'the embedder answered no list of vectors (lists of numbers)';
+
 /**
- * The engine's `embedder` import of a host with none: recall is by
- * keywords alone, and the engine never asks for a vector.
+ * An embedder's answer as the component takes it: each vector a
+ * Float32Array (what jco copies at once). What is no list of vectors of
+ * numbers is the result's `err`; their lengths and values are the
+ * engine's to check, as for every host.
+ * @param {unknown} vectors
+ * @returns {Float32Array[]}
  */
-function noEmbedder() {
+function float32Vectors(vectors) {
+  if (!Array.isArray(vectors)) throw new ResultError(NO_VECTORS);
+  return vectors.map((vector) => {
+    const numbers = Array.isArray(vector) || (ArrayBuffer.isView(vector) && !(vector instanceof DataView));
+    if (!numbers || !Array.prototype.every.call(vector, (x) => typeof x === 'number')) throw new ResultError(NO_VECTORS);
+    return Float32Array.from(vector);
+  });
+}
+
+/**
+ * The `embedder` interface the engine imports: over `embedder` (its model,
+ * as it was when the domain opened, and its `embed`, an error thrown
+ * becoming the `err` of the result; with `async`, the JSPI build, `embed`
+ * may answer a promise), or, without one, a host with none: recall is by
+ * keywords alone, and the engine never asks for a vector.
+ * @param {Embedder} [embedder]
+ * @param {boolean} [async]
+ */
+export function embedderInterface(embedder, async = false) {
+  if (embedder === undefined) {
+    return {
+      'engram:memory/embedder': {
+        identity() {
+          return undefined;
+        },
+        embed() {
+          throw new ResultError('the host has no embedder');
+        },
+      },
+    };
+  }
+  const run = checkedRun(async);
+  const model = { name: embedder.name, dimension: embedder.dimension };
   return {
     'engram:memory/embedder': {
       identity() {
-        return undefined;
+        return model;
       },
-      embed() {
-        throw new ResultError('the host has no embedder');
+      embed(texts, role) {
+        return run('embedder', () => embedder.embed(texts, role), float32Vectors);
       },
     },
   };

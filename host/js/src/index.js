@@ -24,6 +24,7 @@ import { AUDIT_LIMIT, MAX_AUDIT_LIMIT } from '../gen/limits.js';
 export { MemoryBackend } from './backends/memory.js';
 export { DEFAULT_LIMITS, DEFAULT_POSTGRES_OPTIONS } from '../gen/limits.js';
 export { componentImports } from './imports.js';
+export { endpointEmbedder } from './endpoint.js';
 export { parse, stringify } from './json.js';
 export { hasJspi } from './wasm.js';
 
@@ -175,6 +176,11 @@ function release({ store, owned }) {
  * @property {import('./algorithms.js').Ranker} [ranker]
  * @property {import('./algorithms.js').Tokenizer} [tokenizer] counts a
  *   prompt's tokens for a plan's token budget; OpenAI's o200k_base by default
+ * @property {import('./algorithms.js').Embedder} [embedder] embeds each
+ *   memory's summary as it is stored and each question recalled with, for
+ *   recall by meaning besides keywords (S-VECTOR); none by default: recall
+ *   by keywords alone. A domain whose vectors another model made refuses
+ *   it online until maintenance {@link Domain#reembed} makes them again
  * @property {Partial<Limits>} [limits] those left out have every host's
  *   defaults ({@link DEFAULT_LIMITS})
  * @property {() => number} [clock] ms since the epoch, read as each call
@@ -189,10 +195,10 @@ function release({ store, owned }) {
  * @property {import('./component.js').CoreModuleLoader} [coreModule] how
  *   a core module is compiled, where gen/ is not reachable by file or fetch
  * @property {boolean} [async] a domain whose every method answers a
- *   promise, and whose summarizer, ranker and tokenizer (and a store
- *   written in JavaScript) may answer promises: in Node on a thread of its
- *   own; elsewhere on the components' JSPI build, where the runtime has it
- *   ({@link hasJspi})
+ *   promise, and whose summarizer, ranker, tokenizer and embedder (and a
+ *   store written in JavaScript) may answer promises: in Node on a thread
+ *   of its own; elsewhere on the components' JSPI build, where the runtime
+ *   has it ({@link hasJspi})
  */
 
 /**
@@ -239,14 +245,19 @@ function snakeCase(limits) {
   return Object.fromEntries(Object.entries(limits).map(([name, value]) => [name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`), value]));
 }
 
-/** The settings of a domain, as every host takes them (engram_store::settings). */
+/**
+ * The settings of a domain, as every host takes them (engram_store::settings):
+ * with an embedder, its model (`{name, dimension}`), which the host checks.
+ */
 function settingsOf(agent, options) {
+  const { embedder } = options;
   return stringify({
     agent,
     mode: options.mode ?? 'online',
     tier_ceiling: options.tierCeiling ?? 'private',
     pid: Number.isInteger(globalThis.process?.pid) ? globalThis.process.pid : 0,
     expire_after_ms: options.expireAfterMs ?? null,
+    embedder: embedder === undefined ? undefined : { name: embedder.name, dimension: embedder.dimension },
     ...snakeCase(options.limits ?? {}),
   });
 }
@@ -563,6 +574,33 @@ export class Domain {
    */
   expire() {
     return then(this._call('expire', ''), valueOf);
+  }
+
+  /**
+   * Makes the vectors of a domain opened for maintenance with this
+   * domain's embedder, from the memories' stored summaries (S-VECTOR):
+   * after a change of model, or for memories stored without an embedder,
+   * until every memory has a vector of the embedder's model, which the
+   * domain then records (a domain whose vectors are whole already has
+   * nothing to make). `batch` memories a commit (256 by default), each
+   * commit's in one call of the embedder; a run stopped halfway goes on
+   * where it left off. Answers `{agent_id, embedded}`. Throws
+   * {@link EngramRefusedError} with the `{error}` when it is refused (no
+   * embedder, the embedder failed).
+   * @param {{batch?: number}} [options]
+   * @returns {{agent_id: string, embedded: number}}
+   */
+  reembed(options = {}) {
+    return then(this._call('reembed', stringify({ batch: options.batch })), valueOf);
+  }
+
+  /**
+   * The model that made this domain's vectors, `{name, dimension}`, or
+   * null while it has none.
+   * @returns {{name: string, dimension: number} | null}
+   */
+  vectorModel() {
+    return then(this._call('vector-model', ''), valueOf);
   }
 
   /**

@@ -2,11 +2,11 @@
 // Node-API addon, host/node, over engram-binding), on the Rust stores with
 // their locks and trail. What is here is the crossing: the settings and the
 // calls go over as JSON text, the answers come back framed (`V`, `I`, `R`
-// then the text), and the summarizer, ranker and tokenizer a caller gives
-// are called back here.
+// then the text), and the summarizer, ranker, tokenizer and embedder a
+// caller gives are called back here.
 
 import { addon } from './addon.js';
-import { isPromise } from './maybe.js';
+import { isPromise, then } from './maybe.js';
 import { stringify } from './json.js';
 
 /**
@@ -70,10 +70,20 @@ export function openNativeStore(spec, options = {}) {
 }
 
 /** The names of the algorithms a caller may give, as the addon takes them. */
-const ALGORITHMS = ['summarizer', 'ranker', 'tokenizer'];
+const ALGORITHMS = ['summarizer', 'ranker', 'tokenizer', 'embedder'];
 
 /** What each algorithm's call is named in the dispatcher. */
-const KINDS = { summarize: 'summarizer', rank: 'ranker', 'count-tokens': 'tokenizer' };
+const KINDS = { summarize: 'summarizer', rank: 'ranker', 'count-tokens': 'tokenizer', embed: 'embedder' };
+
+/**
+ * An embedder's vectors as JSON takes them: a typed array (a Float32Array)
+ * as a plain array. The binding checks the answer's shape, the engine its
+ * vectors.
+ * @param {unknown} vectors
+ */
+function plainVectors(vectors) {
+  return Array.isArray(vectors) ? vectors.map((vector) => (ArrayBuffer.isView(vector) ? Array.from(vector) : vector)) : vectors;
+}
 
 /** A thrown value's words. */
 function words(error) {
@@ -84,7 +94,7 @@ function words(error) {
  * The one function the addon calls the caller's algorithms through:
  * `(kind, args) => answer`, `args` and the answer JSON text, the answer
  * framed `V…` or `E<why>`; a promise of it when `async`.
- * @param {{summarizer?: Function, ranker?: Function, tokenizer?: Function}} given
+ * @param {{summarizer?: Function, ranker?: Function, tokenizer?: Function, embedder?: import('./algorithms.js').Embedder}} given
  * @param {boolean} async
  */
 function dispatcher(given, async) {
@@ -99,6 +109,8 @@ function dispatcher(given, async) {
           args[1].map((c) => ({ ...c, timestamp: BigInt(c.timestamp) })),
           args[2],
         );
+      case 'embed':
+        return then(given.embedder.embed(args[0], args[1]), plainVectors);
       default:
         return given.tokenizer(args[0]);
     }
@@ -136,7 +148,7 @@ export class NativeSession {
    * Opens the domain `settings` (JSON) name in `store`.
    * @param {NativeStore} store
    * @param {string} settings
-   * @param {{summarizer?: Function, ranker?: Function, tokenizer?: Function, clock?: () => number, async?: boolean}} options
+   * @param {{summarizer?: Function, ranker?: Function, tokenizer?: Function, embedder?: import('./algorithms.js').Embedder, clock?: () => number, async?: boolean}} options
    * @returns {NativeSession}
    */
   static open(store, settings, options) {

@@ -7,7 +7,7 @@
 // a store written in JavaScript (src/store.js packs its calls). It is also
 // what a store written in JavaScript runs on under Node.
 
-import { defaultAlgorithms, defaultTokenizer, algorithmInterfaces, tokenizerInterface } from './algorithms.js';
+import { defaultAlgorithms, defaultTokenizer, algorithmInterfaces, embedderInterface, tokenizerInterface } from './algorithms.js';
 import { auditLine, auditRowOfLine } from './backend.js';
 import { ComponentLoader } from './component.js';
 import { componentExport, componentImports } from './imports.js';
@@ -21,7 +21,7 @@ import { AUDIT_LIMIT, MAX_AUDIT_LIMIT } from '../gen/limits.js';
 const UNAUDITED = new Set(['prefix', 'lockKey', 'stoppedRow', 'takeTrail']);
 
 /** The calls that write, and so take the domain's writers' turn on a store that keeps turns. */
-const WRITES = new Set(['write', 'write-batch', 'remember', 'run-cycle', 'cycle-commit', 'import', 'expire']);
+const WRITES = new Set(['write', 'write-batch', 'remember', 'run-cycle', 'cycle-commit', 'import', 'expire', 'reembed']);
 
 /** The calls whose stopped instance is audited FAILED (a single write or read), by operation. */
 const AUDITED = { write: 'WRITE', read: 'READ' };
@@ -78,8 +78,9 @@ export class WasmSession {
    * Opens the domain `settings` (JSON) name over `backend`.
    * @param {import('./backend.js').Backend} backend
    * @param {string} settings
-   * @param {object} options the caller's algorithms, clock, `async`, and
-   *   where the components come from (`coreModule`, `instantiate`)
+   * @param {object} options the caller's algorithms (and embedder), clock,
+   *   `async`, and where the components come from (`coreModule`,
+   *   `instantiate`)
    * @returns {Promise<WasmSession>}
    */
   static async open(backend, settings, options) {
@@ -107,6 +108,7 @@ export class WasmSession {
       'engram:memory/types': {},
       'engram:adapter/store': storeInterface(backend, settings, clock, async),
       ...(builtin ? tokenizerInterface(tokenizer, async) : algorithmInterfaces(summarizer, ranker, tokenizer, async)),
+      ...embedderInterface(options.embedder, async),
     });
     const components = loader(builtin ? 'engram-host-builtin' : 'engram-host', options, async);
     const exports = await components.first(imports);

@@ -5,7 +5,11 @@
 // `ENGRAM_CHROMIUM` names the Chromium to run (Debian's `chromium`:
 // /usr/bin/chromium); `ENGRAM_SCREENSHOT_DIR` the folder the page's
 // screenshot goes to (a fresh temporary folder when unset). Without a
-// Chromium every test fails saying so: nothing is skipped.
+// Chromium every test fails saying so: nothing is skipped, but a scenario
+// that needs the tests' embedding model when `ENGRAM_TEST_EMBEDDER_URL` does
+// not name its server (the static server passes the page's requests to
+// it under /embedder/, on the page's own origin: the model's server sends
+// no CORS headers).
 //
 //   ENGRAM_CHROMIUM=/usr/bin/chromium npm run test:browser
 
@@ -18,7 +22,7 @@ import { tmpdir } from 'node:os';
 import { extname, join, normalize, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
-import { loadScenarios, runScenario } from '../test/scenarios.js';
+import { NO_EMBEDDER, embedderUrl, loadScenarios, runScenario, usesEmbedder } from '../test/scenarios.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const PAGE = '/examples/browser/index.html';
@@ -73,13 +77,42 @@ after(() => {
   http?.close();
 });
 
+/** Where the static server passes requests on to the tests' embedding server. */
+const EMBEDDER_PATH = '/embedder';
+
+/**
+ * A request of the page under {@link EMBEDDER_PATH}, passed on to the
+ * tests' embedding server (`ENGRAM_TEST_EMBEDDER_URL`), its answer handed
+ * back as it came.
+ */
+async function passToEmbedder(request, response, rest) {
+  const chunks = [];
+  for await (const chunk of request) chunks.push(chunk);
+  try {
+    const answer = await fetch(`${embedderUrl()}${rest}`, {
+      method: request.method,
+      headers: { 'content-type': request.headers['content-type'] ?? 'application/json' },
+      body: request.method === 'GET' ? undefined : Buffer.concat(chunks),
+    });
+    response.writeHead(answer.status, { 'content-type': answer.headers.get('content-type') ?? 'application/json' });
+    response.end(Buffer.from(await answer.arrayBuffer()));
+  } catch (error) {
+    response.writeHead(502).end(String(error?.message ?? error));
+  }
+}
+
 /** The package's folder over HTTP on 127.0.0.1 (a secure context: IndexedDB, Web Locks); its origin. */
 const server = (async () => {
   if (!existsSync(join(ROOT, 'gen', 'engram-host-builtin'))) {
     throw new Error('the transpiled components are missing (gen/): run `npm run build` first');
   }
   http = createServer(async (request, response) => {
-    const path = normalize(decodeURIComponent(new URL(request.url, 'http://host').pathname));
+    const { pathname } = new URL(request.url, 'http://host');
+    if (pathname.startsWith(`${EMBEDDER_PATH}/`) && embedderUrl() !== undefined) {
+      await passToEmbedder(request, response, pathname.slice(EMBEDDER_PATH.length));
+      return;
+    }
+    const path = normalize(decodeURIComponent(pathname));
     const file = join(ROOT, path);
     if (!file.startsWith(ROOT) || file.includes(`${sep}node_modules${sep}`)) {
       response.writeHead(403).end();
@@ -420,14 +453,18 @@ function scenarioPage() {
 test('the shared scenarios are there', () => assert.ok(scenarios.length >= 8, `${scenarios.length} scenarios`));
 
 for (const scenario of scenarios) {
-  test(`indexeddb in Chromium: ${scenario.name}`, async () => {
+  test(`indexeddb in Chromium: ${scenario.name}`, async (t) => {
+    const embedder = embedderUrl() === undefined ? undefined : EMBEDDER_PATH;
+    if (usesEmbedder(scenario) && embedder === undefined) return t.skip(NO_EMBEDDER);
     const page = await scenarioPage();
-    await page.evaluate(async (name) => {
+    await page.evaluate(async ({ name, embedder }) => {
       const { IndexedDbBackend } = await import('/src/backends/indexeddb.js');
-      const { libraryHost } = await import('/test/node-host.js');
+      const { libraryHost, testEmbedders } = await import('/test/node-host.js');
       const backend = await IndexedDbBackend.open(`scenario:${name}`);
-      globalThis.scenarioHost = { backend, host: libraryHost(backend, { async: true }) };
-    }, scenario.name);
+      // The tests' embedder, fetched from the page, on its own origin.
+      const embedders = embedder === undefined ? {} : await testEmbedders(new URL(embedder, location.origin).href);
+      globalThis.scenarioHost = { backend, host: libraryHost(backend, { async: true, embedders }) };
+    }, { name: scenario.name, embedder });
     try {
       const host = {
         async call(line) {

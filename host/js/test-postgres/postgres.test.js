@@ -13,8 +13,8 @@ import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { open, openStore } from '../src/index.js';
-import { loadScenarios, runScenario } from '../test/scenarios.js';
-import { libraryHost } from '../test/node-host.js';
+import { NO_EMBEDDER, embedderUrl, loadScenarios, runScenario, usesEmbedder } from '../test/scenarios.js';
+import { libraryHost, testEmbedders } from '../test/node-host.js';
 import { notBuilt } from '../test/built.js';
 
 const URL_VAR = 'ENGRAM_TEST_POSTGRES_URL';
@@ -124,13 +124,18 @@ const ready = missing.length === 0 ? {} : { skip: missing.join('; ') };
 const folder = fileURLToPath(new URL('../../../tests/scenarios/', import.meta.url));
 const scenarios = missing.length === 0 ? loadScenarios(folder) : [];
 
-// Every shared scenario on PostgreSQL, through synchronous and async domains.
+// Every shared scenario on PostgreSQL, through synchronous and async domains
+// (meaning.jsonl with the tests' embedder at ENGRAM_TEST_EMBEDDER_URL, skipped
+// without it).
 for (const async of [false, true]) {
   for (const scenario of scenarios) {
-    test(`${async ? 'async' : 'sync'} postgres: ${scenario.name}`, async () => {
+    test(`${async ? 'async' : 'sync'} postgres: ${scenario.name}`, async (t) => {
+      const embedder = embedderUrl();
+      if (usesEmbedder(scenario) && embedder === undefined) return t.skip(NO_EMBEDDER);
+      const embedders = embedder === undefined ? {} : await testEmbedders(embedder);
       const store = await openStore(url, { postgres: { schema: freshSchema('scenario') } });
       try {
-        const { ran } = await runScenario(scenario, libraryHost(store, { async }));
+        const { ran } = await runScenario(scenario, libraryHost(store, { async, embedders }));
         assert.ok(ran > 0);
       } finally {
         store.close();

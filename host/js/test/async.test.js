@@ -13,8 +13,8 @@ import { fileURLToPath } from 'node:url';
 import { MemoryBackend, hasJspi, open, openStore } from '../src/index.js';
 import { DeferredBackend } from './deferred-backend.js';
 import { modelSummarizer } from '../examples/model-summarizer.js';
-import { loadScenarios, runScenario } from './scenarios.js';
-import { libraryHost } from './node-host.js';
+import { NO_EMBEDDER, embedderUrl, loadScenarios, runScenario, usesEmbedder } from './scenarios.js';
+import { libraryHost, testEmbedders } from './node-host.js';
 import { notBuilt } from './built.js';
 
 const folder = fileURLToPath(new URL('../../../tests/scenarios/', import.meta.url));
@@ -35,10 +35,13 @@ const BACKENDS = {
 };
 for (const [backendName, make] of Object.entries(BACKENDS)) {
   for (const scenario of scenarios) {
-    test(`async ${backendName}: ${scenario.name}`, { skip: notBuilt }, async () => {
+    test(`async ${backendName}: ${scenario.name}`, { skip: notBuilt }, async (t) => {
+      const url = embedderUrl();
+      if (usesEmbedder(scenario) && url === undefined) return t.skip(NO_EMBEDDER);
+      const embedders = url === undefined ? {} : await testEmbedders(url);
       const backend = await make(scenario.name);
       try {
-        const { ran } = await runScenario(scenario, libraryHost(backend, { async: true }));
+        const { ran } = await runScenario(scenario, libraryHost(backend, { async: true, embedders }));
         assert.ok(ran > 0);
       } finally {
         await backend.close();

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { componentImports, componentExport } from '../src/imports.js';
 import { storeInterface } from '../src/store.js';
-import { algorithmInterfaces } from '../src/algorithms.js';
+import { algorithmInterfaces, embedderInterface } from '../src/algorithms.js';
 import { MemoryBackend } from '../src/backends/memory.js';
 import { notBuilt } from './built.js';
 
@@ -35,6 +35,7 @@ for (const name of ['engram-host', 'engram-host-builtin', 'engram-algorithms', '
       'engram:memory/types': {},
       'engram:adapter/store': storeInterface(new MemoryBackend(), '{}', Date.now),
       ...algorithmInterfaces(() => ({}), () => []),
+      ...embedderInterface(),
     });
     for (const wanted of [...read, ...declared]) assert.ok(wanted in imports, `${wanted} is missing`);
   });

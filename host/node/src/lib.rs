@@ -5,16 +5,18 @@
 //! is the binding's framed answer strings, which the package's API parses.
 //!
 //! A domain opened synchronously runs on the JavaScript thread: every call
-//! answers at once, and the summarizer, ranker and tokenizer a caller gives
-//! are called back on that thread during the call. A domain opened
+//! answers at once, and the summarizer, ranker, tokenizer and embedder a
+//! caller gives are called back on that thread during the call. A domain opened
 //! asynchronously runs on a thread of its own: every call answers a
 //! promise, and the caller's algorithms are called on the JavaScript
 //! thread through a thread-safe function, their promises awaited there
 //! while the engine's thread waits for the answer.
 //!
 //! The caller's algorithms come as one function `(kind, args) => answer`
-//! (`kind` `summarize`, `rank` or `count-tokens`, `args` and the answer
-//! JSON text framed `V…` or `E<why>`), written once in `src/native.js`.
+//! (`kind` `summarize`, `rank`, `count-tokens` or `embed`, `args` and the
+//! answer JSON text framed `V…` or `E<why>`), written once in
+//! `src/native.js`; an embedder's model comes in the settings
+//! (`"embedder": {"name","dimension"}`).
 //! The caller's clock is read by the package before each call and handed
 //! in with it (`time`), so the engine's time is never a call into
 //! JavaScript.
@@ -234,8 +236,8 @@ impl NativeDomain {
     /// Opens the domain `settings` (JSON) name in `store`, whose calls
     /// answer at once on this thread. `algorithms`: the caller's dispatcher,
     /// `given` the names of the algorithms it gives (`summarizer`,
-    /// `ranker`, `tokenizer`); `clock`: whether each call comes with the
-    /// time of the caller's clock.
+    /// `ranker`, `tokenizer`, `embedder`); `clock`: whether each call comes
+    /// with the time of the caller's clock.
     #[napi(factory)]
     pub fn open(
         env: Env,
@@ -347,7 +349,7 @@ impl NativeDomain {
         };
         let Ok(mut handle) = handle.try_borrow_mut() else {
             return Err(error(
-                "a call of this domain is under way: the summarizer, ranker or tokenizer may not call its own domain",
+                "a call of this domain is under way: the summarizer, ranker, tokenizer or embedder may not call its own domain",
             ));
         };
         let handle = handle

@@ -21,3 +21,14 @@ def test_the_agent_example_recalls_what_an_earlier_turn_said(tmp_path: Path) -> 
     later = [json.loads(line) for line in again.stdout.splitlines()]
     assert "Hotel Avenida" in later[0]["assistant"], later[0]
     assert len({i for t in turns + later for i in t["committed"]}) == 6
+
+
+EMBEDDER = Path(__file__).resolve().parents[1] / "examples" / "embedder.py"
+
+
+def test_s_vector_the_embedder_example_finds_memories_by_meaning() -> None:
+    out = subprocess.run([sys.executable, str(EMBEDDER)], capture_output=True, text=True, check=True)
+    lines = [json.loads(line) for line in out.stdout.splitlines()]
+    assert "kitten" in lines[0]["memory"], lines[0]
+    assert "Lisbon" in lines[1]["memory"], lines[1]
+    assert lines[2] == {"model": {"name": "e5-small", "dimension": 384}}

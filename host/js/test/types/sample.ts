@@ -7,16 +7,20 @@ import {
   MemoryBackend,
   auditTrail,
   domains,
+  endpointEmbedder,
   exportStore,
   hasJspi,
   importStore,
   open,
   openStore,
   type AsyncDomain,
+  type AsyncEmbedder,
   type Domain,
+  type Embedder,
   type NativeStore,
   type Recalled,
   type Remembered,
+  type VectorModel,
   type WriteAnswer,
 } from 'engram-memory';
 import { openIndexedDb, type IndexedDbBackend } from 'engram-memory/backends/indexeddb';
@@ -39,12 +43,21 @@ export async function synchronous(): Promise<string> {
     if (error instanceof EngramInputError) return error.message;
     if (error instanceof EngramRefusedError) return JSON.stringify(error.answer);
   }
+  const letters: Embedder = {
+    name: 'letters',
+    dimension: 2,
+    embed: (texts, role) => texts.map((text) => (role === 'query' ? [text.length, 1] : Float32Array.of(text.length, 2))),
+  };
+  using carol = await open('carol', { store, embedder: letters });
+  const model: VectorModel | null = carol.vectorModel();
+  using maintenance = await open('carol', { store, embedder: letters, mode: 'maintenance' });
+  const embedded: number = maintenance.reembed({ batch: 10 }).embedded;
   await auditTrail(store, { agent: 'alice', limit: 10 });
   await domains(store);
   const lines = await exportStore(store, { agents: ['alice'] });
   await importStore('other.db', lines);
   store.close();
-  return `${remembered.request_id} ${recalled.prompt} ${JSON.stringify([written, batch, committed])}`;
+  return `${remembered.request_id} ${recalled.prompt} ${JSON.stringify([written, batch, committed, model, embedded])}`;
 }
 
 export async function asynchronous(): Promise<number> {
@@ -55,6 +68,10 @@ export async function asynchronous(): Promise<number> {
     summarizer: async (message, response) => ({ summary: `${message} ${response ?? ''}`, keywords: [] }),
   });
   const recalled: Recalled = await bob.recall('anything');
+  const endpoint: AsyncEmbedder = await endpointEmbedder({ url: 'http://127.0.0.1:11434/v1', model: 'nomic-embed-text', timeoutMs: 5000 });
+  await using dave = await open('dave', { async: true, embedder: endpoint });
+  const reembedded: { agent_id: string; embedded: number } = await dave.reembed();
+  const model: VectorModel | null = await dave.vectorModel();
   const cycle = await bob.cycle({ metadata: {}, steps: [] });
   await cycle.runStage('PersistMemory');
   await bob.close();
@@ -65,5 +82,5 @@ export async function asynchronous(): Promise<number> {
     const carol: AsyncDomain = await open('carol', { store: tab, async: true });
     await carol.remember('hello', 'hi');
   }
-  return recalled.memories.length;
+  return recalled.memories.length + reembedded.embedded + (model?.dimension ?? 0);
 }
