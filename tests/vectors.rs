@@ -246,6 +246,83 @@ fn s_vector_another_model_is_refused_naming_both_until_reembed_rebuilds_after_a_
     assert_eq!(none.reembed(10).unwrap(), Err(MaintenanceError::NoEmbedder));
 }
 
+/// A ranker that keeps the candidates it is given, in the default order.
+#[derive(Default)]
+struct Seen(Mutex<Vec<engram::Candidate>>);
+
+impl engram::Ranker for Seen {
+    fn rank(
+        &self,
+        _: &[String],
+        candidates: &[engram::Candidate],
+        k: u32,
+    ) -> Result<Vec<String>, String> {
+        self.0.lock().unwrap().extend(candidates.iter().cloned());
+        Ok(candidates
+            .iter()
+            .take(k as usize)
+            .map(|c| c.id.clone())
+            .collect())
+    }
+}
+
+#[test]
+fn s_vector_each_candidates_similarity_is_the_cosine_of_the_models_vectors() {
+    // proves S-VECTOR: the similarity a candidate carries is the cosine of
+    // the question's and the memory's vectors as the model made them (f32),
+    // within what i8 at unit length costs, for every memory (the engine's
+    // SIMD comparison over the vectors it keeps, and the one over a single
+    // memory both).
+    let fx = Fixture::sqlite();
+    // 116 numbers: three turns of 32, one of 16 and 4 alone.
+    let words = Words::new("words", 116);
+    let seen = Arc::new(Seen::default());
+    let mut alice = with(fx.open("alice"), &words).with_ranker(seen.clone());
+    let turns = [
+        (
+            "We adopted a kitten last week, she is called Miso.",
+            "Congratulations!",
+        ),
+        ("I booked the Hotel Avenida in Lisbon.", "Lovely!"),
+        (
+            "My flight is AA 100 at 6:45.",
+            "I'll remind you an hour before.",
+        ),
+        ("My sister Ana moved to Porto in March.", "Good to know."),
+    ];
+    for (message, response) in turns {
+        alice.remember(message, response).unwrap();
+    }
+    let question = "Where did the kitten Miso fly in March?";
+    for round in 0..2 {
+        seen.0.lock().unwrap().clear();
+        alice.recall(question).unwrap();
+        let candidates = seen.0.lock().unwrap().clone();
+        assert_eq!(candidates.len(), turns.len(), "round {round}");
+        let query = &words.embed(&[question.to_owned()], Role::Query).unwrap()[0];
+        for candidate in candidates {
+            let memory = &words
+                .embed(&[candidate.summary.clone()], Role::Passage)
+                .unwrap()[0];
+            let norm = |v: &[f32]| v.iter().map(|x| x * x).sum::<f32>().sqrt();
+            let exact = query.iter().zip(memory).map(|(a, b)| a * b).sum::<f32>()
+                / (norm(query) * norm(memory));
+            let similarity = candidate.similarity.expect("every candidate has one");
+            assert!(
+                (similarity - exact).abs() < 0.02,
+                "round {round}: {:?}: {similarity} against {exact}",
+                candidate.summary
+            );
+        }
+    }
+}
+
+/// Forgets `agent`'s domain, as `engram maintenance forget` does.
+fn forget(fx: &Fixture, agent: &str) {
+    engram::maintenance::forget(fx.backend.clone(), fx.audit.as_ref(), agent, 1, &mut |_| {})
+        .unwrap();
+}
+
 /// How many memories the newest retrieval gathered by meaning alone.
 fn by_meaning(fx: &Fixture) -> String {
     let reason = last_retrieval(fx);
@@ -289,14 +366,7 @@ fn s_vector_what_an_instance_keeps_of_the_vectors_is_always_the_stores() {
         "{:?}",
         recalled.memories
     );
-    engram::maintenance::forget(
-        fx.backend.clone(),
-        fx.audit.as_ref(),
-        "alice",
-        1,
-        &mut |_| {},
-    )
-    .unwrap();
+    forget(&fx, "alice");
     other
         .remember("We adopted a kitten called Miso.", "Congratulations!")
         .unwrap();
@@ -368,14 +438,7 @@ fn s_vector_expiry_and_forget_leave_no_vector_and_import_makes_them() {
     );
     drop(copy);
 
-    engram::maintenance::forget(
-        fx.backend.clone(),
-        fx.audit.as_ref(),
-        "alice",
-        1,
-        &mut |_| {},
-    )
-    .unwrap();
+    forget(&fx, "alice");
     assert_eq!(vectors(&fx, "alice"), 0);
     assert_eq!(domain_pairs(&fx, "alice").len(), 0);
 }

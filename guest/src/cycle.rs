@@ -415,14 +415,12 @@ fn embed_staged(
     crate::embed_passages(&model, &summaries).map_err(failed)
 }
 
-/// The memories most alike in meaning to `question` (S-VECTOR): none when
-/// the host has no embedder or the domain no vectors. Answers the
-/// `candidate-limit` most similar, and the similarity of each of `known`
-/// that has a vector.
-fn by_meaning(
-    question: &str,
-    known: &HashSet<String>,
-) -> Result<Option<vectors::Nearest>, Failure> {
+/// The question's vector and the domain's generation of vectors, when
+/// recall is also by meaning (S-VECTOR): none when the host has no embedder
+/// or the domain no vectors. The question is embedded whenever the host has
+/// an embedder, so one that fails fails the recall (B5-F1) whatever the
+/// domain holds; a domain of another model refuses it.
+fn meaning(question: &str) -> Result<Option<(vectors::DomainModel, Vec<f32>)>, Failure> {
     let storage = |why: String| (CycleError::StorageUnavailable, why);
     let embedder = |why: String| {
         (
@@ -438,28 +436,33 @@ fn by_meaning(
         let why = vectors::changed(&domain.model, &model);
         return Err((CycleError::ModelChanged((domain.model.clone(), model)), why));
     }
-    // The question is embedded whenever the host has an embedder, so one
-    // that fails fails the recall (B5-F1) whatever the domain holds.
     let query = vectors::embed(&model, &[question.to_owned()], vectors::QUERY)
         .map_err(embedder)?
         .pop()
         .ok_or_else(|| embedder("no vector for the question".into()))?;
-    let Some(domain) = domain else {
-        return Ok(None);
-    };
-    let limit = domain::candidate_limit().max(1);
-    let page = domain::read_limit_ceiling().max(limit);
+    Ok(domain.map(|domain| (domain, query)))
+}
+
+/// How many of the candidate limit's candidates are gathered by meaning
+/// when recall is also by meaning: a quarter (at least one, and one less
+/// than the limit, so that words keep at least one), the rest by words, so
+/// that the candidates stay within the limit.
+fn by_meaning_share(limit: u32) -> u32 {
+    limit.div_ceil(4).min(limit.saturating_sub(1))
+}
+
+/// The `n` memories most alike in meaning to the question (`query`, its
+/// vector) and the similarity of each of `known` that has a vector.
+fn by_meaning(
+    domain: &vectors::DomainModel,
+    query: &[f32],
+    n: u32,
+    known: &HashSet<String>,
+) -> Result<vectors::Nearest, Failure> {
+    let storage = |why: String| (CycleError::StorageUnavailable, why);
+    let page = domain::read_limit_ceiling().max(n).max(1);
     let dimension = domain.model.dimension as usize;
-    vectors::nearest(
-        domain.generation,
-        dimension,
-        &query,
-        limit as usize,
-        page,
-        known,
-    )
-    .map(Some)
-    .map_err(storage)
+    vectors::nearest(domain.generation, dimension, query, n as usize, page, known).map_err(storage)
 }
 
 /// Gathers candidates through the keyword index (S-GATHER), fairly: the candidate
@@ -469,9 +472,8 @@ fn by_meaning(
 /// limit is spent or every keyword is exhausted. No keyword can take the
 /// whole budget while another has entries left, and nothing here judges
 /// which keyword matters (B5-F3).
-fn gather(keywords: &[String]) -> Result<(Vec<String>, Gathered), Failure> {
+fn gather(keywords: &[String], limit: u32) -> Result<(Vec<String>, Gathered), Failure> {
     let storage = |why: String| (CycleError::StorageUnavailable, why);
-    let limit = domain::candidate_limit().max(1);
     let mut budget = limit;
     let mut seen = HashSet::new();
     let mut ids = Vec::new();
@@ -534,10 +536,18 @@ fn gather_and_rank(
     top_k: u32,
 ) -> Result<(Vec<RetrievedMemory>, Gathered), Failure> {
     let storage = |why: String| (CycleError::StorageUnavailable, why);
-    let (mut ids, mut gathered) = gather(keywords)?;
+    let limit = domain::candidate_limit().max(1);
+    let meaning = meaning(question)?;
+    let dense = if meaning.is_some() {
+        by_meaning_share(limit)
+    } else {
+        0
+    };
+    let (mut ids, mut gathered) = gather(keywords, limit - dense)?;
     let mut similarity: HashMap<String, f32> = HashMap::new();
     let known: HashSet<String> = ids.iter().cloned().collect();
-    if let Some((nearest, of_known)) = by_meaning(question, &known)? {
+    if let Some((domain, query)) = meaning {
+        let (nearest, of_known) = by_meaning(&domain, &query, dense, &known)?;
         let mut more = 0;
         for (id, s) in nearest {
             if !known.contains(&id) {
@@ -551,8 +561,13 @@ fn gather_and_rank(
     }
     let mut candidates = Vec::with_capacity(ids.len());
     let mut now = Now::default();
+    // Every candidate's record in as few calls as the host allows.
+    let mut records = writer::Batch::default();
+    records
+        .read_ahead(ids.iter().map(|id| keys::record(id)).collect())
+        .map_err(storage)?;
     for id in &ids {
-        match load_with(id, get).map_err(storage)? {
+        match load_with(id, |key| records.get(key)).map_err(storage)? {
             // An expired memory is no candidate: its index entries wait
             // for maintenance to remove them.
             Some((_, expires_at)) if now.passed(expires_at) => {}

@@ -316,49 +316,91 @@ pub fn next_epoch(current: Option<&[u8]>) -> Vec<u8> {
     n.wrapping_add(1).to_be_bytes().to_vec()
 }
 
-/// The dot product of two vectors of `i8`s (the second as stored, bytes).
+/// A question's vector as every stored one is compared with: its scale,
+/// and its `i8`s widened to `i16` once (each comparison then widens only
+/// the stored vector).
+pub struct Query {
+    scale: f32,
+    wide: Vec<i16>,
+}
+
+impl Query {
+    /// The question's vector, quantized as stored vectors are.
+    pub fn of(vector: &[f32]) -> Self {
+        let (scale, values) = quantize(vector);
+        Query {
+            scale,
+            wide: values.iter().map(|v| i16::from(*v)).collect(),
+        }
+    }
+
+    /// The cosine of this vector and a stored one (its scale and `i8`s).
+    fn similarity(&self, scale: f32, values: &[i8]) -> f32 {
+        dot(&self.wide, values) as f32 * self.scale * scale
+    }
+}
+
+/// The dot product of a widened vector and a stored one.
 #[cfg(not(target_arch = "wasm32"))]
-fn dot(a: &[i8], b: &[i8]) -> i32 {
+fn dot(a: &[i16], b: &[i8]) -> i32 {
     a.iter()
         .zip(b)
         .map(|(x, y)| i32::from(*x) * i32::from(*y))
         .sum()
 }
 
-/// The dot product of two vectors of `i8`s, sixteen at a time (the
-/// engine's component uses WebAssembly's 128-bit SIMD, which every runtime
-/// it targets has).
+/// The dot product of a widened vector and a stored one, sixteen numbers
+/// at a time (the engine's component uses WebAssembly's 128-bit SIMD,
+/// which every runtime it targets has).
 #[cfg(target_arch = "wasm32")]
 #[target_feature(enable = "simd128")]
-fn dot(a: &[i8], b: &[i8]) -> i32 {
+fn dot(a: &[i16], b: &[i8]) -> i32 {
     use core::arch::wasm32::*;
     let n = a.len().min(b.len());
-    let mut acc = i32x4_splat(0);
+    let (mut low, mut high) = (i32x4_splat(0), i32x4_splat(0));
+    let (mut low2, mut high2) = (i32x4_splat(0), i32x4_splat(0));
     let mut at = 0;
-    while at + 16 <= n {
-        // SAFETY: both slices hold 16 bytes from `at`; v128_load takes
-        // unaligned addresses.
-        let (x, y) = unsafe {
+    // Thirty-two numbers a turn, in four independent sums.
+    while at + 32 <= n {
+        // SAFETY: `b` holds 32 bytes from `at` and `a` 32 `i16`s;
+        // v128_load takes unaligned addresses.
+        let (x, y, a0, a1, a2, a3) = unsafe {
             (
-                v128_load(a.as_ptr().add(at).cast::<v128>()),
                 v128_load(b.as_ptr().add(at).cast::<v128>()),
+                v128_load(b.as_ptr().add(at + 16).cast::<v128>()),
+                v128_load(a.as_ptr().add(at).cast::<v128>()),
+                v128_load(a.as_ptr().add(at + 8).cast::<v128>()),
+                v128_load(a.as_ptr().add(at + 16).cast::<v128>()),
+                v128_load(a.as_ptr().add(at + 24).cast::<v128>()),
             )
         };
-        // An i8 product fits an i16 (at most 128 × 128).
-        acc = i32x4_add(
-            acc,
-            i32x4_extadd_pairwise_i16x8(i16x8_extmul_low_i8x16(x, y)),
-        );
-        acc = i32x4_add(
-            acc,
-            i32x4_extadd_pairwise_i16x8(i16x8_extmul_high_i8x16(x, y)),
-        );
+        // Two i8 × i8 products summed fit an i32 lane many times over.
+        low = i32x4_add(low, i32x4_dot_i16x8(i16x8_extend_low_i8x16(x), a0));
+        high = i32x4_add(high, i32x4_dot_i16x8(i16x8_extend_high_i8x16(x), a1));
+        low2 = i32x4_add(low2, i32x4_dot_i16x8(i16x8_extend_low_i8x16(y), a2));
+        high2 = i32x4_add(high2, i32x4_dot_i16x8(i16x8_extend_high_i8x16(y), a3));
+        at += 32;
+    }
+    low = i32x4_add(low, low2);
+    high = i32x4_add(high, high2);
+    while at + 16 <= n {
+        // SAFETY: as above, for 16.
+        let (x, a0, a1) = unsafe {
+            (
+                v128_load(b.as_ptr().add(at).cast::<v128>()),
+                v128_load(a.as_ptr().add(at).cast::<v128>()),
+                v128_load(a.as_ptr().add(at + 8).cast::<v128>()),
+            )
+        };
+        low = i32x4_add(low, i32x4_dot_i16x8(i16x8_extend_low_i8x16(x), a0));
+        high = i32x4_add(high, i32x4_dot_i16x8(i16x8_extend_high_i8x16(x), a1));
         at += 16;
     }
-    let mut sum = i32x4_extract_lane::<0>(acc)
-        + i32x4_extract_lane::<1>(acc)
-        + i32x4_extract_lane::<2>(acc)
-        + i32x4_extract_lane::<3>(acc);
+    let both = i32x4_add(low, high);
+    let mut sum = i32x4_extract_lane::<0>(both)
+        + i32x4_extract_lane::<1>(both)
+        + i32x4_extract_lane::<2>(both)
+        + i32x4_extract_lane::<3>(both);
     for i in at..n {
         sum += i32::from(a[i]) * i32::from(b[i]);
     }
@@ -369,8 +411,11 @@ fn dot(a: &[i8], b: &[i8]) -> i32 {
 /// bytes).
 #[cfg(test)]
 fn cosine(a: (f32, &[i8]), b: (f32, &[u8])) -> f32 {
-    let theirs: &[i8] = bytemuck_i8(b.1);
-    product(a, (b.0, theirs))
+    let query = Query {
+        scale: a.0,
+        wide: a.1.iter().map(|v| i16::from(*v)).collect(),
+    };
+    query.similarity(b.0, bytemuck_i8(b.1))
 }
 
 /// Bytes as the `i8`s they hold.
@@ -378,11 +423,6 @@ fn bytemuck_i8(bytes: &[u8]) -> &[i8] {
     // SAFETY: u8 and i8 have one size and alignment, every bit pattern
     // valid in both.
     unsafe { std::slice::from_raw_parts(bytes.as_ptr().cast::<i8>(), bytes.len()) }
-}
-
-/// The cosine of two quantized vectors with their scales.
-fn product(a: (f32, &[i8]), b: (f32, &[i8])) -> f32 {
-    dot(a.1, b.1) as f32 * a.0 * b.0
 }
 
 impl Kept {
@@ -447,7 +487,7 @@ impl Kept {
 
     /// The `n` kept vectors most similar to `query` and the similarity of
     /// each one `wanted` names.
-    fn nearest(&self, query: (f32, &[i8]), n: usize, wanted: &HashSet<String>) -> Nearest {
+    fn nearest(&self, query: &Query, n: usize, wanted: &HashSet<String>) -> Nearest {
         let dimension = self.dimension;
         let vector = |i: usize| {
             let block = self
@@ -458,7 +498,7 @@ impl Kept {
             let at = i - *first as usize;
             &values[at * dimension..(at + 1) * dimension]
         };
-        let similarity = |i: usize| product(query, (self.scales[i], vector(i)));
+        let similarity = |i: usize| query.similarity(self.scales[i], vector(i));
         // The least similar of the best is the heap's top; among equals the
         // larger id goes first.
         let mut heap: BinaryHeap<(std::cmp::Reverse<Total>, Id)> = BinaryHeap::with_capacity(n + 1);
@@ -470,7 +510,7 @@ impl Kept {
         });
         if n > 0 {
             for (i, v) in every {
-                let s = product(query, (self.scales[i], v));
+                let s = query.similarity(self.scales[i], v);
                 if heap.len() < n
                     || heap.peek().is_some_and(|(w, id)| {
                         s.total_cmp(&w.0.0).then_with(|| id.cmp(&self.ids[i])) == Ordering::Greater
@@ -531,8 +571,7 @@ pub fn nearest(
     page: u32,
     wanted: &HashSet<String>,
 ) -> Result<Nearest, String> {
-    let (scale, values) = quantize(query);
-    let query = (scale, values.as_slice());
+    let query = Query::of(query);
     let (start, end) = range(generation);
     let epoch = crate::persistence::get(EPOCH).map_err(crate::storage)?;
     let first = crate::persistence::scan(&start, &end, 1, crate::persistence::Direction::Ascending)
@@ -571,11 +610,11 @@ pub fn nearest(
             return Err("no vectors are kept".to_owned());
         };
         if kept.read_new(&end, page, fresh)? {
-            Ok(kept.nearest(query, n, wanted))
+            Ok(kept.nearest(&query, n, wanted))
         } else {
             *cell = None;
             drop(cell);
-            streamed(generation, query, n, page, wanted)
+            streamed(generation, &query, n, page, wanted)
         }
     })
 }
@@ -583,7 +622,7 @@ pub fn nearest(
 /// [`nearest`] reading every vector from the store, in pages of `page`.
 fn streamed(
     generation: u32,
-    query: (f32, &[i8]),
+    query: &Query,
     n: usize,
     page: u32,
     wanted: &HashSet<String>,
@@ -598,10 +637,10 @@ fn streamed(
         let full = entries.len() as u32 == page;
         for entry in &entries {
             let (id, their_scale, theirs) = decode(&entry.value)?;
-            if theirs.len() != query.1.len() {
+            if theirs.len() != query.wide.len() {
                 return Err("a vector entry has another dimension than the model's".into());
             }
-            let s = product(query, (their_scale, bytemuck_i8(theirs)));
+            let s = query.similarity(their_scale, bytemuck_i8(theirs));
             if wanted.contains(id) {
                 known.push((id.to_owned(), s));
             }

