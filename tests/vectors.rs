@@ -9,7 +9,6 @@ mod support;
 
 use engram::export::MaintenanceError;
 use engram::{Embedder, Mode, Model, Role};
-use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use support::e5::E5Server;
@@ -302,7 +301,7 @@ fn s_vector_each_candidates_similarity_is_the_cosine_of_the_models_vectors() {
         let query = &words.embed(&[question.to_owned()], Role::Query).unwrap()[0];
         for candidate in candidates {
             let memory = &words
-                .embed(&[candidate.summary.clone()], Role::Passage)
+                .embed(std::slice::from_ref(&candidate.summary), Role::Passage)
                 .unwrap()[0];
             let norm = |v: &[f32]| v.iter().map(|x| x * x).sum::<f32>().sqrt();
             let exact = query.iter().zip(memory).map(|(a, b)| a * b).sum::<f32>()
