@@ -145,8 +145,8 @@ fn main() -> Result<()> {
 }
 
 /// The limits' defaults of every host as a JSON object, by their Rust
-/// names (every field: a new one does not compile until it is here), and
-/// the audit trail's read bounds.
+/// names (every field: a new one does not compile until it is here), the
+/// audit trail's read bounds and an embeddings endpoint's bounds.
 fn limits() -> String {
     let engram_store::Limits {
         read_limit_ceiling,
@@ -169,6 +169,14 @@ fn limits() -> String {
         (
             "max_audit_limit",
             u64::from(engram_model::audit::MAX_AUDIT_LIMIT),
+        ),
+        (
+            "endpoint_timeout_ms",
+            engram_model::embedding::ENDPOINT_TIMEOUT.as_millis() as u64,
+        ),
+        (
+            "endpoint_batch",
+            engram_model::embedding::ENDPOINT_BATCH as u64,
         ),
     ];
     let fields: Vec<String> = fields

@@ -393,13 +393,13 @@ export interface EndpointOptions {
   key?: string;
   /** How many numbers the model's vectors have; learned from one text embedded when absent. */
   dimension?: number;
-  /** How long one request may take; no bound when absent. */
+  /** How long one request may take, in ms: every host's 30 s when absent. */
   timeoutMs?: number;
 }
 
 /**
  * An embedder over an OpenAI-compatible embeddings endpoint (`POST {model, input, input_type}`,
- * `input_type` the role): one request per call of the engine, answering promises (a domain
+ * `input_type` the role): at most 64 texts a request (every host's bound), answering promises (a domain
  * opened with `{async: true}`); a failure throws naming the endpoint.
  */
 export function endpointEmbedder(options: EndpointOptions): Promise<AsyncEmbedder>;

@@ -177,7 +177,13 @@ console.log('build: sqlite-schema.sql -> gen/sqlite-schema.js');
 
 // The limits' defaults, named as JavaScript names them (`maxBatchOps` for
 // `max_batch_ops`), and the audit trail's read bounds.
-const { audit_limit: auditLimit, max_audit_limit: maxAuditLimit, ...defaults } = JSON.parse(
+const {
+  audit_limit: auditLimit,
+  max_audit_limit: maxAuditLimit,
+  endpoint_timeout_ms: endpointTimeoutMs,
+  endpoint_batch: endpointBatch,
+  ...defaults
+} = JSON.parse(
   readFileSync(built('limits.json'), 'utf8'),
 );
 const limits = Object.fromEntries(
@@ -190,6 +196,8 @@ writeFileSync(
     `export const DEFAULT_LIMITS = Object.freeze(${JSON.stringify(limits, null, 2)});\n\n` +
     '/** How many entries a read of the audit trail answers when not told, and at most. */\n' +
     `export const AUDIT_LIMIT = ${auditLimit};\nexport const MAX_AUDIT_LIMIT = ${maxAuditLimit};\n\n` +
+    '/** An embeddings endpoint\'s bounds (every host\'s): how long one request may take, in ms, and how many texts it carries. */\n' +
+    `export const ENDPOINT_TIMEOUT_MS = ${endpointTimeoutMs};\nexport const ENDPOINT_BATCH = ${endpointBatch};\n\n` +
     '/** How long a PostgreSQL store\'s connection waits by default, in ms (every host\'s). */\n' +
     `export const DEFAULT_POSTGRES_OPTIONS = Object.freeze(${readFileSync(built('postgres-defaults.json'), 'utf8').trim()});\n`,
 );

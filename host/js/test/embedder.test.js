@@ -196,3 +196,36 @@ test('examples/embedder.js: the endpoint embedder recalls a kitten when asked ab
   const prompt = await recallByMeaning(await endpointEmbedder({ url, model: TEST_MODEL.name }));
   assert.match(prompt, /Miso/);
 });
+
+// proves S-VECTOR: endpointEmbedder keeps to every host's bounds: at most ENDPOINT_BATCH texts a request, answered in order, and a request that takes too long fails naming the endpoint
+test('endpointEmbedder asks at most ENDPOINT_BATCH texts a request and gives up on a silent endpoint', { skip }, async () => {
+  const { createServer } = await import('node:http');
+  const { ENDPOINT_BATCH } = await import('../gen/limits.js');
+  const sizes = [];
+  const server = createServer((request, response) => {
+    let body = '';
+    request.on('data', (chunk) => (body += chunk));
+    request.on('end', () => {
+      const { input } = JSON.parse(body);
+      if (input.includes('silence')) return; // never answers
+      sizes.push(input.length);
+      response.setHeader('content-type', 'application/json');
+      response.end(JSON.stringify({ data: input.map((text, index) => ({ index, embedding: [text.length, 1] })) }));
+    });
+  });
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const url = `http://127.0.0.1:${server.address().port}/v1`;
+  try {
+    const embedder = await endpointEmbedder({ url, model: 'lengths', timeoutMs: 500 });
+    assert.equal(embedder.dimension, 2);
+    sizes.length = 0;
+    const texts = Array.from({ length: ENDPOINT_BATCH * 2 + 3 }, (_, i) => 'x'.repeat(i + 1));
+    const vectors = await embedder.embed(texts, 'passage');
+    assert.deepEqual(sizes, [ENDPOINT_BATCH, ENDPOINT_BATCH, 3]);
+    assert.deepEqual(vectors.map((v) => v[0]), texts.map((t) => t.length), 'in order');
+    await assert.rejects(embedder.embed(['silence'], 'query'), (error) => error.message.startsWith(`${url}/embeddings: no answer`));
+  } finally {
+    server.closeAllConnections();
+    server.close();
+  }
+});
