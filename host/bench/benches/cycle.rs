@@ -314,6 +314,36 @@ fn full_cycles(n: usize, domain: &mut engram::Domain, rng: &mut Lcg) -> anyhow::
     Ok(())
 }
 
+/// Remembers `turns` turns (summarize, persist, commit: what `remember`
+/// does): the time a turn, with the embedder's own time apart.
+fn remember_turns(
+    label: &str,
+    domain: &mut engram::Domain,
+    rng: &mut Lcg,
+    hashed: &Hashed,
+) -> anyhow::Result<()> {
+    let turns = 1_000u32;
+    let nanos = hashed.nanos.load(Ordering::Relaxed);
+    let start = Instant::now();
+    for _ in 0..turns {
+        let message = format!(
+            "We booked the {} trip with a {} stop in May.",
+            rng.word(),
+            rng.word()
+        );
+        domain
+            .remember(&message, "Lovely, noted.")
+            .map_err(|e| anyhow::anyhow!("{e:?}"))?;
+    }
+    let elapsed = start.elapsed() / turns;
+    let embedder =
+        Duration::from_nanos((hashed.nanos.load(Ordering::Relaxed) - nanos) / u64::from(turns));
+    println!(
+        "{label:<17} remember: {elapsed:.2?} a turn (the embedder's own time {embedder:.2?} of it)"
+    );
+    Ok(())
+}
+
 fn run(n: usize, engram: &Engram, dense: &Engram, hashed: &Hashed) -> anyhow::Result<()> {
     let dir = tempfile::tempdir()?;
     let path = dir.path().join("engram.db");
@@ -324,6 +354,7 @@ fn run(n: usize, engram: &Engram, dense: &Engram, hashed: &Hashed) -> anyhow::Re
     context_select(n, &mut domain, &mut rng)?;
     algorithms(n, &mut rng)?;
     full_cycles(n, &mut domain, &mut rng)?;
+    remember_turns("", &mut domain, &mut rng, hashed)?;
 
     // The same memories with vectors; the queries' embedding timed apart.
     let path = dir.path().join("dense.db");
@@ -343,6 +374,7 @@ fn run(n: usize, engram: &Engram, dense: &Engram, hashed: &Hashed) -> anyhow::Re
         "",
         Duration::from_nanos((hashed.nanos.load(Ordering::Relaxed) - nanos) / calls)
     );
+    remember_turns("with an embedder:", &mut domain, &mut rng, hashed)?;
     Ok(())
 }
 
