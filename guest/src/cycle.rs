@@ -4,6 +4,7 @@
 
 use crate::bindings::engram::memory::audit::{self, Operation, Outcome};
 use crate::bindings::engram::memory::domain::{self, AccessMode};
+use crate::bindings::engram::memory::embedder::Model;
 use crate::bindings::engram::memory::ranker::{self, Candidate};
 use crate::bindings::engram::memory::summarizer;
 use crate::bindings::engram::memory::tokenizer;
@@ -391,28 +392,39 @@ struct Gathered {
     by_meaning: Option<u32>,
 }
 
+/// A failure of the host's embedder (B5-F1).
+fn embedder_failed(why: String) -> Failure {
+    (
+        CycleError::EmbedderFailed(why.clone()),
+        format!("the embedder failed: {why}"),
+    )
+}
+
+/// The host's embedder's model and the domain's vectors' model, when the
+/// host has an embedder; the domain's vectors of another model refuse it
+/// (checked before the embedder is asked for anything).
+fn models() -> Result<Option<(Model, Option<vectors::DomainModel>)>, Failure> {
+    let Some(model) = vectors::host_model().map_err(embedder_failed)? else {
+        return Ok(None);
+    };
+    let domain = vectors::domain_model(get).map_err(|why| (CycleError::StorageUnavailable, why))?;
+    if let Some(domain) = domain.as_ref().filter(|d| d.model != model) {
+        let why = vectors::changed(&domain.model, &model);
+        return Err((CycleError::ModelChanged((domain.model.clone(), model)), why));
+    }
+    Ok(Some((model, domain)))
+}
+
 /// The vectors of a cycle's staged memories, with the host's embedder, of
 /// the domain's model; none without an embedder.
 fn embed_staged(
     staged: &[(String, IngestedMemory, i64)],
 ) -> Result<Vec<writer::Embedded>, Failure> {
-    let failed = |why: String| {
-        (
-            CycleError::EmbedderFailed(why.clone()),
-            format!("the embedder failed: {why}"),
-        )
-    };
-    let Some(model) = vectors::host_model().map_err(failed)? else {
+    let Some((model, _)) = models()? else {
         return Ok(Vec::new());
     };
-    // The model is checked before the embedder is asked for anything.
-    let domain = vectors::domain_model(get).map_err(|why| (CycleError::StorageUnavailable, why))?;
-    if let Some(domain) = domain.filter(|d| d.model != model) {
-        let why = vectors::changed(&domain.model, &model);
-        return Err((CycleError::ModelChanged((domain.model, model)), why));
-    }
     let summaries: Vec<String> = staged.iter().map(|(_, m, _)| m.summary.clone()).collect();
-    crate::embed_passages(&model, &summaries).map_err(failed)
+    crate::embed_passages(&model, &summaries).map_err(embedder_failed)
 }
 
 /// The question's vector and the domain's generation of vectors, when
@@ -421,25 +433,13 @@ fn embed_staged(
 /// an embedder, so one that fails fails the recall (B5-F1) whatever the
 /// domain holds; a domain of another model refuses it.
 fn meaning(question: &str) -> Result<Option<(vectors::DomainModel, Vec<f32>)>, Failure> {
-    let storage = |why: String| (CycleError::StorageUnavailable, why);
-    let embedder = |why: String| {
-        (
-            CycleError::EmbedderFailed(why.clone()),
-            format!("the embedder failed: {why}"),
-        )
-    };
-    let Some(model) = vectors::host_model().map_err(embedder)? else {
+    let Some((model, domain)) = models()? else {
         return Ok(None);
     };
-    let domain = vectors::domain_model(get).map_err(storage)?;
-    if let Some(domain) = domain.as_ref().filter(|d| d.model != model) {
-        let why = vectors::changed(&domain.model, &model);
-        return Err((CycleError::ModelChanged((domain.model.clone(), model)), why));
-    }
     let query = vectors::embed(&model, &[question.to_owned()], vectors::QUERY)
-        .map_err(embedder)?
+        .map_err(embedder_failed)?
         .pop()
-        .ok_or_else(|| embedder("no vector for the question".into()))?;
+        .ok_or_else(|| embedder_failed("no vector for the question".into()))?;
     Ok(domain.map(|domain| (domain, query)))
 }
 

@@ -426,15 +426,14 @@ fn bytemuck_i8(bytes: &[u8]) -> &[i8] {
 }
 
 impl Kept {
-    /// Reads the entries of the generation after the last kept one (every
-    /// one when none is kept), in pages of `page`: `false` when they do not
-    /// fit the instance's memory (nothing more is then kept).
-    fn read_new(&mut self, end: &[u8], page: u32, fresh: bool) -> Result<bool, String> {
-        let mut start = self.last.clone();
-        if !fresh {
-            start.push(0);
-        }
+    /// Reads the entries of the generation after the last key read (the
+    /// generation's prefix when none is kept, which every entry follows),
+    /// in pages of `page`: `false` when they do not fit the instance's
+    /// memory (nothing more is then kept).
+    fn read_new(&mut self, end: &[u8], page: u32) -> Result<bool, String> {
         loop {
+            let mut start = self.last.clone();
+            start.push(0);
             let entries = crate::persistence::scan(
                 &start,
                 end,
@@ -442,7 +441,6 @@ impl Kept {
                 crate::persistence::Direction::Ascending,
             )
             .map_err(crate::storage)?;
-            let more = entries.len() as u32 == page;
             let count = entries.len();
             let mut block: Vec<i8> = Vec::new();
             let fits = block.try_reserve_exact(count * self.dimension).is_ok()
@@ -454,6 +452,7 @@ impl Kept {
             if !fits {
                 return Ok(false);
             }
+            let first = self.ids.len() as u32;
             for entry in &entries {
                 let (id, scale, values) = decode(&entry.value)?;
                 if values.len() != self.dimension {
@@ -463,23 +462,18 @@ impl Kept {
                     .as_bytes()
                     .try_into()
                     .map_err(|_| "a vector entry is damaged")?;
-                if block.is_empty() {
-                    self.blocks.push((self.ids.len() as u32, Vec::new()));
-                }
                 self.index.insert(id, self.ids.len() as u32);
                 self.ids.push(id);
                 self.scales.push(scale);
                 block.extend_from_slice(bytemuck_i8(values));
             }
-            if let Some(last) = self.blocks.last_mut().filter(|_| !block.is_empty()) {
-                last.1 = block;
+            if !block.is_empty() {
+                self.blocks.push((first, block));
             }
             if let Some(last) = entries.last() {
                 self.last = last.key.clone();
-                start = last.key.clone();
-                start.push(0);
             }
-            if !more {
+            if count < page as usize {
                 return Ok(true);
             }
         }
@@ -499,34 +493,13 @@ impl Kept {
             &values[at * dimension..(at + 1) * dimension]
         };
         let similarity = |i: usize| query.similarity(self.scales[i], vector(i));
-        // The least similar of the best is the heap's top; among equals the
-        // larger id goes first.
-        let mut heap: BinaryHeap<(std::cmp::Reverse<Total>, Id)> = BinaryHeap::with_capacity(n + 1);
-        let every = self.blocks.iter().flat_map(|(first, values)| {
-            values
-                .chunks_exact(dimension)
-                .enumerate()
-                .map(move |(j, v)| (*first as usize + j, v))
-        });
-        if n > 0 {
-            for (i, v) in every {
-                let s = query.similarity(self.scales[i], v);
-                if heap.len() < n
-                    || heap.peek().is_some_and(|(w, id)| {
-                        s.total_cmp(&w.0.0).then_with(|| id.cmp(&self.ids[i])) == Ordering::Greater
-                    })
-                {
-                    heap.push((std::cmp::Reverse(Total(s)), self.ids[i]));
-                    if heap.len() > n {
-                        heap.pop();
-                    }
-                }
+        let mut best = Best::new(n);
+        for (first, values) in &self.blocks {
+            for (j, v) in values.chunks_exact(dimension).enumerate() {
+                let i = *first as usize + j;
+                best.offer(query.similarity(self.scales[i], v), &self.ids[i]);
             }
         }
-        let text = |id: &Id| String::from_utf8_lossy(id).into_owned();
-        let mut best: Vec<(String, f32)> =
-            heap.into_iter().map(|(s, id)| (text(&id), s.0.0)).collect();
-        best.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
         let known = wanted
             .iter()
             .filter_map(|id| {
@@ -535,7 +508,52 @@ impl Kept {
                 Some((id.clone(), similarity(i)))
             })
             .collect();
-        (best, known)
+        (best.sorted(), known)
+    }
+}
+
+/// The `n` most similar of the vectors offered: the least similar of them
+/// on the heap's top, so it is the one pushed out; among equals, the
+/// larger id.
+struct Best {
+    n: usize,
+    heap: BinaryHeap<(std::cmp::Reverse<Total>, Id)>,
+}
+
+impl Best {
+    fn new(n: usize) -> Self {
+        Best {
+            n,
+            heap: BinaryHeap::with_capacity(n + 1),
+        }
+    }
+
+    /// Keeps `id` when it is among the `n` most similar so far.
+    fn offer(&mut self, similarity: f32, id: &Id) {
+        let better = self.heap.len() < self.n
+            || self.heap.peek().is_some_and(|(worst, worst_id)| {
+                similarity
+                    .total_cmp(&worst.0.0)
+                    .then_with(|| worst_id.cmp(id))
+                    == Ordering::Greater
+            });
+        if better {
+            self.heap.push((std::cmp::Reverse(Total(similarity)), *id));
+            if self.heap.len() > self.n {
+                self.heap.pop();
+            }
+        }
+    }
+
+    /// The ids kept with their similarity, most similar first.
+    fn sorted(self) -> Vec<(String, f32)> {
+        let mut best: Vec<(String, f32)> = self
+            .heap
+            .into_iter()
+            .map(|(s, id)| (String::from_utf8_lossy(&id).into_owned(), s.0.0))
+            .collect();
+        best.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        best
     }
 }
 
@@ -590,26 +608,22 @@ pub fn nearest(
                 && k.epoch == epoch
                 && k.first == stamp
         });
-        let fresh = !same;
-        if fresh {
+        if !same {
             // What was kept goes before the new is read.
             *cell = None;
-            *cell = Some(Kept {
-                generation,
-                dimension,
-                epoch,
-                first: stamp,
-                last: start,
-                scales: Vec::new(),
-                blocks: Vec::new(),
-                ids: Vec::new(),
-                index: HashMap::new(),
-            });
         }
-        let Some(kept) = cell.as_mut() else {
-            return Err("no vectors are kept".to_owned());
-        };
-        if kept.read_new(&end, page, fresh)? {
+        let kept = cell.get_or_insert_with(|| Kept {
+            generation,
+            dimension,
+            epoch,
+            first: stamp,
+            last: start,
+            scales: Vec::new(),
+            blocks: Vec::new(),
+            ids: Vec::new(),
+            index: HashMap::new(),
+        });
+        if kept.read_new(&end, page)? {
             Ok(kept.nearest(&query, n, wanted))
         } else {
             *cell = None;
@@ -628,7 +642,7 @@ fn streamed(
     wanted: &HashSet<String>,
 ) -> Result<Nearest, String> {
     let (mut start, end) = range(generation);
-    let mut heap: BinaryHeap<(std::cmp::Reverse<Total>, String)> = BinaryHeap::with_capacity(n + 1);
+    let mut best = Best::new(n);
     let mut known = Vec::new();
     loop {
         let entries =
@@ -644,18 +658,11 @@ fn streamed(
             if wanted.contains(id) {
                 known.push((id.to_owned(), s));
             }
-            if n > 0
-                && (heap.len() < n
-                    || heap.peek().is_some_and(|(w, worst)| {
-                        s.total_cmp(&w.0.0).then_with(|| worst.as_str().cmp(id))
-                            == Ordering::Greater
-                    }))
-            {
-                heap.push((std::cmp::Reverse(Total(s)), id.to_owned()));
-                if heap.len() > n {
-                    heap.pop();
-                }
-            }
+            let id: Id = id
+                .as_bytes()
+                .try_into()
+                .map_err(|_| "a vector entry is damaged")?;
+            best.offer(s, &id);
         }
         match entries.last() {
             Some(last) if full => {
@@ -665,9 +672,7 @@ fn streamed(
             _ => break,
         }
     }
-    let mut best: Vec<(String, f32)> = heap.into_iter().map(|(s, id)| (id, s.0.0)).collect();
-    best.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
-    Ok((best, known))
+    Ok((best.sorted(), known))
 }
 
 /// Why a model is not the domain's, in the words of an error.

@@ -245,19 +245,23 @@ function snakeCase(limits) {
   return Object.fromEntries(Object.entries(limits).map(([name, value]) => [name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`), value]));
 }
 
+/** An embedder's model, `{name, dimension}`, as the hosts take it; undefined without one. */
+function modelOf(embedder) {
+  return embedder === undefined ? undefined : { name: embedder.name, dimension: embedder.dimension };
+}
+
 /**
  * The settings of a domain, as every host takes them (engram_store::settings):
  * with an embedder, its model (`{name, dimension}`), which the host checks.
  */
 function settingsOf(agent, options) {
-  const { embedder } = options;
   return stringify({
     agent,
     mode: options.mode ?? 'online',
     tier_ceiling: options.tierCeiling ?? 'private',
     pid: Number.isInteger(globalThis.process?.pid) ? globalThis.process.pid : 0,
     expire_after_ms: options.expireAfterMs ?? null,
-    embedder: embedder === undefined ? undefined : { name: embedder.name, dimension: embedder.dimension },
+    embedder: modelOf(options.embedder),
     ...snakeCase(options.limits ?? {}),
   });
 }
@@ -289,9 +293,8 @@ export async function open(agent, options = {}) {
     if (opened.kind !== 'native' && embedder !== undefined && domain.mode === 'online') {
       // The addon refuses another model than the domain's as it opens; the
       // wasm driver asks the domain, which refuses it in the same words.
-      const model = { name: embedder.name, dimension: embedder.dimension };
       try {
-        await then(domain._call('vector-model', stringify(model)), valueOf);
+        await then(domain._call('vector-model', stringify(modelOf(embedder))), valueOf);
       } catch (error) {
         await domain.close();
         throw error instanceof EngramRefusedError ? new Error(error.answer.error) : error;

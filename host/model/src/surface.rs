@@ -103,6 +103,9 @@ pub enum Axis {
 /// One page of an export: the items, and where the next page starts.
 pub type ExportPage = (Vec<ExportItem>, Option<Vec<u8>>);
 
+/// An embedding model: its name and dimension.
+pub type VectorModel = (String, u32);
+
 /// A binding of the engine in the JSON model: what the surface runs on.
 /// `Ok(Err(line))` is the contract's refusal, its line; `Err` a fault of
 /// the host. Implemented for a binding's `Domain` by
@@ -156,9 +159,9 @@ pub trait Engine: Cycles {
     /// host's embedder, `batch` memories a commit until every one has its
     /// vector (S-VECTOR): how many were made.
     fn reembed(&mut self, batch: u32) -> Result<Result<u64, Value>, Self::Fault>;
-    /// The model that made the domain's vectors (`{"name","dimension"}`),
-    /// or null while it has none.
-    fn vector_model(&mut self) -> Result<Result<Value, Value>, Self::Fault>;
+    /// The model that made the domain's vectors (its name and dimension),
+    /// or none while it has none.
+    fn vector_model(&mut self) -> Result<Result<Option<VectorModel>, Value>, Self::Fault>;
 }
 
 /// Why a call did not answer a value.
@@ -535,11 +538,7 @@ impl<E: Engine> Session<E> {
         let engine = &mut self.engine;
         Ok(Ok(match name {
             "export" => {
-                let args: ExportArgs = if args.trim().is_empty() {
-                    ExportArgs::default()
-                } else {
-                    try_input!(parse_args(name, args))
-                };
+                let args: ExportArgs = try_input!(parse_optional_args(name, args));
                 let start = match args.start.as_deref().map(from_hex) {
                     None => None,
                     Some(Some(start)) => Some(start),
@@ -577,11 +576,7 @@ impl<E: Engine> Session<E> {
                 json!({"agent_id": engine.agent(), "expired": expired}).to_string()
             }
             "reembed" => {
-                let args: ReembedArgs = if args.trim().is_empty() {
-                    ReembedArgs::default()
-                } else {
-                    try_input!(parse_args(name, args))
-                };
+                let args: ReembedArgs = try_input!(parse_optional_args(name, args));
                 let batch = match args.batch {
                     None => REEMBED_BATCH,
                     Some(0) => {
@@ -595,34 +590,28 @@ impl<E: Engine> Session<E> {
                 json!({"agent_id": engine.agent(), "embedded": embedded}).to_string()
             }
             "vector-model" => {
-                let host: VectorModelArgs = if args.trim().is_empty() {
-                    VectorModelArgs::default()
-                } else {
-                    try_input!(parse_args(name, args))
-                };
+                let host: VectorModelArgs = try_input!(parse_optional_args(name, args));
                 let model = try_refused!(engine.vector_model()?);
                 // Given the host's model: refused when the domain's vectors
                 // are another's (a host that learns its domain's model only
                 // by asking checks it so as it opens).
-                if let (Some(name), Some(dimension), Some(domain)) =
-                    (&host.name, host.dimension, model.as_object())
+                if let (Some(name), Some(dimension), Some((theirs, their_dimension))) =
+                    (&host.name, host.dimension, &model)
+                    && (theirs != name || *their_dimension != dimension)
                 {
-                    let (theirs, their_dimension) = (
-                        domain["name"].as_str().unwrap_or_default(),
-                        domain["dimension"].as_u64().unwrap_or_default(),
-                    );
-                    if theirs != name || their_dimension != u64::from(dimension) {
-                        let why = crate::json::model_changed(
-                            (theirs, their_dimension as u32),
-                            (name, dimension),
-                        );
-                        return Ok(Err(Refusal::Refused(
-                            json!({ "error": format!("agent {:?}: {why}", engine.agent()) })
-                                .to_string(),
-                        )));
-                    }
+                    let why =
+                        crate::json::model_changed((theirs, *their_dimension), (name, dimension));
+                    return Ok(Err(Refusal::Refused(
+                        json!({ "error": format!("agent {:?}: {why}", engine.agent()) })
+                            .to_string(),
+                    )));
                 }
-                model.to_string()
+                model
+                    .map_or(
+                        Value::Null,
+                        |(name, dimension)| json!({"name": name, "dimension": dimension}),
+                    )
+                    .to_string()
             }
             other => return Ok(Err(no_call(other))),
         }))
@@ -747,6 +736,15 @@ pub fn parse_requests<T: DeserializeOwned>(
 /// Parses a call's arguments: `<call>: not valid arguments: …`.
 fn parse_args<T: DeserializeOwned>(call: &str, args: &str) -> Result<T, String> {
     serde_json::from_str(args).map_err(|e| format!("{call}: not valid arguments: {e}"))
+}
+
+/// [`parse_args`], every argument's default when none is given (blank).
+fn parse_optional_args<T: DeserializeOwned + Default>(call: &str, args: &str) -> Result<T, String> {
+    if args.trim().is_empty() {
+        Ok(T::default())
+    } else {
+        parse_args(call, args)
+    }
 }
 
 /// Parses an execution plan, given as a JSON object or as JSON text:
@@ -1083,13 +1081,10 @@ macro_rules! domain_engine {
 
             fn vector_model(
                 &mut self,
-            ) -> anyhow::Result<Result<$crate::turns::Value, $crate::turns::Value>> {
-                Ok(match Domain::vector_model(self)? {
-                    Ok(model) => Ok(model.map_or($crate::turns::Value::Null, |m| {
-                        $crate::serde_json::json!({"name": m.name, "dimension": m.dimension})
-                    })),
-                    Err(refused) => Err(maintenance_refusal(&refused)),
-                })
+            ) -> anyhow::Result<Result<Option<$crate::surface::VectorModel>, $crate::turns::Value>> {
+                Ok(Domain::vector_model(self)?
+                    .map(|model| model.map(|m| (m.name, m.dimension)))
+                    .map_err(|refused| maintenance_refusal(&refused)))
             }
 
             fn expire(&mut self) -> anyhow::Result<Result<u64, $crate::turns::Value>> {

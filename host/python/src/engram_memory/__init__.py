@@ -172,8 +172,9 @@ class Limits:
 
 
 def _compact(value: Any) -> str:
-    """JSON text as every host writes it: no spaces, non-ASCII as is."""
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    """JSON text as every host writes it: no spaces, non-ASCII as is; NaN
+    and infinity, which JSON has not, refused by name."""
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
 
 def _text(request: Any) -> str:
@@ -280,9 +281,7 @@ def _dispatcher(
                 if isinstance(answer, Sequence) and not isinstance(answer, (str, bytes)):
                     answer = list(answer)
             elif kind == "embed" and embedder is not None:
-                # NaN and infinity have no JSON: refused here, by name.
-                vectors = _vectors(embedder.embed(args[0], args[1]))
-                return "V" + json.dumps(vectors, separators=(",", ":"), allow_nan=False)
+                answer = _vectors(embedder.embed(args[0], args[1]))
             elif kind == "count-tokens" and tokenizer is not None:
                 answer = tokenizer(args[0])
             else:
