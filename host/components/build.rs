@@ -6,7 +6,8 @@
 //!    toolchain lacks it;
 //! 2. builds the JSON layer (`host/components/json-layer`), the default summarizer
 //!    and ranker (`host/components/algorithms`), the default tokenizer
-//!    (`host/components/tokenizer`) and the host layer of the language hosts
+//!    (`host/components/tokenizer`), the HTTP API's decisions for the Worker
+//!    (`host/components/http`) and the host layer of the language hosts
 //!    (`host/components/adapter`) for `wasm32-unknown-unknown` with the `guest`
 //!    profile, in a target folder of their own in `OUT_DIR`;
 //! 3. encodes the core modules as components with `wit-component`, as
@@ -19,9 +20,10 @@
 //!    and `engram:adapter/domain`. `engram-host-builtin.wasm` is that with the
 //!    summarizer and ranker inside too; those two are `engram-algorithms.wasm`
 //!    as they are, and the tokenizer `engram-tokenizer.wasm`, which the
-//!    JavaScript package loads when a token budget first needs it;
+//!    JavaScript package loads when a token budget first needs it, and
+//!    `engram-http-api.wasm`, which its Worker routes and authenticates by;
 //! 5. writes them to `OUT_DIR` only (`ENGRAM_HOST`, `ENGRAM_HOST_BUILTIN`,
-//!    `ENGRAM_JS_ALGORITHMS`, `ENGRAM_JS_TOKENIZER` for the crate), with the SQLite and PostgreSQL
+//!    `ENGRAM_JS_ALGORITHMS`, `ENGRAM_JS_TOKENIZER`, `ENGRAM_JS_HTTP_API` for the crate), with the SQLite and PostgreSQL
 //!    schemas and the limits' defaults (`limits.json`, of `engram-store`)
 //!    the packages read; the crate's binary prints that folder for the
 //!    JavaScript package's build and the Python package's `setup.py`.
@@ -49,6 +51,8 @@ const TOKENIZER: (&str, &str) = (
     "engram-tokenizer-component",
     "engram_tokenizer_component.wasm",
 );
+/// The HTTP API's decisions (for the Worker), and its core module.
+const HTTP_API: (&str, &str) = ("engram-http-component", "engram_http_component.wasm");
 /// The host layer of the language hosts, and its core module.
 const ADAPTER: (&str, &str) = ("engram-host-adapter", "engram_host_adapter.wasm");
 /// The engine with the JSON layer and the host layer.
@@ -60,6 +64,8 @@ const HOST_BUILTIN_FILE: &str = "engram-host-builtin.wasm";
 const ALGORITHMS_FILE: &str = "engram-algorithms.wasm";
 /// The tokenizer's component.
 const TOKENIZER_FILE: &str = "engram-tokenizer.wasm";
+/// The HTTP API's decisions' component.
+const HTTP_API_FILE: &str = "engram-http-api.wasm";
 /// The interface the composition exports.
 const CALLS: &str = "engram:js/calls@0.1.0";
 /// What the host layer does for its host besides the engine's calls.
@@ -97,6 +103,9 @@ fn main() -> Result<()> {
         "host/components/algorithms/Cargo.toml",
         "host/components/tokenizer/src",
         "host/components/tokenizer/Cargo.toml",
+        "host/components/http/src",
+        "host/components/http/Cargo.toml",
+        "host/http",
         "host/components/adapter/src",
         "host/components/adapter/Cargo.toml",
         "host/components/adapter/wit",
@@ -119,6 +128,8 @@ fn main() -> Result<()> {
         componentize(&read(&built.join(TOKENIZER.1))?).context("encoding the tokenizer")?;
     let adapter =
         componentize(&read(&built.join(ADAPTER.1))?).context("encoding the host layer")?;
+    let http_api =
+        componentize(&read(&built.join(HTTP_API.1))?).context("encoding the HTTP API")?;
     let host = compose(&engine, &api, &adapter, None).context("composing engram-host.wasm")?;
     let builtin = compose(&engine, &api, &adapter, Some(&algorithms))
         .context("composing engram-host-builtin.wasm")?;
@@ -128,6 +139,7 @@ fn main() -> Result<()> {
         (HOST_BUILTIN_FILE, &builtin, "ENGRAM_HOST_BUILTIN"),
         (ALGORITHMS_FILE, &algorithms, "ENGRAM_JS_ALGORITHMS"),
         (TOKENIZER_FILE, &tokenizer, "ENGRAM_JS_TOKENIZER"),
+        (HTTP_API_FILE, &http_api, "ENGRAM_JS_HTTP_API"),
     ] {
         let path = out_dir.join(name);
         write_if_changed(&path, bytes)?;
@@ -195,7 +207,7 @@ fn build_modules(workspace: &Path, target_dir: &Path) -> Result<PathBuf> {
         target_dir,
         TARGET,
         PROFILE,
-        &[API.0, ALGORITHMS.0, TOKENIZER.0, ADAPTER.0],
+        &[API.0, ALGORITHMS.0, TOKENIZER.0, ADAPTER.0, HTTP_API.0],
     );
     rust_target::run(build, "the JavaScript package's components", TARGET)?;
     Ok(target_dir.join(TARGET).join(PROFILE))

@@ -23,7 +23,10 @@
 //! - [`TOKENIZER`], `engram-tokenizer.wasm`: the default tokenizer
 //!   (`o200k_base`, its table of tokens inside), exporting
 //!   `engram:memory/tokenizer`, which the JavaScript package loads when a
-//!   token budget first needs it.
+//!   token budget first needs it;
+//! - [`HTTP_API`], `engram-http-api.wasm`: the HTTP API's decisions
+//!   (`engram-http`: routes, tokens, refusals), exporting `engram:js/http`,
+//!   by which the Cloudflare Worker routes and authenticates.
 //!
 //! The build script writes them, with the SQLite schema and the limits'
 //! defaults (`limits.json`), into its output folder only; `cargo run -q -p
@@ -46,3 +49,7 @@ pub const ALGORITHMS: &str = env!("ENGRAM_JS_ALGORITHMS");
 /// The path of `engram-tokenizer.wasm`, the default tokenizer, in the build
 /// script's output folder.
 pub const TOKENIZER: &str = env!("ENGRAM_JS_TOKENIZER");
+
+/// The path of `engram-http-api.wasm`, the HTTP API's decisions, in the
+/// build script's output folder.
+pub const HTTP_API: &str = env!("ENGRAM_JS_HTTP_API");

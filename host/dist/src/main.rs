@@ -24,11 +24,12 @@ struct Args {
 }
 
 /// The components transpiled into the npm package (`gen/<name>/`).
-const JS_COMPONENTS: [&str; 4] = [
+const JS_COMPONENTS: [&str; 5] = [
     "engram-host",
     "engram-host-builtin",
     "engram-algorithms",
     "engram-tokenizer",
+    "engram-http-api",
 ];
 
 /// The command component's name in the folder.

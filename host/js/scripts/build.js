@@ -30,8 +30,8 @@ const jco = join(root, 'node_modules', '@bytecodealliance', 'jco', 'dist', 'jco.
 /** The components and what they are called in gen/: the engine with the
  * JSON layer and the host layer, the same with the default summarizer and
  * ranker inside, those two, and the default tokenizer (loaded when a token
- * budget first needs it). */
-const COMPONENTS = ['engram-host', 'engram-host-builtin', 'engram-algorithms', 'engram-tokenizer'];
+ * budget first needs it), and the HTTP API's decisions (the Worker's). */
+const COMPONENTS = ['engram-host', 'engram-host-builtin', 'engram-algorithms', 'engram-tokenizer', 'engram-http-api'];
 
 /** The components that also get a JSPI build (`open(agent, {async: true})`). */
 const JSPI = new Set(['engram-host', 'engram-host-builtin']);

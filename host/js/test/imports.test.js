@@ -25,7 +25,7 @@ test('an export is found under its versioned, full or short name', () => {
   assert.throws(() => componentExport({ other: {} }, 'engram:js/calls'), /exports no engram:js\/calls/);
 });
 
-for (const name of ['engram-host', 'engram-host-builtin', 'engram-algorithms', 'engram-tokenizer']) {
+for (const name of ['engram-host', 'engram-host-builtin', 'engram-algorithms', 'engram-tokenizer', 'engram-http-api']) {
   test(`${name}: every name the generated code reads or declares is in the import object`, { skip: notBuilt }, () => {
     const code = readFileSync(new URL(`../gen/${name}/${name}.js`, import.meta.url), 'utf8');
     const types = readFileSync(new URL(`../gen/${name}/${name}.d.ts`, import.meta.url), 'utf8');

@@ -20,7 +20,7 @@ const root = fileURLToPath(new URL('..', import.meta.url));
 const scenarioFolder = fileURLToPath(new URL('../../../tests/scenarios/', import.meta.url));
 
 /** The components of gen/ the Worker loads. */
-const COMPONENTS = ['engram-host', 'engram-host-builtin', 'engram-algorithms', 'engram-tokenizer'];
+const COMPONENTS = ['engram-host', 'engram-host-builtin', 'engram-algorithms', 'engram-tokenizer', 'engram-http-api'];
 
 /** Source files the Worker never loads (they need Node: the native driver). */
 const NODE_ONLY = new Set(['src/native.js', 'src/addon.js']);
@@ -59,6 +59,22 @@ function generatedModules() {
   ];
 }
 
+/** Secrets of the tests' tokens (each at least 32 characters). */
+const SECRETS = Object.freeze({
+  admin: 'admin-0123456789abcdef0123456789abcdef',
+  alice: 'alice-0123456789abcdef0123456789abcdef',
+  aliceOps: 'alice-ops-0123456789abcdef0123456789ab',
+  bobAudit: 'bob-audit-0123456789abcdef0123456789ab',
+});
+
+/** The Worker's tokens in the tests (the secret `ENGRAM_TOKENS`). */
+const TOKENS = [
+  { name: 'admin', secret: SECRETS.admin, agents: '*', level: 'cross-agent' },
+  { name: 'alice-app', secret: SECRETS.alice, agents: ['alice'], level: 'cognition' },
+  { name: 'alice-ops', secret: SECRETS.aliceOps, agents: ['alice'], level: 'maintenance' },
+  { name: 'bob-audit', secret: SECRETS.bobAudit, agents: ['bob'], level: 'cross-agent' },
+].map((token) => JSON.stringify(token)).join('\n');
+
 /**
  * The miniflare options of the Worker.
  * @param {string|false} persist the folder of the Durable Objects'
@@ -71,7 +87,7 @@ function workerOptions(persist, bindings = {}) {
     compatibilityDate: '2026-07-01',
     durableObjects: { ENGRAM_AGENT: { className: 'EngramAgent', useSQLite: true } },
     durableObjectsPersist: persist,
-    bindings,
+    bindings: { ENGRAM_TOKENS: TOKENS, ...bindings },
   };
 }
 
@@ -109,20 +125,20 @@ after(async () => {
  * @param {import('miniflare').Miniflare} mf
  * @param {string} path
  * @param {object} body
+ * @param {string|null} [secret] the bearer token sent (null: none); the
+ *   token of every agent and call by default
  */
-async function post(mf, path, body = {}) {
-  const response = await mf.dispatchFetch(`http://engram.test${path}`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: stringify(body),
-  });
+async function post(mf, path, body = {}, secret = SECRETS.admin) {
+  const headers = { 'content-type': 'application/json' };
+  if (secret !== null) headers.authorization = `Bearer ${secret}`;
+  const response = await mf.dispatchFetch(`http://engram.test${path}`, { method: 'POST', headers, body: stringify(body) });
   const text = await response.text();
   return { status: response.status, answer: parse(text) };
 }
 
 /** A POST that must answer 200: the answer. */
-async function ok(mf, path, body) {
-  const { status, answer } = await post(mf, path, body);
+async function ok(mf, path, body, secret) {
+  const { status, answer } = await post(mf, path, body, secret);
   assert.equal(status, 200, `${path}: ${stringify(answer)}`);
   return answer;
 }
@@ -496,6 +512,47 @@ describe('the Worker in workerd', { skip: notBuilt }, () => {
     const get = await mf.dispatchFetch(`http://engram.test${agentPath('alice', 'read')}`);
     assert.equal(get.status, 405);
     await get.text();
+    await stop(mf);
+  });
+
+  // proves S-AUTH
+  test('S-AUTH: every call needs a bearer token that reaches its agent at its level; a refused call leaves no trace', async () => {
+    const mf = await start(false);
+    const write = (agent, key) => ({ request: stateWrite(agent, key, 'v') });
+    const refusedWith = async (status, path, body, secret, words) => {
+      const { status: got, answer } = await post(mf, path, body, secret);
+      assert.equal(got, status, `${path}: ${stringify(answer)}`);
+      assert.match(answer.auth_error, words, stringify(answer));
+      for (const value of Object.values(SECRETS)) assert.ok(!stringify(answer).includes(value), 'no secret in an answer');
+    };
+    await refusedWith(401, agentPath('alice', 'write'), write('alice', 'k0'), null, /needs a token/);
+    await refusedWith(401, agentPath('alice', 'write'), write('alice', 'k0'), 'not-a-token-0123456789abcdef0123456789', /not one of this server's/);
+    await refusedWith(403, agentPath('bob', 'write'), write('bob', 'k0'), SECRETS.alice, /may not reach the agent "bob"/);
+    await refusedWith(403, agentPath('alice', 'forget'), {}, SECRETS.alice, /cognition calls, not maintenance/);
+    await refusedWith(403, '/export', { agents: ['alice'] }, SECRETS.aliceOps, /maintenance calls, not cross-agent/);
+    await refusedWith(403, '/audit', { audit_agent: 'alice' }, SECRETS.bobAudit, /may not reach the agent "alice"/);
+    const challenge = await mf.dispatchFetch(`http://engram.test${agentPath('alice', 'read')}`, { method: 'POST', body: '{}' });
+    assert.equal(challenge.status, 401);
+    assert.match(challenge.headers.get('www-authenticate'), /^Bearer realm="engram"/);
+    await challenge.text();
+    const inQuery = await mf.dispatchFetch(`http://engram.test${agentPath('alice', 'read')}?access_token=${SECRETS.alice}`, { method: 'POST', body: '{}' });
+    assert.equal(inQuery.status, 400);
+    assert.match((await inQuery.json()).input_error, /Authorization header/);
+    // What was refused left nothing: the agents' trails hold no entry.
+    assert.deepEqual(await ok(mf, '/audit', { audit_agent: 'alice' }), []);
+    assert.deepEqual(await ok(mf, '/audit', { audit_agent: 'bob' }), []);
+    // What a token may do, it does.
+    await ok(mf, agentPath('alice', 'write'), write('alice', 'k1'), SECRETS.alice);
+    assert.equal((await post(mf, agentPath('alice', 'export'), {}, SECRETS.aliceOps)).status, 200);
+    assert.equal((await post(mf, '/audit', { audit_agent: 'bob' }, SECRETS.bobAudit)).status, 200);
+    await stop(mf);
+  });
+
+  test('a Worker with no tokens serves nobody', async () => {
+    const mf = await start(false, { ENGRAM_TOKENS: '' });
+    const { status, answer } = await post(mf, agentPath('alice', 'read'), { request: latestStates('q') });
+    assert.equal(status, 500);
+    assert.match(answer.host_error, /ENGRAM_TOKENS: no token/);
     await stop(mf);
   });
 

@@ -48,7 +48,19 @@
 // line (`{"plan_error":…}`, `{"cycle_error":…}`, `{"error":…}`), 500
 // `{"host_error": message}`.
 //
-// Bindings: `ENGRAM_AGENT`, the Durable Object namespace of `EngramAgent`
+// Every call carries `Authorization: Bearer <token>` (S-AUTH): the Worker's tokens
+// are the secret `ENGRAM_TOKENS` (JSON Lines, one token an object `{name,
+// secret, agents, level}`: docs/http.md), each allowed some agents (or all,
+// "*") and a level: `cognition` (an agent's own calls, its audit trail),
+// `maintenance` (also maintenance_write, export, import, forget, expire,
+// reembed) or `cross-agent` (also /export, /import and /audit, for its
+// agents). 401 `{"auth_error": …}` without a token or with a wrong one, 403
+// for an agent or a call the token may not reach; a Worker with no tokens
+// answers every call 500 (it serves nobody). Routes, tokens and refusals
+// are decided by the HTTP API every server of it shares (engram-http-api).
+//
+// Bindings: `ENGRAM_TOKENS` (a secret: `wrangler secret put ENGRAM_TOKENS <
+// tokens.jsonl`), `ENGRAM_AGENT`, the Durable Object namespace of `EngramAgent`
 // (a class in a `new_sqlite_classes` migration). Optionally an embedder, for
 // recall by meaning: `ENGRAM_EMBEDDER_URL` (an OpenAI-compatible embeddings
 // endpoint, up to `/v1`), `ENGRAM_EMBEDDER_MODEL` (the model asked for, the
@@ -58,15 +70,40 @@
 
 import { parse, stringify } from '../src/index.js';
 import { BadRequest, EngramAgent, errorAnswer } from './agent.js';
+import { coreModule, instantiate } from './modules.js';
 
 export { EngramAgent };
 
-/** The calls a path /agents/{agent}/{op} may make. */
-export const AGENT_OPS = Object.freeze([
-  'write', 'maintenance_write', 'read', 'history', 'as_of', 'list', 'entities',
-  'relationships', 'traverse', 'cycle', 'remember', 'recall', 'audit', 'export', 'import', 'forget', 'expire',
-  'reembed', 'vector_model',
-]);
+/** The secret binding of the Worker's tokens (JSON Lines; docs/http.md). */
+const TOKENS = 'ENGRAM_TOKENS';
+
+/** The HTTP API's decisions (`engram-http-api`), instantiated once an isolate. */
+let httpApi;
+
+/**
+ * The HTTP API's decisions: the routes, the tokens, the refusals every
+ * server of the API makes (Rust's `engram-http`, as a component).
+ * @returns {Promise<typeof import('../gen/engram-http-api/interfaces/engram-js-http.js')>}
+ */
+function decisions() {
+  httpApi ??= Promise.resolve(instantiate['engram-http-api']((file) => coreModule('engram-http-api', file), {})).then((root) => root.http);
+  return httpApi;
+}
+
+/**
+ * Answers a refusal of the HTTP API's decisions (thrown as its payload), or
+ * throws what is not one.
+ * @param {unknown} error
+ * @returns {Response}
+ */
+function refused(error) {
+  const refusal = error?.payload;
+  if (refusal === undefined || typeof refusal.status !== 'number') throw error;
+  return new Response(refusal.body, {
+    status: refusal.status,
+    headers: [['content-type', 'application/json'], ...refusal.headers],
+  });
+}
 
 /**
  * A JSON response.
@@ -115,6 +152,33 @@ function embedderOf(body) {
 }
 
 /**
+ * The agents a call across agents names in its body: each must be among
+ * its token's.
+ * @param {string} op
+ * @param {object} body
+ * @returns {string[]}
+ */
+function agentsOf(op, body) {
+  switch (op) {
+    case 'export':
+      if (!Array.isArray(body.agents) || body.agents.some((a) => typeof a !== 'string' || a === '')) {
+        throw new BadRequest('an export names its agents: {"agents": [...]} (a Worker cannot list its Durable Objects)');
+      }
+      return body.agents;
+    case 'import':
+      if (!Array.isArray(body.lines)) throw new BadRequest('an import needs lines (a list of export lines)');
+      return [...new Set(body.lines.map(lineAgent))];
+    case 'audit':
+      if (typeof body.audit_agent !== 'string' || body.audit_agent === '') {
+        throw new BadRequest('an audit names its agent: {"audit_agent": …}');
+      }
+      return [body.audit_agent];
+    default:
+      return [];
+  }
+}
+
+/**
  * The calls that span agents: export, import and audit by agent.
  * @param {string} op
  * @param {object} body
@@ -123,15 +187,11 @@ function embedderOf(body) {
 async function acrossAgents(op, body, env) {
   switch (op) {
     case 'export': {
-      if (!Array.isArray(body.agents) || body.agents.some((a) => typeof a !== 'string' || a === '')) {
-        throw new BadRequest('an export names its agents: {"agents": [...]} (a Worker cannot list its Durable Objects)');
-      }
       const lines = [];
       for (const agent of body.agents) lines.push(...(await callAgent(env, agent, 'export', embedderOf(body))));
       return lines;
     }
     case 'import': {
-      if (!Array.isArray(body.lines)) throw new BadRequest('an import needs lines (a list of export lines)');
       const runs = [];
       for (const line of body.lines) {
         const agent = lineAgent(line);
@@ -144,9 +204,6 @@ async function acrossAgents(op, body, env) {
       return answers;
     }
     case 'audit': {
-      if (typeof body.audit_agent !== 'string' || body.audit_agent === '') {
-        throw new BadRequest('an audit names its agent: {"audit_agent": …}');
-      }
       const { audit_agent: agent, ...query } = body;
       return callAgent(env, agent, 'audit', query);
     }
@@ -165,24 +222,19 @@ export default {
    * @returns {Promise<Response>}
    */
   async fetch(request, env) {
+    const http = await decisions();
     const url = new URL(request.url);
-    let parts;
+    const tokens = typeof env[TOKENS] === 'string' ? env[TOKENS] : '';
+    const authorization = request.headers.get('authorization') ?? undefined;
+    let target;
     try {
-      parts = url.pathname.split('/').filter((part) => part !== '').map(decodeURIComponent);
-    } catch {
-      return respond({ status: 400, body: stringify({ input_error: `not a valid path: ${url.pathname}` }) });
-    }
-    const known = (parts.length === 3 && parts[0] === 'agents' && AGENT_OPS.includes(parts[2])) ||
-      (parts.length === 1 && ['export', 'import', 'audit'].includes(parts[0]));
-    if (!known) return respond({ status: 404, body: stringify({ input_error: `no such path: ${url.pathname}` }) });
-    if (request.method !== 'POST') {
-      return new Response(stringify({ input_error: 'every call is a POST' }), {
-        status: 405,
-        headers: { 'content-type': 'application/json', allow: 'POST' },
-      });
+      target = http.route(request.method, url.pathname, url.search === '' ? undefined : url.search.slice(1));
+      http.authorize(TOKENS, tokens, authorization, target.level, target.agent === undefined ? [] : [target.agent]);
+    } catch (error) {
+      return refused(error);
     }
     const text = await request.text();
-    if (parts.length === 3) return respond(await agentObject(env, parts[1]).call(parts[1], parts[2], text));
+    if (target.agent !== undefined) return respond(await agentObject(env, target.agent).call(target.agent, target.op, text));
     try {
       let body;
       try {
@@ -191,7 +243,12 @@ export default {
         throw new BadRequest(`the body is not JSON: ${error.message}`);
       }
       if (body === null || typeof body !== 'object' || Array.isArray(body)) throw new BadRequest('the body must be a JSON object');
-      return respond({ status: 200, body: stringify(await acrossAgents(parts[0], body, env)) });
+      try {
+        http.authorize(TOKENS, tokens, authorization, target.level, agentsOf(target.op, body));
+      } catch (error) {
+        return refused(error);
+      }
+      return respond({ status: 200, body: stringify(await acrossAgents(target.op, body, env)) });
     } catch (error) {
       return respond(error.answer ?? errorAnswer(error));
     }

@@ -14,6 +14,7 @@ import { instantiate as engramHostJspi } from '../gen/engram-host/engram-host.js
 import { instantiate as engramHostBuiltinJspi } from '../gen/engram-host-builtin/engram-host-builtin.jspi.js';
 import { instantiate as engramAlgorithms } from '../gen/engram-algorithms/engram-algorithms.js';
 import { instantiate as engramTokenizer } from '../gen/engram-tokenizer/engram-tokenizer.js';
+import { instantiate as engramHttpApi } from '../gen/engram-http-api/engram-http-api.js';
 import engramHostCore1 from '../gen/engram-host/engram-host.core.wasm';
 import engramHostCore2 from '../gen/engram-host/engram-host.core2.wasm';
 import engramHostCore3 from '../gen/engram-host/engram-host.core3.wasm';
@@ -43,6 +44,7 @@ import engramHostBuiltinCore13 from '../gen/engram-host-builtin/engram-host-buil
 import engramHostBuiltinJspiHelper1 from '../gen/engram-host-builtin/engram-host-builtin.jspi-helper1.wasm';
 import engramAlgorithmsCore1 from '../gen/engram-algorithms/engram-algorithms.core.wasm';
 import engramTokenizerCore1 from '../gen/engram-tokenizer/engram-tokenizer.core.wasm';
+import engramHttpApiCore1 from '../gen/engram-http-api/engram-http-api.core.wasm';
 
 /**
  * The generated `instantiate` of each component, by its name in gen/; of
@@ -58,6 +60,7 @@ export const instantiate = Object.freeze({
   'engram-host-builtin.jspi': engramHostBuiltinJspi,
   'engram-algorithms': engramAlgorithms,
   'engram-tokenizer': engramTokenizer,
+  'engram-http-api': engramHttpApi,
 });
 
 /**
@@ -105,13 +108,17 @@ export const CORE_MODULES = Object.freeze({
   'engram-tokenizer': Object.freeze({
     'engram-tokenizer.core.wasm': engramTokenizerCore1,
   }),
+  'engram-http-api': Object.freeze({
+    'engram-http-api.core.wasm': engramHttpApiCore1,
+  }),
 });
 
 /**
  * The compiled core module `file` of the transpiled component `component`
  * (gen/<component>/<file>): the `coreModule` option of `open`.
  * @param {string} component the component's name in gen/ (`engram-host`,
- *   `engram-host-builtin`, `engram-algorithms`, `engram-tokenizer`)
+ *   `engram-host-builtin`, `engram-algorithms`, `engram-tokenizer`,
+ *   `engram-http-api`)
  * @param {string} file the core module's file name (`engram-host.core.wasm`)
  * @returns {WebAssembly.Module}
  */

@@ -1,0 +1,58 @@
+//! Engram's HTTP API without IO: what every server of it decides the same
+//! way before a call reaches a domain. The native `engram serve`, the
+//! `wasi:http` component and the Cloudflare Worker (through a component of
+//! this crate) all route, authenticate and refuse here, so a client sees
+//! one API whichever serves it ([`docs/http.md`]).
+//!
+//! - [`routes`]: `POST /agents/{agent}/{op}` and the calls across agents
+//!   (`POST /export`, `/import`, `/audit`); 404, 405 and a query string
+//!   refused.
+//! - [`access`]: bearer tokens, each allowed some agents (or all) and a
+//!   [`Level`]; 401 and 403.
+//!
+//! Every refusal is a [`Refusal`]: its status, its JSON body (one key, the
+//! kind of error, its message) and its headers.
+//!
+//! [`docs/http.md`]: https://github.com/engram/engram/blob/main/docs/http.md
+
+pub mod access;
+pub mod routes;
+
+pub use access::{Level, Token, Tokens};
+pub use routes::{Route, route};
+
+/// A request refused before any domain saw it: nothing of it ran.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Refusal {
+    /// Its HTTP status.
+    pub status: u16,
+    /// Its body, a JSON object of one key: `input_error` (400, 404, 405),
+    /// `auth_error` (401, 403) or `host_error` (500, 503).
+    pub body: String,
+    /// Headers the status calls for (`allow`, `www-authenticate`).
+    pub headers: Vec<(&'static str, String)>,
+}
+
+impl Refusal {
+    /// A refusal with `status` whose body is `{kind: message}`.
+    pub fn new(status: u16, kind: &str, message: impl Into<String>) -> Self {
+        let body = serde_json::json!({ kind: message.into() }).to_string();
+        Refusal {
+            status,
+            body,
+            headers: Vec::new(),
+        }
+    }
+
+    /// The refusal with a header.
+    #[must_use]
+    pub fn with_header(mut self, name: &'static str, value: impl Into<String>) -> Self {
+        self.headers.push((name, value.into()));
+        self
+    }
+
+    /// 400: the request is not one the API takes.
+    pub fn input(message: impl Into<String>) -> Self {
+        Refusal::new(400, "input_error", message)
+    }
+}
