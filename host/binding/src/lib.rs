@@ -26,7 +26,6 @@
 //! is a [`Failure`], its words on one line.
 
 use anyhow::{Context, Result, anyhow};
-use engram::audit::{AuditQuery, Operation, Outcome};
 use engram::{
     Candidate, Config, Domain, Embedder, Engram, Mode, Model, Ranker, Role, Summarizer, Summary,
     Tokenizer,
@@ -225,53 +224,7 @@ impl Store {
     }
 }
 
-/// The agents whose domains hold anything in `storage`: a JSON array.
-fn domains(storage: &Storage) -> Result<String> {
-    let agents = engram::maintenance::domains(storage.backend.as_ref())?;
-    Ok(json!(agents).to_string())
-}
-
-/// The trail's entries `query` asks for (of `agent`'s domain only, when
-/// given).
-fn audit(storage: &Storage, agent: Option<&str>, query: &str) -> Result<Answer> {
-    #[derive(Deserialize)]
-    #[serde(deny_unknown_fields)]
-    struct Query {
-        #[serde(default)]
-        agent: Option<String>,
-        #[serde(default)]
-        operation: Option<Operation>,
-        #[serde(default)]
-        outcome: Option<Outcome>,
-        #[serde(default)]
-        since: Option<i64>,
-        #[serde(default)]
-        until: Option<i64>,
-        #[serde(default)]
-        limit: Option<u32>,
-    }
-    let text = if query.trim().is_empty() { "{}" } else { query };
-    let query: Query = match serde_json::from_str(text) {
-        Ok(query) => query,
-        Err(e) => return Ok(Answer::Input(format!("audit: not a valid query: {e}"))),
-    };
-    let limit = query.limit.unwrap_or(engram::audit::AUDIT_LIMIT);
-    if !(1..=engram::audit::MAX_AUDIT_LIMIT).contains(&limit) {
-        return Ok(Answer::Input(format!(
-            "audit: the limit must be 1 to {}",
-            engram::audit::MAX_AUDIT_LIMIT
-        )));
-    }
-    let entries = storage.audit.trail(&AuditQuery {
-        agent: agent.map(str::to_owned).or(query.agent),
-        since: query.since,
-        until: query.until,
-        operation: query.operation,
-        outcome: query.outcome,
-        limit,
-    })?;
-    Ok(Answer::Value(serde_json::to_string(&entries)?))
-}
+use engram::surface::{audit, domains};
 
 /// What a caller supplies in its own language, each in place of the host's
 /// default when given: called back from Rust.
@@ -564,61 +517,7 @@ impl OpenError {
     }
 }
 
-/// Why a call did not answer: a failure of the host, on one line.
-#[derive(Debug)]
-pub enum Failure {
-    /// The domain's instance stopped during the call (it ran past its
-    /// time, grew past its memory, trapped, or a call of the host failed):
-    /// the next call gets a fresh one ([`engram::Stopped`]).
-    Stopped(String),
-    /// A maintenance lock someone else holds kept the call out.
-    Locked(String),
-    /// The store, or the host around the engine, failed.
-    Failed(String),
-}
-
-impl Failure {
-    /// The failure of `error`, by what it is.
-    fn of(error: &anyhow::Error) -> Self {
-        let why = shown(error);
-        if error.downcast_ref::<engram::Stopped>().is_some() {
-            Failure::Stopped(why)
-        } else if error
-            .downcast_ref::<engram::maintenance::Locked>()
-            .is_some()
-        {
-            Failure::Locked(why)
-        } else {
-            Failure::Failed(why)
-        }
-    }
-
-    /// What failed, on one line.
-    pub fn message(&self) -> &str {
-        match self {
-            Failure::Stopped(why) | Failure::Locked(why) | Failure::Failed(why) => why,
-        }
-    }
-
-    /// The failure framed as the answers are: `S` (stopped), `K` (locked)
-    /// or `F` (failed), then why.
-    pub fn framed(&self) -> String {
-        let kind = match self {
-            Failure::Stopped(_) => 'S',
-            Failure::Locked(_) => 'K',
-            Failure::Failed(_) => 'F',
-        };
-        format!("{kind}{}", self.message())
-    }
-}
-
-impl std::fmt::Display for Failure {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.message())
-    }
-}
-
-impl std::error::Error for Failure {}
+pub use engram::surface::Failure;
 
 /// One agent's domain, open: its calls by name.
 pub struct Handle {
@@ -731,28 +630,14 @@ impl Handle {
     }
 
     fn answer(&mut self, name: &str, input: &str, args: &str) -> Result<Answer> {
-        Ok(match name {
-            "audit" => audit(&self.storage, Some(&self.agent), args)?,
-            "forget" => {
-                let removed = self.session.engine().forget()?;
-                self.session.lose_cycles();
-                Answer::Value(json!({"agent_id": self.agent, "removed": removed}).to_string())
-            }
-            "domains" => Answer::Value(domains(&self.storage)?),
-            "unlock" => {
-                let unlocked =
-                    engram::maintenance::break_lock(self.storage.backend.as_ref(), &self.agent)?;
-                Answer::Value(json!({"agent_id": self.agent, "unlocked": unlocked}).to_string())
-            }
-            _ => {
-                let restarts = self.session.engine().restarts();
-                let answer = self.session.call(name, input, args);
-                if self.session.engine().restarts() != restarts {
-                    self.session.lose_cycles();
-                }
-                answer?
-            }
-        })
+        engram::surface::answer(
+            &mut self.session,
+            &self.storage,
+            &self.agent,
+            name,
+            input,
+            args,
+        )
     }
 }
 

@@ -9,6 +9,9 @@
 //!   refused.
 //! - [`access`]: bearer tokens, each allowed some agents (or all) and a
 //!   [`Level`]; 401 and 403.
+//! - [`calls`]: what a call makes of its agent's domain (the domain to
+//!   open, the call of the surface, the answer's shape) and the HTTP
+//!   answer of what the domain answered.
 //!
 //! Every refusal is a [`Refusal`]: its status, its JSON body (one key, the
 //! kind of error, its message) and its headers.
@@ -16,9 +19,12 @@
 //! [`docs/http.md`]: https://github.com/engram/engram/blob/main/docs/http.md
 
 pub mod access;
+pub mod calls;
+pub mod limits;
 pub mod routes;
 
 pub use access::{Level, Token, Tokens};
+pub use limits::Limits;
 pub use routes::{Route, route};
 
 /// A request refused before any domain saw it: nothing of it ran.

@@ -107,6 +107,9 @@ pub fn route(method: &str, path: &str, query: Option<&str>) -> Result<Route, Ref
             if agent.is_empty() {
                 return Err(not_found());
             }
+            if let Some(problem) = engram_store::scope::agent_id_problem(agent) {
+                return Err(Refusal::input(problem));
+            }
             Route::Agent {
                 agent: agent.clone(),
                 op,

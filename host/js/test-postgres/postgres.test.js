@@ -16,6 +16,11 @@ import { open, openStore } from '../src/index.js';
 import { NO_EMBEDDER, embedderUrl, loadScenarios, runScenario, usesEmbedder } from '../test/scenarios.js';
 import { libraryHost, testEmbedders } from '../test/node-host.js';
 import { notBuilt } from '../test/built.js';
+import { TEST_MODEL as HTTP_MODEL } from '../test/node-host.js';
+import { TOKENS, agentPath, httpHost, startServe } from '../test/http.js';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 
 const URL_VAR = 'ENGRAM_TEST_POSTGRES_URL';
 const url = process.env[URL_VAR];
@@ -275,4 +280,50 @@ test('opening an unreachable database or a schema of other tables says why in on
   // A synchronous domain works on PostgreSQL too: the Rust store's calls block, as the command line's do.
   using domain = await open('alice', { store: withSchema(freshSchema('sync')) });
   assert.ok('ACCEPTED' in domain.write(state('sync', 0)));
+});
+
+/** The tests' tokens in a file, for `engram serve`. */
+function tokensFile() {
+  const folder = mkdtempSync(join(tmpdir(), 'engram-serve-pg-'));
+  test.after(() => rmSync(folder, { recursive: true, force: true }));
+  const file = join(folder, 'tokens.jsonl');
+  writeFileSync(file, `${TOKENS}\n`);
+  return file;
+}
+
+for (const scenario of scenarios) {
+  test(`scenario ${scenario.name} over HTTP on engram serve on PostgreSQL`, async (t) => {
+    const embedder = usesEmbedder(scenario);
+    const embedding = embedderUrl();
+    if (embedder && embedding === undefined) return t.skip(NO_EMBEDDER);
+    const args = ['--clock-from-request', ...(embedder ? ['--embedder-url', embedding, '--embedder-model', HTTP_MODEL.name] : [])];
+    const server = await startServe(engram, withSchema(freshSchema('serve')), tokensFile(), args);
+    try {
+      const { ran } = await runScenario(scenario, httpHost(server.post, { embedder }));
+      assert.ok(ran > 0);
+    } finally {
+      await server.stop();
+    }
+  });
+}
+
+// proves IO-W2
+test('two engram serve processes on one database serve one memory: a write through one is read through the other, a replay answered the same', { skip: missing.length > 0 }, async () => {
+  const store = withSchema(freshSchema('two_servers'));
+  const tokens = tokensFile();
+  const [one, two] = [await startServe(engram, store, tokens), await startServe(engram, store, tokens)];
+  try {
+    const remember = { message: 'I booked the Hotel Avenida in Lisbon.', response: 'Lovely!', request_id: 'turn-1' };
+    const first = await one.post(agentPath('alice', 'remember'), remember);
+    assert.equal(first.status, 200, JSON.stringify(first.answer));
+    const again = await two.post(agentPath('alice', 'remember'), remember);
+    assert.deepEqual(again.answer, first.answer, 'a replay through the other server is answered the same');
+    const recall = await two.post(agentPath('alice', 'recall'), { question: 'Which hotel did I book?' });
+    assert.deepEqual(recall.answer.memories.map((m) => m.id), first.answer.committed);
+    const trail = await one.post('/audit', { audit_agent: 'alice', operation: 'WRITE' });
+    assert.deepEqual(trail.answer.map((entry) => entry.outcome), ['ACCEPTED', 'REPLAYED']);
+  } finally {
+    await one.stop();
+    await two.stop();
+  }
 });

@@ -15,6 +15,7 @@ import { parse, stringify } from '../src/json.js';
 import { notBuilt } from './built.js';
 import { NO_EMBEDDER, embedderUrl, loadScenarios, runScenario, usesEmbedder } from './scenarios.js';
 import { TEST_MODEL } from './node-host.js';
+import { SECRETS, TOKENS, agentPath, checkAuthentication, httpHost, postWith } from './http.js';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const scenarioFolder = fileURLToPath(new URL('../../../tests/scenarios/', import.meta.url));
@@ -58,22 +59,6 @@ function generatedModules() {
     ...generated.filter((p) => p.endsWith('.wasm')).map((path) => ({ type: 'CompiledWasm', path: join(root, path) })),
   ];
 }
-
-/** Secrets of the tests' tokens (each at least 32 characters). */
-const SECRETS = Object.freeze({
-  admin: 'admin-0123456789abcdef0123456789abcdef',
-  alice: 'alice-0123456789abcdef0123456789abcdef',
-  aliceOps: 'alice-ops-0123456789abcdef0123456789ab',
-  bobAudit: 'bob-audit-0123456789abcdef0123456789ab',
-});
-
-/** The Worker's tokens in the tests (the secret `ENGRAM_TOKENS`). */
-const TOKENS = [
-  { name: 'admin', secret: SECRETS.admin, agents: '*', level: 'cross-agent' },
-  { name: 'alice-app', secret: SECRETS.alice, agents: ['alice'], level: 'cognition' },
-  { name: 'alice-ops', secret: SECRETS.aliceOps, agents: ['alice'], level: 'maintenance' },
-  { name: 'bob-audit', secret: SECRETS.bobAudit, agents: ['bob'], level: 'cross-agent' },
-].map((token) => JSON.stringify(token)).join('\n');
 
 /**
  * The miniflare options of the Worker.
@@ -121,19 +106,15 @@ after(async () => {
 });
 
 /**
- * A POST of a JSON body to the Worker: the status and the answer, parsed.
+ * A POST of a JSON body to the Worker: the status and the answer, parsed
+ * (see {@link postWith}).
  * @param {import('miniflare').Miniflare} mf
  * @param {string} path
  * @param {object} body
- * @param {string|null} [secret] the bearer token sent (null: none); the
- *   token of every agent and call by default
+ * @param {string|null} [secret]
  */
-async function post(mf, path, body = {}, secret = SECRETS.admin) {
-  const headers = { 'content-type': 'application/json' };
-  if (secret !== null) headers.authorization = `Bearer ${secret}`;
-  const response = await mf.dispatchFetch(`http://engram.test${path}`, { method: 'POST', headers, body: stringify(body) });
-  const text = await response.text();
-  return { status: response.status, answer: parse(text) };
+function post(mf, path, body = {}, secret = SECRETS.admin) {
+  return postWith((p, init) => mf.dispatchFetch(`http://engram.test${p}`, init), path, body, secret);
 }
 
 /** A POST that must answer 200: the answer. */
@@ -143,7 +124,6 @@ async function ok(mf, path, body, secret) {
   return answer;
 }
 
-const agentPath = (agent, op) => `/agents/${encodeURIComponent(agent)}/${op}`;
 
 const source = (agent) => ({ agent_id: agent, component: 'COGNITION', actor: 'USER' });
 
@@ -162,86 +142,6 @@ const latestStates = (requestId) => ({ record_type: 'STATE', selector: { Latest:
 function cyclePlan() {
   const [scenario] = loadScenarios(scenarioFolder).filter((s) => s.name === 'cycle');
   return scenario.lines.find((line) => line.op === 'cycle').plan;
-}
-
-/**
- * A scenario host (test/scenarios.js) over the Worker's HTTP API. With
- * `embedder` (the Worker was started with the tests' model), a line that
- * names none says `"embedder": false`, since the Worker's domains embed by
- * default.
- * @param {import('miniflare').Miniflare} mf
- * @param {{embedder?: boolean}} [options]
- * @returns {import('./scenarios.js').ScenarioHost}
- */
-function httpHost(mf, { embedder = false } = {}) {
-  const input = 'standard input';
-  const answered = async (path, body) => {
-    const { status, answer } = await post(mf, path, body);
-    if (status === 400 && answer?.input_error !== undefined) throw new Error(answer.input_error);
-    if (status !== 200) throw new Error(`${path}: HTTP ${status}: ${stringify(answer)}`);
-    return answer;
-  };
-  const pick = (line, ...names) =>
-    Object.fromEntries(names.filter((n) => line[n] !== undefined).map((n) => [n, line[n]]));
-  return {
-    async call(given) {
-      const line = embedder && given.embedder === undefined ? { ...given, embedder: false } : given;
-      const { op, agent } = line;
-      switch (op) {
-        case 'write':
-        case 'maintenance_write':
-        case 'read': {
-          const answer = await answered(agentPath(agent, op), {
-            ...pick(line, 'request', 'tier_ceiling', 'expire_after', 'now', 'embedder'),
-            input,
-          });
-          return Array.isArray(line.request) ? answer : [answer];
-        }
-        case 'history':
-        case 'as_of':
-        case 'list':
-        case 'entities':
-        case 'relationships':
-        case 'traverse':
-        case 'forget':
-        case 'expire': {
-          const { op: _op, agent: _agent, ...args } = line;
-          return [await answered(agentPath(agent, op), args)];
-        }
-        case 'cycle': {
-          const { op: _op, agent: _agent, ...args } = line;
-          return answered(agentPath(agent, op), args);
-        }
-        case 'remember':
-        case 'recall':
-        case 'reembed': {
-          // A refusal is HTTP 409 with the line the command line prints.
-          const { op: _op, agent: _agent, ...args } = line;
-          const { status, answer } = await post(mf, agentPath(agent, op), args);
-          if (status !== 200 && status !== 409) throw new Error(`${op}: HTTP ${status}: ${stringify(answer)}`);
-          return [answer];
-        }
-        case 'audit':
-          return answered('/audit', pick(line, 'audit_agent', 'operation', 'outcome', 'limit'));
-        case 'export':
-          return answered('/export', pick(line, 'agents', 'embedder'));
-        case 'import':
-          return answered('/import', pick(line, 'lines', 'embedder'));
-        case 'bad_input': {
-          const answer = await answered(agentPath(agent, line.command), {
-            text: line.text,
-            batch: line.batch ?? false,
-            tier_ceiling: line.tier_ceiling,
-            embedder: line.embedder,
-            input,
-          });
-          return [answer];
-        }
-        default:
-          throw new Error(`an op the runner does not know: ${op}`);
-      }
-    },
-  };
 }
 
 /**
@@ -518,33 +418,7 @@ describe('the Worker in workerd', { skip: notBuilt }, () => {
   // proves S-AUTH
   test('S-AUTH: every call needs a bearer token that reaches its agent at its level; a refused call leaves no trace', async () => {
     const mf = await start(false);
-    const write = (agent, key) => ({ request: stateWrite(agent, key, 'v') });
-    const refusedWith = async (status, path, body, secret, words) => {
-      const { status: got, answer } = await post(mf, path, body, secret);
-      assert.equal(got, status, `${path}: ${stringify(answer)}`);
-      assert.match(answer.auth_error, words, stringify(answer));
-      for (const value of Object.values(SECRETS)) assert.ok(!stringify(answer).includes(value), 'no secret in an answer');
-    };
-    await refusedWith(401, agentPath('alice', 'write'), write('alice', 'k0'), null, /needs a token/);
-    await refusedWith(401, agentPath('alice', 'write'), write('alice', 'k0'), 'not-a-token-0123456789abcdef0123456789', /not one of this server's/);
-    await refusedWith(403, agentPath('bob', 'write'), write('bob', 'k0'), SECRETS.alice, /may not reach the agent "bob"/);
-    await refusedWith(403, agentPath('alice', 'forget'), {}, SECRETS.alice, /cognition calls, not maintenance/);
-    await refusedWith(403, '/export', { agents: ['alice'] }, SECRETS.aliceOps, /maintenance calls, not cross-agent/);
-    await refusedWith(403, '/audit', { audit_agent: 'alice' }, SECRETS.bobAudit, /may not reach the agent "alice"/);
-    const challenge = await mf.dispatchFetch(`http://engram.test${agentPath('alice', 'read')}`, { method: 'POST', body: '{}' });
-    assert.equal(challenge.status, 401);
-    assert.match(challenge.headers.get('www-authenticate'), /^Bearer realm="engram"/);
-    await challenge.text();
-    const inQuery = await mf.dispatchFetch(`http://engram.test${agentPath('alice', 'read')}?access_token=${SECRETS.alice}`, { method: 'POST', body: '{}' });
-    assert.equal(inQuery.status, 400);
-    assert.match((await inQuery.json()).input_error, /Authorization header/);
-    // What was refused left nothing: the agents' trails hold no entry.
-    assert.deepEqual(await ok(mf, '/audit', { audit_agent: 'alice' }), []);
-    assert.deepEqual(await ok(mf, '/audit', { audit_agent: 'bob' }), []);
-    // What a token may do, it does.
-    await ok(mf, agentPath('alice', 'write'), write('alice', 'k1'), SECRETS.alice);
-    assert.equal((await post(mf, agentPath('alice', 'export'), {}, SECRETS.aliceOps)).status, 200);
-    assert.equal((await post(mf, '/audit', { audit_agent: 'bob' }, SECRETS.bobAudit)).status, 200);
+    await checkAuthentication((path, init) => mf.dispatchFetch(`http://engram.test${path}`, init));
     await stop(mf);
   });
 
@@ -614,7 +488,7 @@ describe('the Worker in workerd', { skip: notBuilt }, () => {
       // Lines with `now` move the Worker's clock, which only this binding allows.
       const mf = await start(false, { ENGRAM_CLOCK_FROM_REQUEST: 'on', ...bindings });
       try {
-        const { ran } = await runScenario(scenario, httpHost(mf, { embedder }));
+        const { ran } = await runScenario(scenario, httpHost((path, body) => post(mf, path, body), { embedder }));
         assert.ok(ran > 0);
       } finally {
         await stop(mf);

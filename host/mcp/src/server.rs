@@ -589,15 +589,69 @@ impl<D: Domain + Send + 'static> ServerHandler for Memory<D> {
     }
 }
 
+/// The origins a browser on this machine sends: the only ones the server
+/// over HTTP answers (any port).
+const LOOPBACK_ORIGINS: [&str; 6] = [
+    "http://localhost:*",
+    "http://127.0.0.1:*",
+    "http://[::1]:*",
+    "https://localhost:*",
+    "https://127.0.0.1:*",
+    "https://[::1]:*",
+];
+
+/// Lets a request through when the server has no tokens, or its bearer
+/// token reaches the agent (S-AUTH); answers the refusal otherwise.
+async fn authorize(
+    access: Arc<(Option<engram_http::Tokens>, String)>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    let (tokens, agent) = access.as_ref();
+    let Some(tokens) = tokens else {
+        return next.run(request).await;
+    };
+    let authorization = request
+        .headers()
+        .get(axum::http::header::AUTHORIZATION)
+        .map(|value| value.to_str().unwrap_or("\u{fffd}"));
+    let refused = match tokens.authenticate(authorization) {
+        Ok(token) => match token.permits(engram_http::Level::Cognition, [agent.as_str()]) {
+            Ok(()) => return next.run(request).await,
+            Err(refusal) => refusal,
+        },
+        Err(refusal) => refusal,
+    };
+    let mut response = axum::response::Response::new(axum::body::Body::from(refused.body));
+    *response.status_mut() = axum::http::StatusCode::from_u16(refused.status)
+        .unwrap_or(axum::http::StatusCode::UNAUTHORIZED);
+    let headers = response.headers_mut();
+    headers.insert(
+        axum::http::header::CONTENT_TYPE,
+        axum::http::HeaderValue::from_static("application/json"),
+    );
+    for (name, value) in refused.headers {
+        if let Ok(value) = axum::http::HeaderValue::from_str(&value) {
+            headers.insert(name, value);
+        }
+    }
+    response
+}
+
 /// Serves `domain` over stdio until the client closes it, or with `http`
 /// (a loopback address; port 0 picks one) over streamable HTTP at
 /// `http://ADDR/mcp` until interrupted. The address served is printed on
-/// standard error.
+/// standard error. Over HTTP, a request whose `Origin` is not this
+/// machine's is refused (the MCP specification's rule against DNS
+/// rebinding), and with `tokens` (S-AUTH) every request needs a bearer
+/// token that reaches `agent`; without, the server says on standard error
+/// that it authenticates nobody.
 pub fn serve<D: Domain + Send + 'static>(
     domain: D,
     agent: &str,
     tools: Tools,
     http: Option<&str>,
+    tokens: Option<engram_http::Tokens>,
 ) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -622,7 +676,7 @@ pub fn serve<D: Domain + Send + 'static>(
         let address: std::net::SocketAddr = address
             .parse()
             .map_err(|e| anyhow::anyhow!("--http {address}: not an address (IP:PORT): {e}"))?;
-        // Nobody is authenticated: only this machine may connect.
+        // Only this machine may connect.
         anyhow::ensure!(
             address.ip().is_loopback(),
             "--http {address}: the MCP server listens on a loopback address only (127.0.0.1, ::1)"
@@ -635,9 +689,17 @@ pub fn serve<D: Domain + Send + 'static>(
             StreamableHttpService::new(
                 move || Ok(memory.clone()),
                 Default::default(),
-                StreamableHttpServerConfig::default(),
+                StreamableHttpServerConfig::default()
+                    .with_allowed_origins(LOOPBACK_ORIGINS)
+                    .enforce_origin_validation(),
             );
-        let router = axum::Router::new().nest_service("/mcp", service);
+        let authenticated = tokens.is_some();
+        let access = Arc::new((tokens, agent.to_string()));
+        let router = axum::Router::new()
+            .nest_service("/mcp", service)
+            .layer(axum::middleware::from_fn(move |request, next| {
+                authorize(access.clone(), request, next)
+            }));
         let listener = tokio::net::TcpListener::bind(address)
             .await
             .map_err(|e| anyhow::anyhow!("--http {address}: {e}"))?;
@@ -649,6 +711,12 @@ pub fn serve<D: Domain + Send + 'static>(
             stderr,
             "engram mcp: agent {agent:?} at http://{address}/mcp"
         );
+        if !authenticated {
+            let _ = writeln!(
+                stderr,
+                "engram mcp: NO TOKENS: this server authenticates nobody; any process on this machine may use {agent:?}'s memory (give --tokens FILE or ENGRAM_TOKENS)"
+            );
+        }
         axum::serve(listener, router)
             .with_graceful_shutdown(async {
                 let _ = tokio::signal::ctrl_c().await;

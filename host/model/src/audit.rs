@@ -122,6 +122,46 @@ impl AuditQuery {
     }
 }
 
+impl AuditQuery {
+    /// The query of a call's JSON arguments (`{"agent","operation",
+    /// "outcome","since","until","limit"}`, each optional; empty: `{}`), of
+    /// `agent`'s domain only when given: why it is not one otherwise, on
+    /// one line.
+    pub fn of_args(agent: Option<&str>, args: &str) -> Result<AuditQuery, String> {
+        #[derive(Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct Args {
+            #[serde(default)]
+            agent: Option<String>,
+            #[serde(default)]
+            operation: Option<Operation>,
+            #[serde(default)]
+            outcome: Option<Outcome>,
+            #[serde(default)]
+            since: Option<i64>,
+            #[serde(default)]
+            until: Option<i64>,
+            #[serde(default)]
+            limit: Option<u32>,
+        }
+        let text = if args.trim().is_empty() { "{}" } else { args };
+        let args: Args =
+            serde_json::from_str(text).map_err(|e| format!("audit: not a valid query: {e}"))?;
+        let limit = args.limit.unwrap_or(AUDIT_LIMIT);
+        if !(1..=MAX_AUDIT_LIMIT).contains(&limit) {
+            return Err(format!("audit: the limit must be 1 to {MAX_AUDIT_LIMIT}"));
+        }
+        Ok(AuditQuery {
+            agent: agent.map(str::to_owned).or(args.agent),
+            since: args.since,
+            until: args.until,
+            operation: args.operation,
+            outcome: args.outcome,
+            limit,
+        })
+    }
+}
+
 /// Where a host keeps the trail. An error fails the IO call it records.
 pub trait AuditSink: Send + Sync {
     /// Appends one entry.

@@ -3,7 +3,7 @@
 use crate::domain::Domain;
 use crate::state::DomainState;
 use crate::{AuditSink, bindings, cache, limits, maintenance, types};
-use crate::{Backend, COMPONENT, Config, MAX_AGENT_ID_LEN, Mode, Origin, Storage};
+use crate::{Backend, COMPONENT, Config, Mode, Origin, Storage};
 use anyhow::{Context, Result, anyhow, bail};
 use engram_store::Scope;
 use std::path::{Path, PathBuf};
@@ -141,6 +141,16 @@ impl Engram {
         &self.shared.engine
     }
 
+    /// The model of the embedder the domains it opens embed with
+    /// ([`Config::embedder`]), if it has one.
+    pub fn embedder_model(&self) -> Option<crate::algorithms::Model> {
+        self.shared
+            .config
+            .embedder
+            .as_ref()
+            .map(|embedder| embedder.model())
+    }
+
     /// Whether the component was compiled now or loaded from the cache.
     pub fn origin(&self) -> Origin {
         self.origin
@@ -179,8 +189,8 @@ impl Engram {
         backend: Arc<dyn Backend>,
         audit: Arc<dyn AuditSink>,
     ) -> Result<Domain> {
-        if agent_id.is_empty() || agent_id.len() > MAX_AGENT_ID_LEN {
-            bail!("an agent id must be 1 to {MAX_AGENT_ID_LEN} bytes long");
+        if let Some(problem) = engram_store::scope::agent_id_problem(agent_id) {
+            bail!(problem);
         }
         let slot = Slot::take(&self.shared)?;
         let config = &self.shared.config;

@@ -56,7 +56,9 @@ mod engine;
 pub mod limits;
 mod native;
 pub mod plans;
+mod serve;
 mod state;
+pub mod surface;
 
 pub use config::Config;
 pub use domain::{Cycle, Domain, Stopped};

@@ -86,13 +86,31 @@ pub mod platform {
         agent: &str,
         tools: crate::cli::McpTools,
         http: Option<&str>,
+        tokens: Option<engram_http::Tokens>,
     ) -> Result<()> {
         let tools = match tools {
             crate::cli::McpTools::Engram => engram_mcp::Tools::Engram,
             crate::cli::McpTools::KnowledgeGraph => engram_mcp::Tools::KnowledgeGraph,
             crate::cli::McpTools::All => engram_mcp::Tools::All,
         };
-        engram_mcp::serve(domain, agent, tools, http)
+        engram_mcp::serve(domain, agent, tools, http, tokens)
+    }
+
+    /// Serves the HTTP API over `store` at `addr` until interrupted.
+    pub fn serve(
+        store: &Store,
+        addr: &str,
+        tokens: Option<engram_http::Tokens>,
+        clock_from_request: bool,
+        limits: engram_http::Limits,
+    ) -> Result<()> {
+        let options = crate::serve::Options {
+            addr: addr.to_string(),
+            tokens,
+            clock_from_request,
+            limits,
+        };
+        crate::serve::serve(store.clone(), engine()?, options)
     }
 
     /// Breaks an agent's maintenance lock; whether there was one.

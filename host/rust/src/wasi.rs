@@ -224,9 +224,25 @@ pub mod platform {
         _agent: &str,
         _tools: crate::cli::McpTools,
         _http: Option<&str>,
+        _tokens: Option<engram_http::Tokens>,
     ) -> Result<()> {
         Err(anyhow!(
             "`engram mcp` is served by the native `engram` only, not under WASI"
+        ))
+    }
+
+    /// `engram serve` needs sockets a WASI 0.2 command does not have:
+    /// the native build serves the API, and `engram-http.wasm` under a
+    /// `wasi:http` runtime.
+    pub fn serve(
+        _store: &Store,
+        _addr: &str,
+        _tokens: Option<engram_http::Tokens>,
+        _clock_from_request: bool,
+        _limits: engram_http::Limits,
+    ) -> Result<()> {
+        Err(anyhow!(
+            "`engram serve` is served by the native `engram` only, not under WASI"
         ))
     }
 

@@ -29,6 +29,12 @@ pub use engram_model::json::{Actor, Component, RecordType, Source};
 /// The longest agent id a domain may be opened for, in bytes (S-AGENT).
 pub const MAX_AGENT_ID_LEN: usize = 256;
 
+/// Why `agent` may not name a domain (S-AGENT): none when it may.
+pub fn agent_id_problem(agent: &str) -> Option<String> {
+    (agent.is_empty() || agent.len() > MAX_AGENT_ID_LEN)
+        .then(|| format!("an agent id must be 1 to {MAX_AGENT_ID_LEN} bytes long"))
+}
+
 /// A source of the time, in milliseconds since the Unix epoch.
 pub type Clock = Arc<dyn Fn() -> i64 + Send + Sync>;
 

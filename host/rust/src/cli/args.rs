@@ -158,6 +158,10 @@ pub enum Command {
     /// and the tier ceiling are fixed here: no tool can reach another
     /// agent's memory or raise the ceiling.
     Mcp(McpArgs),
+    /// Serve the HTTP API (docs/http.md): every agent's memory in the store
+    /// to the clients the tokens allow, until interrupted (Ctrl-C or
+    /// SIGTERM: the calls under way end first).
+    Serve(ServeArgs),
     /// Print the audit trail as JSON Lines, oldest first: the newest
     /// entries that pass every filter given.
     Audit(AuditArgs),
@@ -413,6 +417,56 @@ pub struct McpArgs {
     /// or both.
     #[arg(long, value_enum, default_value = "engram")]
     pub tools: McpTools,
+    #[command(flatten)]
+    pub tokens: TokenArgs,
+}
+
+/// The arguments of `engram serve`.
+#[derive(clap::Args)]
+pub struct ServeArgs {
+    /// Where to listen: IP:PORT (port 0 picks one; the address is printed
+    /// on stderr).
+    #[arg(
+        long,
+        env = "ENGRAM_ADDR",
+        value_name = "ADDR",
+        default_value = "127.0.0.1:8080"
+    )]
+    pub addr: String,
+    #[command(flatten)]
+    pub tokens: TokenArgs,
+    /// The largest body a call may have (413 beyond it).
+    #[arg(long, value_name = "BYTES", default_value_t = engram_http::Limits::default().max_body_bytes, value_parser = parse_count)]
+    pub max_body_bytes: usize,
+    /// How many calls may be under way at once (503 beyond it).
+    #[arg(long, value_name = "N", default_value_t = engram_http::Limits::default().max_calls, value_parser = parse_count)]
+    pub max_calls: usize,
+    /// How many calls may wait for one agent (429 beyond it).
+    #[arg(long, value_name = "N", default_value_t = engram_http::Limits::default().max_waiting, value_parser = parse_count)]
+    pub max_waiting: usize,
+    /// How long a body may take to arrive (408), and a call may wait for
+    /// its agent (503).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "30s")]
+    pub wait: u64,
+    /// How many agents' domains stay open between calls.
+    #[arg(long, value_name = "N", default_value_t = engram_http::Limits::default().max_agents, value_parser = parse_count)]
+    pub max_agents: usize,
+    /// Take each call's time from its body (`now`), as --now does: for
+    /// tests, never a deployment.
+    #[arg(long)]
+    pub clock_from_request: bool,
+}
+
+/// Where a server's tokens come from (docs/http.md): a file, or the
+/// environment variable `ENGRAM_TOKENS` holding them.
+#[derive(clap::Args)]
+pub struct TokenArgs {
+    /// The tokens the server takes: JSON Lines, one `{"name", "secret",
+    /// "agents", "level"}` a line (or the variable ENGRAM_TOKENS holding
+    /// them). With none, a server listens on a loopback address only and
+    /// authenticates nobody.
+    #[arg(long = "tokens", env = "ENGRAM_TOKENS_FILE", value_name = "FILE")]
+    pub file: Option<PathBuf>,
 }
 
 /// The arguments of `engram audit`.
@@ -555,6 +609,14 @@ pub fn parse_tier(text: &str) -> Result<PrivacyTier, String> {
 pub fn parse_upper<T: DeserializeOwned>(text: &str) -> Result<T, String> {
     serde_json::from_value(serde_json::Value::String(text.to_ascii_uppercase()))
         .map_err(|_| format!("unknown value {text:?}"))
+}
+
+/// Parses a count of 1 or more.
+pub fn parse_count(text: &str) -> Result<usize, String> {
+    match text.parse::<usize>() {
+        Ok(0) | Err(_) => Err(format!("{text:?} is not a whole number of 1 or more")),
+        Ok(n) => Ok(n),
+    }
 }
 
 /// Parses a duration as people write it (`30d`, `12h`, `90min`, `500ms`)

@@ -2,14 +2,16 @@
 //! (the IO contract), `remember` and `recall` (a turn), the lookups
 //! (`history`, `as-of`, `list`, `entities`, `relationships`, `traverse`,
 //! answered through the call surface every host shares:
-//! [`engram_model::surface::Engine`]), `audit` and `mcp`.
+//! [`engram_model::surface::Engine`]), `audit`, `mcp` and `serve`.
 
 use super::args::{
     AsOfArgs, AuditArgs, EntitiesArgs, HistoryArgs, Io, ListArgs, McpArgs, RecallArgs,
-    RelationshipsArgs, RememberArgs, TraverseArgs,
+    RelationshipsArgs, RememberArgs, ServeArgs, TokenArgs, TraverseArgs,
 };
 use super::output::{answer_each, committed_unprinted, parse_input, print_answer, print_read};
-use super::{Exit, FAILURE, Global, OK, USAGE, failure, open_domain, open_in, open_store};
+use super::{
+    BAD_INPUT, Exit, FAILURE, Global, OK, USAGE, failure, open_domain, open_in, open_store,
+};
 use crate::binding as engram;
 use crate::platform;
 use engram::json::{self, ReadRequest, WriteAnswer, WriteRequest};
@@ -189,8 +191,68 @@ pub(super) fn traverse(global: &Global, args: TraverseArgs) -> Result<u8, Exit> 
 
 /// Serves one agent's domain to an MCP client until it goes.
 pub(super) fn mcp(global: &Global, args: McpArgs) -> Result<u8, Exit> {
+    let tokens = tokens(&args.tokens)?;
+    if tokens.is_some() && args.http.is_none() {
+        return Err(Exit(
+            USAGE,
+            "tokens are for --http: over stdio the client is the process that started the server"
+                .into(),
+        ));
+    }
     let domain = open_domain(global, &args.agent, true)?;
-    platform::mcp(domain, &args.agent, args.tools, args.http.as_deref()).map_err(failure)?;
+    platform::mcp(
+        domain,
+        &args.agent,
+        args.tools,
+        args.http.as_deref(),
+        tokens,
+    )
+    .map_err(failure)?;
+    Ok(OK)
+}
+
+/// The environment variable that may hold a server's tokens themselves.
+const TOKENS_VAR: &str = "ENGRAM_TOKENS";
+
+/// A server's tokens: from the file `--tokens` names, or the variable
+/// `ENGRAM_TOKENS`; none when neither is given.
+fn tokens(args: &TokenArgs) -> Result<Option<engram_http::Tokens>, Exit> {
+    let variable = std::env::var(TOKENS_VAR)
+        .ok()
+        .filter(|text| !text.trim().is_empty());
+    let (source, text) = match (&args.file, variable) {
+        (Some(_), Some(_)) => {
+            return Err(Exit(
+                USAGE,
+                format!("the tokens come from --tokens FILE or {TOKENS_VAR}, not both"),
+            ));
+        }
+        (Some(path), None) => {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| Exit(BAD_INPUT, format!("{}: {e}", path.display())))?;
+            (path.display().to_string(), text)
+        }
+        (None, Some(text)) => (TOKENS_VAR.to_string(), text),
+        (None, None) => return Ok(None),
+    };
+    engram_http::Tokens::parse(&source, &text)
+        .map(Some)
+        .map_err(|e| Exit(BAD_INPUT, e))
+}
+
+/// Serves the HTTP API over the store until interrupted.
+pub(super) fn serve(global: &Global, args: ServeArgs) -> Result<u8, Exit> {
+    let tokens = tokens(&args.tokens)?;
+    let store = open_store(&global.store, true)?;
+    let limits = engram_http::Limits {
+        max_body_bytes: args.max_body_bytes,
+        max_calls: args.max_calls,
+        max_waiting: args.max_waiting,
+        wait: std::time::Duration::from_millis(args.wait),
+        max_agents: args.max_agents,
+    };
+    platform::serve(&store, &args.addr, tokens, args.clock_from_request, limits)
+        .map_err(failure)?;
     Ok(OK)
 }
 

@@ -151,6 +151,7 @@ fn run(global: &Global, command: Command) -> Result<u8, Exit> {
         Command::Traverse(args) => commands::traverse(global, args),
         Command::Maintenance(command) => maintenance::run(&global.store, command),
         Command::Mcp(args) => commands::mcp(global, args),
+        Command::Serve(args) => commands::serve(global, args),
         Command::Audit(args) => commands::audit(&global.store, args),
     }
 }

@@ -1,0 +1,801 @@
+//! What a call of `/agents/{agent}/{op}` makes of the agent's domain: the
+//! domain to open (online at a tier ceiling, or for maintenance), the call
+//! of the call surface (`engram_model::surface`) with its arguments, and
+//! how its answer becomes the HTTP answer. Every server runs the domain's
+//! calls its own way (the native binding, the WASI host, the Worker's
+//! wasm driver) and decides the rest here.
+//!
+//! A body is a JSON object (empty: `{}`) whose fields are the call's
+//! (docs/http.md); a field the call does not take is refused, so a
+//! misspelled option is never quietly ignored.
+
+use crate::Refusal;
+use engram_model::surface::EXPORT_PAGE;
+use serde_json::{Map, Value, json};
+
+/// The name an input error gives the request when the body names none.
+pub const DEFAULT_INPUT: &str = "request";
+
+/// How the domain of a call is opened.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// Online, reading at `tier_ceiling` (`public`, `sensitive` or
+    /// `private`, the default), what it writes kept `expire_after` ms when
+    /// given.
+    Online {
+        /// The tier ceiling.
+        tier_ceiling: String,
+        /// How long what the call writes is kept, in ms.
+        expire_after: Option<u64>,
+    },
+    /// For maintenance: the domain's maintenance lock held for the call.
+    Maintenance,
+}
+
+/// Which embedder a call asks for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Embedder {
+    /// The server's, if it has one (the field left out).
+    Default,
+    /// None: recall by keywords alone, nothing embedded (`false`).
+    None,
+    /// The server's, which must be this model (its name).
+    Named(String),
+}
+
+impl Embedder {
+    /// Whether the call runs with the server's embedder, whose model is
+    /// `model` (none: the server has no embedder); refused (400) when it
+    /// names another model or the server has none.
+    pub fn resolve(&self, model: Option<&str>) -> Result<bool, Refusal> {
+        match (self, model) {
+            (Embedder::None, _) | (Embedder::Default, None) => Ok(false),
+            (Embedder::Default, Some(_)) => Ok(true),
+            (Embedder::Named(asked), None) => Err(Refusal::input(format!(
+                "embedder: this server has no embedder, not {asked:?}"
+            ))),
+            (Embedder::Named(asked), Some(model)) if asked == model => Ok(true),
+            (Embedder::Named(asked), Some(model)) => Err(Refusal::input(format!(
+                "embedder: this server's model is {model:?}, not {asked:?}"
+            ))),
+        }
+    }
+}
+
+/// How the surface's answer becomes the HTTP answer's body.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Shape {
+    /// One answer line: the body.
+    Value,
+    /// Answer lines (a batch, a cycle): a JSON array of them.
+    Lines,
+    /// Export pages: the call is made again from each page's `next`
+    /// ([`export_args`]) until it has none; the body is every page's lines
+    /// in one array.
+    Export,
+}
+
+/// A call of the API made ready for a domain.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Call {
+    /// How its domain is opened.
+    pub mode: Mode,
+    /// Its embedder.
+    pub embedder: Embedder,
+    /// The time it runs at (ms since the epoch), when the body gave one:
+    /// only a server started to take the clock from requests (tests)
+    /// takes it.
+    pub now: Option<i64>,
+    /// The call of the surface.
+    pub name: &'static str,
+    /// The name input errors give the request.
+    pub input: String,
+    /// The surface call's arguments.
+    pub args: String,
+    /// How its answer is shaped.
+    pub shape: Shape,
+}
+
+/// The fields every call takes besides its own.
+const COMMON: &[&str] = &["embedder", "now"];
+
+/// A body's fields, each taken once: what is left at the end was not the
+/// call's.
+struct Body {
+    op: &'static str,
+    fields: Map<String, Value>,
+}
+
+impl Body {
+    fn take(&mut self, name: &str) -> Option<Value> {
+        self.fields.remove(name).filter(|value| !value.is_null())
+    }
+
+    /// The fields `names` that are set, as a JSON object.
+    fn pick(&mut self, names: &[&str]) -> String {
+        let mut picked = Map::new();
+        for name in names {
+            if let Some(value) = self.take(name) {
+                picked.insert((*name).to_string(), value);
+            }
+        }
+        Value::Object(picked).to_string()
+    }
+
+    fn string(&mut self, name: &str, what: &str) -> Result<String, Refusal> {
+        match self.take(name) {
+            Some(Value::String(text)) => Ok(text),
+            _ => Err(Refusal::input(format!("{} needs {what}", self.op))),
+        }
+    }
+
+    /// Nothing left but the fields every call takes.
+    fn done(&self) -> Result<(), Refusal> {
+        match self
+            .fields
+            .keys()
+            .find(|name| !COMMON.contains(&name.as_str()))
+        {
+            None => Ok(()),
+            Some(name) => Err(Refusal::input(format!(
+                "{} takes no field {name:?} (docs/http.md)",
+                self.op
+            ))),
+        }
+    }
+}
+
+/// The call `op` of `/agents/{agent}/{op}` with the JSON `body` (empty:
+/// `{}`): what to make of `agent`'s domain, or 400 naming the problem.
+pub fn call(agent: &str, op: &'static str, body: &str) -> Result<Call, Refusal> {
+    let value: Value = if body.trim().is_empty() {
+        Value::Object(Map::new())
+    } else {
+        serde_json::from_str(body)
+            .map_err(|e| Refusal::input(format!("the body is not JSON: {e}")))?
+    };
+    let Value::Object(fields) = value else {
+        return Err(Refusal::input("the body must be a JSON object"));
+    };
+    let mut body = Body { op, fields };
+    let embedder = match body.take("embedder") {
+        None => Embedder::Default,
+        Some(Value::Bool(false)) => Embedder::None,
+        Some(Value::String(name)) => Embedder::Named(name),
+        Some(_) => {
+            return Err(Refusal::input(
+                "embedder must be the name of the server's model, or false",
+            ));
+        }
+    };
+    let now = match body.take("now") {
+        None => None,
+        Some(value) => Some(
+            value
+                .as_i64()
+                .ok_or_else(|| Refusal::input("now must be a whole number of milliseconds"))?,
+        ),
+    };
+    let online = |body: &mut Body, writes: bool| -> Result<Mode, Refusal> {
+        let tier_ceiling = match body.take("tier_ceiling") {
+            None => "private".to_string(),
+            Some(Value::String(tier))
+                if ["public", "sensitive", "private"].contains(&tier.as_str()) =>
+            {
+                tier
+            }
+            Some(other) => {
+                return Err(Refusal::input(format!(
+                    "tier_ceiling must be public, sensitive or private, not {other}"
+                )));
+            }
+        };
+        let expire_after = if writes {
+            match body.take("expire_after") {
+                None => None,
+                Some(value) => Some(value.as_u64().filter(|ms| *ms > 0).ok_or_else(|| {
+                    Refusal::input(
+                        "expire_after must be a whole number of milliseconds, more than 0",
+                    )
+                })?),
+            }
+        } else {
+            None
+        };
+        Ok(Mode::Online {
+            tier_ceiling,
+            expire_after,
+        })
+    };
+    let made = |mode, name, input: String, args: String, shape| Call {
+        mode,
+        embedder: embedder.clone(),
+        now,
+        name,
+        input,
+        args,
+        shape,
+    };
+    let lookup = |body: &mut Body, name: &'static str, fields: &[&str]| -> Result<Call, Refusal> {
+        let mode = online(body, false)?;
+        let args = body.pick(fields);
+        Ok(made(mode, name, String::new(), args, Shape::Value))
+    };
+    let call = match op {
+        "write" | "read" | "maintenance_write" => {
+            let mode = match op {
+                "write" => online(&mut body, true)?,
+                "read" => online(&mut body, false)?,
+                _ => Mode::Maintenance,
+            };
+            let input = match body.take("input") {
+                None => DEFAULT_INPUT.to_string(),
+                Some(Value::String(input)) => input,
+                Some(_) => return Err(Refusal::input("input must be a string")),
+            };
+            let one = if op == "read" { "read" } else { "write" };
+            let many = if op == "read" {
+                "read-batch"
+            } else {
+                "write-batch"
+            };
+            let (batch, args) = match (body.take("text"), body.take("request")) {
+                (Some(Value::String(text)), None) => {
+                    let batch = match body.take("batch") {
+                        None | Some(Value::Bool(false)) => false,
+                        Some(Value::Bool(true)) => true,
+                        Some(_) => return Err(Refusal::input("batch must be true or false")),
+                    };
+                    (batch, text)
+                }
+                (Some(_), None) => return Err(Refusal::input("text must be a string")),
+                (None, Some(Value::Array(requests))) => (
+                    true,
+                    requests
+                        .iter()
+                        .map(request_text)
+                        .collect::<Vec<_>>()
+                        .join("\n"),
+                ),
+                (None, Some(request)) => (false, request_text(&request)),
+                (Some(_), Some(_)) => {
+                    return Err(Refusal::input("a body has request or text, not both"));
+                }
+                (None, None) => return Err(Refusal::input("the body has no request (or text)")),
+            };
+            if batch {
+                made(mode, many, input, args, Shape::Lines)
+            } else {
+                made(mode, one, input, args, Shape::Value)
+            }
+        }
+        "history" => lookup(&mut body, "history", &["request_id", "key", "limit"])?,
+        "as_of" => lookup(
+            &mut body,
+            "as-of",
+            &["request_id", "key", "valid", "known", "limit"],
+        )?,
+        "list" => lookup(
+            &mut body,
+            "list",
+            &["request_id", "namespace", "limit", "after"],
+        )?,
+        "entities" => lookup(
+            &mut body,
+            "entities",
+            &["request_id", "entity_type", "limit"],
+        )?,
+        "relationships" => lookup(
+            &mut body,
+            "relationships",
+            &[
+                "request_id",
+                "entity",
+                "incoming",
+                "types",
+                "valid_at",
+                "limit",
+            ],
+        )?,
+        "traverse" => lookup(
+            &mut body,
+            "traverse",
+            &[
+                "request_id",
+                "start",
+                "depth_first",
+                "incoming",
+                "types",
+                "valid_at",
+                "max_depth",
+                "max_nodes",
+                "max_edges",
+            ],
+        )?,
+        "cycle" => {
+            let mode = online(&mut body, true)?;
+            let plan = match body.take("plan") {
+                Some(Value::String(plan)) => plan,
+                Some(plan @ Value::Object(_)) => plan.to_string(),
+                _ => return Err(Refusal::input("a cycle needs a plan")),
+            };
+            let mut args = Map::new();
+            args.insert("plan".into(), Value::String(plan));
+            for name in ["message", "response", "session", "request_id"] {
+                if let Some(value) = body.take(name) {
+                    args.insert(name.into(), value);
+                }
+            }
+            made(
+                mode,
+                "run-cycle",
+                String::new(),
+                Value::Object(args).to_string(),
+                Shape::Lines,
+            )
+        }
+        "remember" => {
+            let mode = online(&mut body, true)?;
+            let message = body.string("message", "message and response (strings)")?;
+            let response = body.string("response", "message and response (strings)")?;
+            let mut args = json!({"message": message, "response": response});
+            for name in ["session", "request_id", "time"] {
+                if let Some(value) = body.take(name) {
+                    args[name] = value;
+                }
+            }
+            made(
+                mode,
+                "remember",
+                String::new(),
+                args.to_string(),
+                Shape::Value,
+            )
+        }
+        "recall" => {
+            let mode = online(&mut body, false)?;
+            let question = body.string("question", "a question (a string)")?;
+            let mut args = json!({ "question": question });
+            for name in ["top_k", "token_budget", "request_id"] {
+                if let Some(value) = body.take(name) {
+                    args[name] = value;
+                }
+            }
+            made(
+                mode,
+                "recall",
+                String::new(),
+                args.to_string(),
+                Shape::Value,
+            )
+        }
+        "audit" => {
+            let args = body.pick(&["operation", "outcome", "since", "until", "limit"]);
+            made(
+                Mode::Online {
+                    tier_ceiling: "private".into(),
+                    expire_after: None,
+                },
+                "audit",
+                String::new(),
+                args,
+                Shape::Value,
+            )
+        }
+        "export" => made(
+            Mode::Maintenance,
+            "export",
+            String::new(),
+            export_args(None),
+            Shape::Export,
+        ),
+        "import" => {
+            let Some(Value::Array(lines)) = body.take("lines") else {
+                return Err(Refusal::input(
+                    "an import needs lines (a list of export lines)",
+                ));
+            };
+            if lines.iter().any(|line| {
+                line.get("agent_id").and_then(Value::as_str) != Some(agent)
+                    || line.get("item").is_none()
+            }) {
+                return Err(Refusal::input(format!(
+                    "every line of an import into {agent:?} must be an export line {{agent_id, item}} of that agent"
+                )));
+            }
+            made(
+                Mode::Maintenance,
+                "import",
+                String::new(),
+                Value::Array(lines).to_string(),
+                Shape::Value,
+            )
+        }
+        "forget" | "expire" => made(
+            Mode::Maintenance,
+            op,
+            String::new(),
+            String::new(),
+            Shape::Value,
+        ),
+        "reembed" => {
+            let args = body.pick(&["batch"]);
+            made(
+                Mode::Maintenance,
+                "reembed",
+                String::new(),
+                args,
+                Shape::Value,
+            )
+        }
+        "vector_model" => {
+            let mode = online(&mut body, false)?;
+            made(
+                mode,
+                "vector-model",
+                String::new(),
+                String::new(),
+                Shape::Value,
+            )
+        }
+        _ => {
+            return Err(Refusal::new(
+                404,
+                "input_error",
+                format!("no such call: {op}"),
+            ));
+        }
+    };
+    body.done()?;
+    Ok(call)
+}
+
+/// A call across agents (`POST /export`, `/import`, `/audit`): the calls
+/// it makes, one agent after another, each `/agents/{agent}/{op}` with its
+/// body.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Across {
+    /// The agents it names: each must be among its token's.
+    pub agents: Vec<String>,
+    /// Each agent's call: the agent, the op, the body.
+    pub calls: Vec<(String, &'static str, String)>,
+    /// How the answers make one: [`Joined::Concat`] for an export (every
+    /// agent's lines in one array), [`Joined::List`] for an import (an
+    /// answer a run of one agent's lines), [`Joined::One`] for an audit.
+    pub joined: Joined,
+}
+
+/// How the answers of a call across agents make its answer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Joined {
+    /// Every answer (each an array) in one array.
+    Concat,
+    /// The answers in an array.
+    List,
+    /// The one answer.
+    One,
+}
+
+/// The call across agents `op` with the JSON `body`: the calls it makes,
+/// or 400. `export` takes `{agents, embedder?}`, `import` `{lines,
+/// embedder?}` (each run of lines of one agent into its domain), `audit`
+/// `{audit_agent, operation?, outcome?, since?, until?, limit?}`.
+pub fn across(op: &str, body: &str) -> Result<Across, Refusal> {
+    let value: Value = if body.trim().is_empty() {
+        Value::Object(Map::new())
+    } else {
+        serde_json::from_str(body)
+            .map_err(|e| Refusal::input(format!("the body is not JSON: {e}")))?
+    };
+    let Value::Object(mut fields) = value else {
+        return Err(Refusal::input("the body must be a JSON object"));
+    };
+    let embedder = fields.remove("embedder");
+    let with_embedder = |mut body: Map<String, Value>| {
+        if let Some(embedder) = &embedder {
+            body.insert("embedder".into(), embedder.clone());
+        }
+        Value::Object(body).to_string()
+    };
+    let only = |fields: &Map<String, Value>, allowed: &[&str]| match fields
+        .keys()
+        .find(|name| !allowed.contains(&name.as_str()))
+    {
+        None => Ok(()),
+        Some(name) => Err(Refusal::input(format!(
+            "{op} takes no field {name:?} (docs/http.md)"
+        ))),
+    };
+    match op {
+        "export" => {
+            only(&fields, &["agents"])?;
+            let agents: Vec<String> = match fields.remove("agents") {
+                Some(Value::Array(agents)) => agents
+                    .into_iter()
+                    .map(|agent| match agent {
+                        Value::String(agent) if !agent.is_empty() => Ok(agent),
+                        _ => Err(()),
+                    })
+                    .collect::<Result<_, _>>()
+                    .map_err(|()| Refusal::input(EXPORT_AGENTS))?,
+                _ => return Err(Refusal::input(EXPORT_AGENTS)),
+            };
+            let calls = agents
+                .iter()
+                .map(|agent| (agent.clone(), "export", with_embedder(Map::new())))
+                .collect();
+            Ok(Across {
+                agents,
+                calls,
+                joined: Joined::Concat,
+            })
+        }
+        "import" => {
+            only(&fields, &["lines"])?;
+            let Some(Value::Array(lines)) = fields.remove("lines") else {
+                return Err(Refusal::input(
+                    "an import needs lines (a list of export lines)",
+                ));
+            };
+            let mut runs: Vec<(String, Vec<Value>)> = Vec::new();
+            for line in lines {
+                let agent = match line.get("agent_id") {
+                    Some(Value::String(agent)) if !agent.is_empty() => agent.clone(),
+                    _ => {
+                        return Err(Refusal::input(
+                            "every import line must be an export line {agent_id, item}",
+                        ));
+                    }
+                };
+                match runs.last_mut() {
+                    Some((last, run)) if *last == agent => run.push(line),
+                    _ => runs.push((agent, vec![line])),
+                }
+            }
+            let mut agents: Vec<String> = runs.iter().map(|(agent, _)| agent.clone()).collect();
+            agents.sort();
+            agents.dedup();
+            let calls = runs
+                .into_iter()
+                .map(|(agent, lines)| {
+                    let mut body = Map::new();
+                    body.insert("lines".into(), Value::Array(lines));
+                    (agent, "import", with_embedder(body))
+                })
+                .collect();
+            Ok(Across {
+                agents,
+                calls,
+                joined: Joined::List,
+            })
+        }
+        "audit" => {
+            let agent = match fields.remove("audit_agent") {
+                Some(Value::String(agent)) if !agent.is_empty() => agent,
+                _ => {
+                    return Err(Refusal::input(
+                        "an audit names its agent: {\"audit_agent\": …}",
+                    ));
+                }
+            };
+            if embedder.is_some() {
+                return Err(Refusal::input(
+                    "audit takes no field \"embedder\" (docs/http.md)",
+                ));
+            }
+            Ok(Across {
+                agents: vec![agent.clone()],
+                calls: vec![(agent, "audit", Value::Object(fields).to_string())],
+                joined: Joined::One,
+            })
+        }
+        _ => Err(Refusal::new(
+            404,
+            "input_error",
+            format!("no such call: {op}"),
+        )),
+    }
+}
+
+/// The refusal of an export that names no agents.
+const EXPORT_AGENTS: &str = "an export names its agents: {\"agents\": [...]} (a server cannot list whom a token may not reach)";
+
+/// The answer of a call across agents: the answers of its calls (each a
+/// 200's body), joined.
+pub fn joined(joined: Joined, answers: &[String]) -> String {
+    match joined {
+        Joined::One => answers.first().cloned().unwrap_or_else(|| "null".into()),
+        Joined::List => format!("[{}]", answers.join(",")),
+        Joined::Concat => {
+            let inner: Vec<&str> = answers
+                .iter()
+                .map(|answer| answer.trim())
+                .map(|answer| {
+                    answer
+                        .strip_prefix('[')
+                        .and_then(|a| a.strip_suffix(']'))
+                        .unwrap_or(answer)
+                        .trim()
+                })
+                .filter(|inner| !inner.is_empty())
+                .collect();
+            format!("[{}]", inner.join(","))
+        }
+    }
+}
+
+/// A request of a body (an object, or JSON text) as the surface takes it.
+fn request_text(request: &Value) -> String {
+    match request {
+        Value::String(text) => text.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// The arguments of the export page that starts at `start` (the `next` of
+/// the page before; none: the first).
+pub fn export_args(start: Option<&str>) -> String {
+    json!({"start": start, "limit": EXPORT_PAGE}).to_string()
+}
+
+/// The HTTP answer of a call's framed answer (`engram_model::surface::
+/// Answer::framed`: `V`/`L` a value, `I` an input failure, `R` a refusal):
+/// 200 with the value (a JSON array of the lines for [`Shape::Lines`]),
+/// 400 `{"input_error"}`, 409 with the refusal's line.
+pub fn answer(shape: Shape, framed: &str) -> (u16, String) {
+    let (kind, text) = framed.split_at(framed.len().min(1));
+    match kind {
+        "V" | "L" => match shape {
+            Shape::Lines => (
+                200,
+                format!("[{}]", text.lines().collect::<Vec<_>>().join(",")),
+            ),
+            Shape::Value | Shape::Export => (200, text.to_string()),
+        },
+        "I" => (400, json!({ "input_error": text }).to_string()),
+        "R" => (409, text.to_string()),
+        _ => (
+            500,
+            json!({ "host_error": format!("an answer of no known kind: {framed:?}") }).to_string(),
+        ),
+    }
+}
+
+/// The lines and the `next` of an export page's value.
+pub fn export_page(
+    value: &str,
+) -> Result<(Vec<Box<serde_json::value::RawValue>>, Option<String>), String> {
+    #[derive(serde::Deserialize)]
+    struct Page {
+        lines: Vec<Box<serde_json::value::RawValue>>,
+        next: Option<String>,
+    }
+    let page: Page = serde_json::from_str(value).map_err(|e| format!("an export page: {e}"))?;
+    Ok((page.lines, page.next))
+}
+
+/// The HTTP answer of a host's failure, by its kind (`S` the instance
+/// stopped, `K` a maintenance lock kept the call out, `F` the store or the
+/// host failed; the binding's framing): 503 with `retry-after` for a lock,
+/// 500 otherwise, each `{"host_error"}`.
+pub fn failure(framed: &str) -> Refusal {
+    let (kind, why) = framed.split_at(framed.len().min(1));
+    match kind {
+        "K" => Refusal::new(503, "host_error", why).with_header("retry-after", "1"),
+        _ => Refusal::new(500, "host_error", why),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_write_of_a_list_is_a_batch_and_its_answer_a_list() {
+        let call = call(
+            "alice",
+            "write",
+            r#"{"request":[{"a":1},"{\"b\":2}"],"expire_after":5}"#,
+        )
+        .unwrap();
+        assert_eq!((call.name, call.shape), ("write-batch", Shape::Lines));
+        assert_eq!(call.args, "{\"a\":1}\n{\"b\":2}");
+        assert_eq!(
+            call.mode,
+            Mode::Online {
+                tier_ceiling: "private".into(),
+                expire_after: Some(5)
+            }
+        );
+        assert_eq!(answer(Shape::Lines, "V1\n2"), (200, "[1,2]".to_string()));
+        let call = super::call("alice", "read", r#"{"text":"{}","input":"body"}"#).unwrap();
+        assert_eq!((call.name, call.input.as_str()), ("read", "body"));
+    }
+
+    #[test]
+    fn a_field_the_call_does_not_take_is_refused_by_name() {
+        let refused = call("alice", "recall", r#"{"question":"q","top_n":3}"#).unwrap_err();
+        assert_eq!(refused.status, 400);
+        assert!(refused.body.contains("top_n"), "{}", refused.body);
+        assert!(call("alice", "read", r#"{"request":{},"expire_after":5}"#).is_err());
+        assert!(
+            call(
+                "alice",
+                "recall",
+                r#"{"question":"q","tier_ceiling":"secret"}"#
+            )
+            .is_err()
+        );
+        assert!(call("alice", "recall", "[1]").is_err());
+        assert!(call("alice", "recall", "{").is_err());
+        assert!(call("alice", "remember", r#"{"message":"m"}"#).is_err());
+    }
+
+    #[test]
+    fn an_import_takes_only_its_agents_lines() {
+        assert!(
+            call(
+                "alice",
+                "import",
+                r#"{"lines":[{"agent_id":"alice","item":{}}]}"#
+            )
+            .is_ok()
+        );
+        assert!(
+            call(
+                "alice",
+                "import",
+                r#"{"lines":[{"agent_id":"bob","item":{}}]}"#
+            )
+            .is_err()
+        );
+    }
+
+    #[test]
+    fn an_embedder_named_must_be_the_servers() {
+        assert_eq!(Embedder::Default.resolve(Some("e5")), Ok(true));
+        assert_eq!(Embedder::Default.resolve(None), Ok(false));
+        assert_eq!(Embedder::None.resolve(Some("e5")), Ok(false));
+        assert!(Embedder::Named("x".into()).resolve(Some("e5")).is_err());
+        assert!(Embedder::Named("x".into()).resolve(None).is_err());
+    }
+
+    #[test]
+    fn calls_across_agents_name_their_agents() {
+        let import = across(
+            "import",
+            r#"{"lines":[{"agent_id":"a","item":1},{"agent_id":"a","item":2},{"agent_id":"b","item":3}]}"#,
+        )
+        .unwrap();
+        assert_eq!(import.agents, ["a", "b"]);
+        assert_eq!(import.calls.len(), 2);
+        assert!(across("export", "{}").is_err());
+        assert_eq!(
+            across("export", r#"{"agents":["a","b"]}"#).unwrap().agents,
+            ["a", "b"]
+        );
+        assert_eq!(
+            across("audit", r#"{"audit_agent":"a","limit":3}"#)
+                .unwrap()
+                .calls[0]
+                .2,
+            r#"{"limit":3}"#
+        );
+        assert_eq!(
+            joined(Joined::Concat, &["[1,2]".into(), "[]".into(), "[3]".into()]),
+            "[1,2,3]"
+        );
+    }
+
+    #[test]
+    fn answers_by_kind() {
+        assert_eq!(answer(Shape::Value, "V{}").0, 200);
+        assert_eq!(answer(Shape::Value, "Ibad").0, 400);
+        assert_eq!(
+            answer(Shape::Value, "R{\"error\":1}"),
+            (409, "{\"error\":1}".into())
+        );
+        assert_eq!(failure("Klocked").status, 503);
+        assert_eq!(failure("Fdisk").status, 500);
+    }
+}

@@ -1,0 +1,212 @@
+// The HTTP API (docs/http.md) as every server of it answers: a scenario
+// host over it, the tests' tokens, and the authentication cases each server
+// must pass (S-AUTH). worker.test.js runs them on the Worker in workerd,
+// serve.test.js on `engram serve` (test-postgres/ on PostgreSQL).
+
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { parse, stringify } from '../src/json.js';
+
+/** Secrets of the tests' tokens (each at least 32 characters). */
+export const SECRETS = Object.freeze({
+  admin: 'admin-0123456789abcdef0123456789abcdef',
+  alice: 'alice-0123456789abcdef0123456789abcdef',
+  aliceOps: 'alice-ops-0123456789abcdef0123456789ab',
+  bobAudit: 'bob-audit-0123456789abcdef0123456789ab',
+});
+
+/** The tests' tokens, as a server takes them (JSON Lines). */
+export const TOKENS = [
+  { name: 'admin', secret: SECRETS.admin, agents: '*', level: 'cross-agent' },
+  { name: 'alice-app', secret: SECRETS.alice, agents: ['alice'], level: 'cognition' },
+  { name: 'alice-ops', secret: SECRETS.aliceOps, agents: ['alice'], level: 'maintenance' },
+  { name: 'bob-audit', secret: SECRETS.bobAudit, agents: ['bob'], level: 'cross-agent' },
+].map((token) => JSON.stringify(token)).join('\n');
+
+/** The path of a call in an agent's domain. */
+export const agentPath = (agent, op) => `/agents/${encodeURIComponent(agent)}/${op}`;
+
+/**
+ * A POST of a JSON body through `fetch` (a server's, or miniflare's
+ * `dispatchFetch` with the origin added): the status and the answer, parsed.
+ * @param {(path: string, init: RequestInit) => Promise<Response>} fetch
+ * @param {string} path
+ * @param {object} body
+ * @param {string|null} [secret] the bearer token sent (null: none)
+ */
+export async function postWith(fetch, path, body = {}, secret = SECRETS.admin) {
+  const headers = { 'content-type': 'application/json' };
+  if (secret !== null) headers.authorization = `Bearer ${secret}`;
+  const response = await fetch(path, { method: 'POST', headers, body: stringify(body) });
+  const text = await response.text();
+  return { status: response.status, answer: parse(text), headers: response.headers };
+}
+
+/** A STATE write request of `agent`. */
+function stateWrite(agent, requestId) {
+  return {
+    request_id: requestId,
+    source: { agent_id: agent, component: 'COGNITION', actor: 'USER' },
+    record: { record_type: 'STATE', timestamp: 1700000000000, payload: { subject: 'city', properties: { city: 'Lisbon' } } },
+  };
+}
+
+/**
+ * The authentication cases every server passes (S-AUTH), on a server
+ * started with {@link TOKENS} and nothing in it: no token, a wrong one,
+ * another agent's, a cognition token calling forget, a maintenance token
+ * calling across agents, a token in the URL; what was refused left no
+ * trace; what a token may do, it does.
+ * @param {(path: string, init: RequestInit) => Promise<Response>} fetch
+ */
+export async function checkAuthentication(fetch) {
+  const post = (path, body, secret) => postWith(fetch, path, body, secret);
+  const write = (agent, key) => ({ request: stateWrite(agent, key) });
+  const refusedWith = async (status, path, body, secret, words) => {
+    const { status: got, answer } = await post(path, body, secret);
+    assert.equal(got, status, `${path}: ${stringify(answer)}`);
+    assert.match(answer.auth_error, words, stringify(answer));
+    for (const value of Object.values(SECRETS)) assert.ok(!stringify(answer).includes(value), 'no secret in an answer');
+  };
+  await refusedWith(401, agentPath('alice', 'write'), write('alice', 'k0'), null, /needs a token/);
+  await refusedWith(401, agentPath('alice', 'write'), write('alice', 'k0'), 'not-a-token-0123456789abcdef0123456789', /not one of this server's/);
+  await refusedWith(403, agentPath('bob', 'write'), write('bob', 'k0'), SECRETS.alice, /may not reach the agent "bob"/);
+  await refusedWith(403, agentPath('alice', 'forget'), {}, SECRETS.alice, /cognition calls, not maintenance/);
+  await refusedWith(403, '/export', { agents: ['alice'] }, SECRETS.aliceOps, /maintenance calls, not cross-agent/);
+  await refusedWith(403, '/audit', { audit_agent: 'alice' }, SECRETS.bobAudit, /may not reach the agent "alice"/);
+  await refusedWith(403, '/import', { lines: [{ agent_id: 'alice', item: {} }] }, SECRETS.bobAudit, /may not reach the agent "alice"/);
+  const challenge = await fetch(agentPath('alice', 'read'), { method: 'POST', body: '{}' });
+  assert.equal(challenge.status, 401);
+  assert.match(challenge.headers.get('www-authenticate'), /^Bearer realm="engram"/);
+  await challenge.text();
+  const inQuery = await fetch(`${agentPath('alice', 'read')}?access_token=${SECRETS.alice}`, { method: 'POST', body: '{}' });
+  assert.equal(inQuery.status, 400);
+  assert.match((await inQuery.json()).input_error, /Authorization header/);
+  // What was refused left nothing: the agents' trails hold no entry.
+  assert.deepEqual((await post('/audit', { audit_agent: 'alice' })).answer, []);
+  assert.deepEqual((await post('/audit', { audit_agent: 'bob' })).answer, []);
+  // What a token may do, it does.
+  assert.equal((await post(agentPath('alice', 'write'), write('alice', 'k1'), SECRETS.alice)).status, 200);
+  assert.equal((await post(agentPath('alice', 'export'), {}, SECRETS.aliceOps)).status, 200);
+  assert.equal((await post('/audit', { audit_agent: 'bob' }, SECRETS.bobAudit)).status, 200);
+}
+
+/**
+ * A scenario host (test/scenarios.js) over the HTTP API (the Worker, `engram serve`).
+ * With `embedder` (the server was started with the tests' model), a line
+ * that names none says `"embedder": false`, since a server's domains embed
+ * by default.
+ * @param {(path: string, body: object) => Promise<{status: number, answer: any}>} post a POST
+ *   of a JSON body with a token that reaches every agent: its status and answer
+ * @param {{embedder?: boolean}} [options]
+ * @returns {import('./scenarios.js').ScenarioHost}
+ */
+export function httpHost(post, { embedder = false } = {}) {
+  const input = 'standard input';
+  const answered = async (path, body) => {
+    const { status, answer } = await post(path, body);
+    if (status === 400 && answer?.input_error !== undefined) throw new Error(answer.input_error);
+    if (status !== 200) throw new Error(`${path}: HTTP ${status}: ${stringify(answer)}`);
+    return answer;
+  };
+  const pick = (line, ...names) =>
+    Object.fromEntries(names.filter((n) => line[n] !== undefined).map((n) => [n, line[n]]));
+  return {
+    async call(given) {
+      const line = embedder && given.embedder === undefined ? { ...given, embedder: false } : given;
+      const { op, agent } = line;
+      switch (op) {
+        case 'write':
+        case 'maintenance_write':
+        case 'read': {
+          const answer = await answered(agentPath(agent, op), {
+            ...pick(line, 'request', 'tier_ceiling', 'expire_after', 'now', 'embedder'),
+            input,
+          });
+          return Array.isArray(line.request) ? answer : [answer];
+        }
+        case 'history':
+        case 'as_of':
+        case 'list':
+        case 'entities':
+        case 'relationships':
+        case 'traverse':
+        case 'forget':
+        case 'expire': {
+          const { op: _op, agent: _agent, ...args } = line;
+          return [await answered(agentPath(agent, op), args)];
+        }
+        case 'cycle': {
+          const { op: _op, agent: _agent, ...args } = line;
+          return answered(agentPath(agent, op), args);
+        }
+        case 'remember':
+        case 'recall':
+        case 'reembed': {
+          // A refusal is HTTP 409 with the line the command line prints.
+          const { op: _op, agent: _agent, ...args } = line;
+          const { status, answer } = await post(agentPath(agent, op), args);
+          if (status !== 200 && status !== 409) throw new Error(`${op}: HTTP ${status}: ${stringify(answer)}`);
+          return [answer];
+        }
+        case 'audit':
+          return answered('/audit', pick(line, 'audit_agent', 'operation', 'outcome', 'limit'));
+        case 'export':
+          return answered('/export', pick(line, 'agents', 'embedder'));
+        case 'import':
+          return answered('/import', pick(line, 'lines', 'embedder'));
+        case 'bad_input': {
+          const answer = await answered(agentPath(agent, line.command), {
+            text: line.text,
+            batch: line.batch ?? false,
+            tier_ceiling: line.tier_ceiling,
+            embedder: line.embedder,
+            input,
+          });
+          return [answer];
+        }
+        default:
+          throw new Error(`an op the runner does not know: ${op}`);
+      }
+    },
+  };
+}
+
+
+/**
+ * Starts `engram serve` (the binary `bin`) on `store` with the tokens of the
+ * file `tokens` and `args`, on a port of its own: once it listens, its
+ * address, `fetch` and `post` on it, what it printed on standard error, and
+ * `stop` (SIGTERM, then its exit: `{code, signal}`).
+ * @param {string} bin
+ * @param {string} store a SQLite file or a PostgreSQL URL
+ * @param {string} tokens
+ * @param {string[]} [args]
+ */
+export async function startServe(bin, store, tokens, args = []) {
+  const child = spawn(bin, ['--store', store, 'serve', '--addr', '127.0.0.1:0', '--tokens', tokens, ...args], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  let stderr = '';
+  const exited = new Promise((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
+  const base = await new Promise((resolve, reject) => {
+    child.stderr.setEncoding('utf8');
+    child.stderr.on('data', (chunk) => {
+      stderr += chunk;
+      const found = /engram serve: (http:\/\/[0-9.:]+)/.exec(stderr);
+      if (found) resolve(found[1]);
+    });
+    exited.then(({ code }) => reject(new Error(`engram serve exited (${code}) before it listened: ${stderr}`)));
+  });
+  const server = {
+    base,
+    stderr: () => stderr,
+    fetch: (path, init) => fetch(`${base}${path}`, init),
+    post: (path, body, secret) => postWith(server.fetch, path, body, secret),
+    stop() {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+      return exited;
+    },
+  };
+  return server;
+}

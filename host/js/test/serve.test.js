@@ -1,0 +1,94 @@
+// `engram serve` (the native `engram` that `ENGRAM_BIN` names; `cargo test`
+// sets it) as an HTTP client sees it: every shared scenario over HTTP, each
+// on a server of its own over a fresh SQLite file; the authentication cases
+// every server passes; hostile requests answered with a clear status while
+// the server goes on serving. Without ENGRAM_BIN these tests skip.
+
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { after, describe, test } from 'node:test';
+
+import { SECRETS, TOKENS, agentPath, checkAuthentication, httpHost, startServe } from './http.js';
+import { NO_EMBEDDER, embedderUrl, loadScenarios, runScenario, usesEmbedder } from './scenarios.js';
+import { TEST_MODEL } from './node-host.js';
+
+const bin = process.env.ENGRAM_BIN;
+const skip = bin ? undefined : 'ENGRAM_BIN does not name the `engram` binary';
+const scenarioFolder = fileURLToPath(new URL('../../../tests/scenarios/', import.meta.url));
+const folder = mkdtempSync(join(tmpdir(), 'engram-serve-'));
+const tokens = join(folder, 'tokens.jsonl');
+writeFileSync(tokens, `${TOKENS}\n`);
+const servers = new Set();
+
+after(async () => {
+  for (const server of servers) await server.stop();
+  servers.clear();
+  rmSync(folder, { recursive: true, force: true });
+});
+
+/** `engram serve` on `store` with the tests' tokens and `args`, stopped after the tests. */
+async function serve(store, args = []) {
+  const server = await startServe(bin, store, tokens, args);
+  servers.add(server);
+  return server;
+}
+
+describe('engram serve', { skip }, () => {
+  // proves S-AUTH
+  test('S-AUTH: every call needs a bearer token that reaches its agent at its level; a refused call leaves no trace', async () => {
+    const server = await serve(join(folder, 'auth.db'));
+    await checkAuthentication(server.fetch);
+    assert.ok(!server.stderr().includes(SECRETS.alice), 'no secret on standard error');
+    await server.stop();
+  });
+
+  test('hostile requests get a clear status and the server goes on serving; SIGTERM ends it', async () => {
+    const server = await serve(join(folder, 'hostile.db'), ['--max-body-bytes', '4096']);
+    const raw = (path, init) => server.fetch(path, { headers: { authorization: `Bearer ${SECRETS.admin}` }, ...init });
+    const malformed = await raw(agentPath('alice', 'recall'), { method: 'POST', headers: { authorization: `Bearer ${SECRETS.admin}` }, body: '{"question":' });
+    assert.equal(malformed.status, 400);
+    assert.match((await malformed.json()).input_error, /not JSON/);
+    const huge = await raw(agentPath('alice', 'recall'), {
+      method: 'POST',
+      headers: { authorization: `Bearer ${SECRETS.admin}` },
+      body: JSON.stringify({ question: 'x'.repeat(10_000) }),
+    });
+    assert.equal(huge.status, 413);
+    assert.match((await huge.json()).input_error, /larger than 4096 bytes/);
+    const unknown = await raw('/agents/alice/drop', { method: 'POST', body: '{}' });
+    assert.equal(unknown.status, 404);
+    await unknown.text();
+    const get = await raw(agentPath('alice', 'recall'), { method: 'GET' });
+    assert.equal(get.status, 405);
+    assert.equal(get.headers.get('allow'), 'POST');
+    await get.text();
+    const misspelled = await server.post(agentPath('alice', 'recall'), { question: 'q', top_n: 3 });
+    assert.equal(misspelled.status, 400);
+    assert.match(misspelled.answer.input_error, /top_n/);
+    const clock = await server.post(agentPath('alice', 'recall'), { question: 'q', now: 5 });
+    assert.equal(clock.status, 400, 'a server not started to take the clock from requests refuses now');
+    const recall = await server.post(agentPath('alice', 'recall'), { question: 'Which hotel?' });
+    assert.equal(recall.status, 200, JSON.stringify(recall.answer));
+    const { code, signal } = await server.stop();
+    assert.equal(code, 0, `engram serve ended with ${code ?? signal}: ${server.stderr()}`);
+  });
+
+  for (const scenario of loadScenarios(scenarioFolder)) {
+    test(`scenario ${scenario.name} over HTTP`, async (t) => {
+      const embedder = usesEmbedder(scenario);
+      const url = embedderUrl();
+      if (embedder && url === undefined) return t.skip(NO_EMBEDDER);
+      const args = ['--clock-from-request', ...(embedder ? ['--embedder-url', url, '--embedder-model', TEST_MODEL.name] : [])];
+      const server = await serve(join(folder, `${scenario.name}.db`), args);
+      try {
+        const { ran } = await runScenario(scenario, httpHost(server.post, { embedder }));
+        assert.ok(ran > 0);
+      } finally {
+        await server.stop();
+      }
+    });
+  }
+});

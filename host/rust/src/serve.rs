@@ -1,0 +1,499 @@
+//! `engram serve`: the HTTP API (docs/http.md) over a SQLite file or a
+//! PostgreSQL database, served by this process. Routes, tokens, bodies and
+//! answers are decided by `engram-http`, as every server of the API does;
+//! this module runs the calls: each agent's calls one at a time, in the
+//! order they came (a domain has one writer in a process), different
+//! agents' at once. Several processes on one PostgreSQL database serve one
+//! memory, as any hosts sharing it do.
+//!
+//! Limits (each refused before any domain sees the call): a body larger
+//! than `max_body_bytes` (413), a body that does not arrive within `wait`
+//! (408), more than `max_calls` calls under way (503, `retry-after`), more
+//! than `max_waiting` calls waiting for one agent (429), a call that waits
+//! `wait` for its agent in vain (503). A call that has begun runs to its
+//! end whatever the client does: it commits whole or not at all.
+
+use crate::surface::{self, Failure};
+use crate::types::PrivacyTier;
+use crate::{Domain, Engram, Mode, Storage};
+use anyhow::{Context, Result};
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::Response;
+use engram_http::calls::{self, Call, Shape};
+use engram_http::{Limits, Refusal, Route, Tokens};
+use engram_model::surface::Session;
+use std::collections::HashMap;
+use std::io::Write as _;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+/// How `engram serve` serves.
+pub struct Options {
+    /// Where it listens (IP:PORT; port 0 picks one).
+    pub addr: String,
+    /// Its tokens; none: it authenticates nobody, which only a loopback
+    /// address allows.
+    pub tokens: Option<Tokens>,
+    /// Whether a call's body may say the time it runs at (`now`): tests
+    /// only.
+    pub clock_from_request: bool,
+    /// Its limits.
+    pub limits: Limits,
+}
+
+/// One agent's open domains, by how they were opened.
+#[derive(Default)]
+struct Agent {
+    online: HashMap<(String, Option<u64>, bool), Session<Domain>>,
+}
+
+/// An agent's place: its domains, and how many calls wait for them.
+struct Slot {
+    agent: Arc<tokio::sync::Mutex<Agent>>,
+    waiting: AtomicUsize,
+    used: Mutex<Instant>,
+}
+
+/// What every call shares.
+struct Shared {
+    store: Storage,
+    engine: &'static Engram,
+    /// The model of the engine's embedder, if it has one.
+    model: Option<String>,
+    tokens: Option<Tokens>,
+    options: Options,
+    agents: Mutex<HashMap<String, Arc<Slot>>>,
+    calls: tokio::sync::Semaphore,
+}
+
+/// An answer: its status, its JSON body, its headers.
+struct Answer {
+    status: u16,
+    body: String,
+    headers: Vec<(&'static str, String)>,
+}
+
+impl From<Refusal> for Answer {
+    fn from(refusal: Refusal) -> Self {
+        Answer {
+            status: refusal.status,
+            body: refusal.body,
+            headers: refusal.headers,
+        }
+    }
+}
+
+impl Answer {
+    fn ok(status: u16, body: String) -> Self {
+        Answer {
+            status,
+            body,
+            headers: Vec::new(),
+        }
+    }
+
+    fn response(self) -> Response {
+        let mut response = Response::new(Body::from(self.body));
+        *response.status_mut() =
+            StatusCode::from_u16(self.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        let headers = response.headers_mut();
+        headers.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+        for (name, value) in self.headers {
+            if let Ok(value) = HeaderValue::from_str(&value) {
+                headers.insert(name, value);
+            }
+        }
+        response
+    }
+}
+
+/// Serves the API over `store` with `engine` until interrupted (Ctrl-C or
+/// SIGTERM), then lets the calls under way end.
+pub fn serve(store: Storage, engine: &'static Engram, mut options: Options) -> Result<()> {
+    let address: SocketAddr = options
+        .addr
+        .parse()
+        .with_context(|| format!("--addr {}: not an address (IP:PORT)", options.addr))?;
+    if options.tokens.is_none() {
+        anyhow::ensure!(
+            address.ip().is_loopback(),
+            "--addr {address}: a server with no tokens (--tokens FILE or ENGRAM_TOKENS) serves a loopback address only"
+        );
+    }
+    let model = engine.embedder_model().map(|model| model.name);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    let shared = Arc::new(Shared {
+        store,
+        engine,
+        model,
+        tokens: options.tokens.take(),
+        calls: tokio::sync::Semaphore::new(options.limits.max_calls),
+        options,
+        agents: Mutex::new(HashMap::new()),
+    });
+    let served = runtime.block_on(async {
+        let listener = tokio::net::TcpListener::bind(address)
+            .await
+            .with_context(|| format!("--addr {address}"))?;
+        let address = listener.local_addr()?;
+        let mut stderr = std::io::stderr();
+        match &shared.tokens {
+            Some(tokens) => {
+                let _ = writeln!(
+                    stderr,
+                    "engram serve: http://{address} ({} tokens)",
+                    tokens.len()
+                );
+            }
+            None => {
+                let _ = writeln!(
+                    stderr,
+                    "engram serve: http://{address}\nengram serve: NO TOKENS: this server authenticates nobody; anyone on this machine may read, write and forget every agent's memory (give --tokens FILE or ENGRAM_TOKENS)"
+                );
+            }
+        }
+        let app = axum::Router::new()
+            .fallback(handle)
+            .with_state(shared.clone());
+        axum::serve(listener, app)
+            .with_graceful_shutdown(shutdown())
+            .await?;
+        anyhow::Ok(())
+    });
+    drop(runtime);
+    served
+}
+
+/// Resolves at Ctrl-C or SIGTERM.
+async fn shutdown() {
+    let interrupt = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        () = interrupt => {}
+        () = terminate => {}
+    }
+}
+
+/// Answers one request.
+async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response {
+    answer(&shared, request).await.response()
+}
+
+async fn answer(shared: &Arc<Shared>, request: Request) -> Answer {
+    let (parts, body) = request.into_parts();
+    let route = match engram_http::route(parts.method.as_str(), parts.uri.path(), parts.uri.query())
+    {
+        Ok(route) => route,
+        Err(refusal) => return refusal.into(),
+    };
+    let authorization = parts
+        .headers
+        .get(header::AUTHORIZATION)
+        .map(|value| value.to_str().unwrap_or("\u{fffd}"));
+    let token = match &shared.tokens {
+        None => None,
+        Some(tokens) => match tokens.authenticate(authorization) {
+            Ok(token) => Some(token),
+            Err(refusal) => return refusal.into(),
+        },
+    };
+    let agents: Vec<&str> = match &route {
+        Route::Agent { agent, .. } => vec![agent.as_str()],
+        Route::Across { .. } => Vec::new(),
+    };
+    if let Some(token) = token
+        && let Err(refusal) = token.permits(route.level(), agents)
+    {
+        return refusal.into();
+    }
+    let Ok(_permit) = shared.calls.try_acquire() else {
+        return Refusal::new(
+            503,
+            "host_error",
+            format!(
+                "the server has {} calls under way, as many as it takes: try again",
+                shared.options.limits.max_calls
+            ),
+        )
+        .with_header("retry-after", "1")
+        .into();
+    };
+    let limit = shared.options.limits.max_body_bytes;
+    let body = match tokio::time::timeout(
+        shared.options.limits.wait,
+        axum::body::to_bytes(body, limit),
+    )
+    .await
+    {
+        Err(_) => {
+            return Refusal::new(
+                408,
+                "input_error",
+                format!(
+                    "the body did not arrive within {} s",
+                    shared.options.limits.wait.as_secs()
+                ),
+            )
+            .into();
+        }
+        Ok(Err(_)) => {
+            return Refusal::new(
+                413,
+                "input_error",
+                format!("the body is larger than {limit} bytes, or was cut off"),
+            )
+            .into();
+        }
+        Ok(Ok(body)) => body,
+    };
+    let Ok(body) = std::str::from_utf8(&body) else {
+        return Refusal::input("the body is not UTF-8").into();
+    };
+    match route {
+        Route::Agent { agent, op } => match calls::call(&agent, op, body) {
+            Ok(call) => run(shared, agent, call).await,
+            Err(refusal) => refusal.into(),
+        },
+        Route::Across { op } => {
+            let across = match calls::across(op, body) {
+                Ok(across) => across,
+                Err(refusal) => return refusal.into(),
+            };
+            if let Some(token) = token
+                && let Err(refusal) =
+                    token.permits(route_level(op), across.agents.iter().map(String::as_str))
+            {
+                return refusal.into();
+            }
+            let mut answers = Vec::new();
+            for (agent, op, body) in across.calls {
+                let answer = match calls::call(&agent, op, &body) {
+                    Ok(call) => run(shared, agent, call).await,
+                    Err(refusal) => refusal.into(),
+                };
+                if answer.status != 200 {
+                    return answer;
+                }
+                answers.push(answer.body);
+            }
+            Answer::ok(200, calls::joined(across.joined, &answers))
+        }
+    }
+}
+
+/// The level of the call across agents `op`.
+fn route_level(op: &'static str) -> engram_http::Level {
+    Route::Across { op }.level()
+}
+
+/// Runs `call` in `agent`'s domain, after the calls of the agent before it.
+async fn run(shared: &Arc<Shared>, agent: String, call: Call) -> Answer {
+    if call.now.is_some() && !shared.options.clock_from_request {
+        return Refusal::input("now: this server runs by its own clock").into();
+    }
+    let embedder = match call.embedder.resolve(shared.model.as_deref()) {
+        Ok(embedder) => embedder,
+        Err(refusal) => return refusal.into(),
+    };
+    let slot = shared.slot(&agent);
+    if slot.waiting.fetch_add(1, Ordering::SeqCst) >= shared.options.limits.max_waiting {
+        slot.waiting.fetch_sub(1, Ordering::SeqCst);
+        return Refusal::new(
+            429,
+            "host_error",
+            format!(
+                "{} calls already wait for the agent {agent:?}: try again",
+                shared.options.limits.max_waiting
+            ),
+        )
+        .with_header("retry-after", "1")
+        .into();
+    }
+    let locked =
+        tokio::time::timeout(shared.options.limits.wait, slot.agent.clone().lock_owned()).await;
+    slot.waiting.fetch_sub(1, Ordering::SeqCst);
+    let Ok(mut held) = locked else {
+        return Refusal::new(
+            503,
+            "host_error",
+            format!(
+                "the agent {agent:?} was busy for {} s: try again",
+                shared.options.limits.wait.as_secs()
+            ),
+        )
+        .with_header("retry-after", "1")
+        .into();
+    };
+    let shared = shared.clone();
+    // The call runs to its end on a thread of its own, whatever becomes of
+    // the request.
+    let ran = tokio::task::spawn_blocking(move || {
+        let answer = execute(&shared, &mut held, &agent, &call, embedder);
+        drop(held);
+        answer
+    })
+    .await;
+    match ran {
+        Ok(answer) => answer,
+        Err(e) => Refusal::new(500, "host_error", format!("the call did not end: {e}")).into(),
+    }
+}
+
+impl Shared {
+    /// The slot of `agent`, made at its first call; the least recently
+    /// used idle agents' domains closed beyond `max_agents`.
+    fn slot(&self, agent: &str) -> Arc<Slot> {
+        let mut agents = self.agents.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(slot) = agents.get(agent) {
+            *slot.used.lock().unwrap_or_else(|e| e.into_inner()) = Instant::now();
+            return slot.clone();
+        }
+        while agents.len() >= self.options.limits.max_agents {
+            let idle = agents
+                .iter()
+                .filter(|(_, slot)| Arc::strong_count(slot) == 1)
+                .min_by_key(|(_, slot)| *slot.used.lock().unwrap_or_else(|e| e.into_inner()))
+                .map(|(name, _)| name.clone());
+            match idle {
+                Some(name) => {
+                    agents.remove(&name);
+                }
+                None => break,
+            }
+        }
+        let slot = Arc::new(Slot {
+            agent: Arc::new(tokio::sync::Mutex::new(Agent::default())),
+            waiting: AtomicUsize::new(0),
+            used: Mutex::new(Instant::now()),
+        });
+        agents.insert(agent.to_string(), slot.clone());
+        slot
+    }
+}
+
+/// The engine's tier of its name.
+fn tier(name: &str) -> PrivacyTier {
+    match name {
+        "public" => PrivacyTier::Public,
+        "sensitive" => PrivacyTier::Sensitive,
+        _ => PrivacyTier::Private,
+    }
+}
+
+/// Runs `call` in `agent`'s domain, held.
+fn execute(shared: &Shared, held: &mut Agent, agent: &str, call: &Call, embedder: bool) -> Answer {
+    let failed = |error: anyhow::Error| Answer::from(calls::failure(&Failure::of(&error).framed()));
+    let open =
+        |mode: Mode, ceiling: PrivacyTier, expire_after: Option<u64>| -> Result<Session<Domain>> {
+            let domain = shared
+                .engine
+                .open(
+                    agent,
+                    mode,
+                    shared.store.backend.clone(),
+                    shared.store.audit.clone(),
+                )?
+                .restrict_to(ceiling);
+            let mut domain = if embedder {
+                domain
+            } else {
+                domain.with_embedder(None)?
+            };
+            domain.set_expire_after(expire_after);
+            Ok(Session::new(domain))
+        };
+    let mut maintenance;
+    let session = match &call.mode {
+        calls::Mode::Online {
+            tier_ceiling,
+            expire_after,
+        } => {
+            let key = (tier_ceiling.clone(), *expire_after, embedder);
+            match held.online.entry(key) {
+                std::collections::hash_map::Entry::Occupied(kept) => kept.into_mut(),
+                std::collections::hash_map::Entry::Vacant(place) => {
+                    match open(Mode::Online, tier(tier_ceiling), *expire_after) {
+                        Ok(session) => place.insert(session),
+                        Err(e) => return failed(e),
+                    }
+                }
+            }
+        }
+        calls::Mode::Maintenance => {
+            maintenance = match open(Mode::Maintenance, PrivacyTier::Private, None) {
+                Ok(session) => session,
+                Err(e) => return failed(e),
+            };
+            &mut maintenance
+        }
+    };
+    session.engine().set_time(call.now);
+    let answer = if call.shape == Shape::Export {
+        export(shared, session, agent)
+    } else {
+        surface::answer(
+            session,
+            &shared.store,
+            agent,
+            call.name,
+            &call.input,
+            &call.args,
+        )
+        .map(|answer| {
+            let (status, body) = calls::answer(call.shape, &answer.framed());
+            Answer::ok(status, body)
+        })
+    };
+    session.engine().set_time(None);
+    answer.unwrap_or_else(failed)
+}
+
+/// Every export page of `agent`'s domain, open for maintenance in
+/// `session`: one array of its lines.
+fn export(shared: &Shared, session: &mut Session<Domain>, agent: &str) -> Result<Answer> {
+    let mut lines = Vec::new();
+    let mut start: Option<String> = None;
+    loop {
+        let framed = surface::answer(
+            session,
+            &shared.store,
+            agent,
+            "export",
+            "",
+            &calls::export_args(start.as_deref()),
+        )?
+        .framed();
+        let (status, body) = calls::answer(Shape::Value, &framed);
+        if status != 200 {
+            return Ok(Answer::ok(status, body));
+        }
+        let (page, next) = calls::export_page(&body).map_err(anyhow::Error::msg)?;
+        lines.extend(page.into_iter().map(|line| line.get().to_string()));
+        match next {
+            Some(next) => start = Some(next),
+            None => break,
+        }
+    }
+    Ok(Answer::ok(200, format!("[{}]", lines.join(","))))
+}

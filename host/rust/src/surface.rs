@@ -1,0 +1,115 @@
+//! The call surface over this host's [`Domain`]: the calls of
+//! `engram_model::surface` and those of the store around the domain
+//! (`audit`, `forget`, `domains`, `unlock`), and the kinds of a host's
+//! failure. The native binding of Python and Node and `engram serve` call a
+//! domain through it.
+
+use crate::audit::AuditQuery;
+use crate::{Domain, Storage};
+use anyhow::Result;
+use engram_model::surface::{Answer, Session};
+use serde_json::json;
+
+/// The answer of the call `name` with `args` (`input` names the input in
+/// an input failure) in `agent`'s domain, open in `session` over
+/// `storage`. A call that stopped the engine's instance ends the cycles
+/// begun in it.
+pub fn answer(
+    session: &mut Session<Domain>,
+    storage: &Storage,
+    agent: &str,
+    name: &str,
+    input: &str,
+    args: &str,
+) -> Result<Answer> {
+    Ok(match name {
+        "audit" => audit(storage, Some(agent), args)?,
+        "forget" => {
+            let removed = session.engine().forget()?;
+            session.lose_cycles();
+            Answer::Value(json!({"agent_id": agent, "removed": removed}).to_string())
+        }
+        "domains" => Answer::Value(domains(storage)?),
+        "unlock" => {
+            let unlocked = crate::maintenance::break_lock(storage.backend.as_ref(), agent)?;
+            Answer::Value(json!({"agent_id": agent, "unlocked": unlocked}).to_string())
+        }
+        _ => {
+            let restarts = session.engine().restarts();
+            let answer = session.call(name, input, args);
+            if session.engine().restarts() != restarts {
+                session.lose_cycles();
+            }
+            answer?
+        }
+    })
+}
+
+/// The agents whose domains hold anything in `storage`: a JSON array.
+pub fn domains(storage: &Storage) -> Result<String> {
+    let agents = crate::maintenance::domains(storage.backend.as_ref())?;
+    Ok(json!(agents).to_string())
+}
+
+/// The trail's entries `query` asks for (JSON, [`AuditQuery::of_args`]),
+/// of `agent`'s domain only when given: a JSON array of `engram audit`
+/// lines, or the input failure of a query that is not one.
+pub fn audit(storage: &Storage, agent: Option<&str>, query: &str) -> Result<Answer> {
+    Ok(match AuditQuery::of_args(agent, query) {
+        Ok(query) => Answer::Value(serde_json::to_string(&storage.audit.trail(&query)?)?),
+        Err(why) => Answer::Input(why),
+    })
+}
+
+/// Why a call did not answer: a failure of the host, on one line.
+#[derive(Debug)]
+pub enum Failure {
+    /// The domain's instance stopped during the call (it ran past its
+    /// time, grew past its memory, trapped, or a call of the host failed):
+    /// the next call gets a fresh one ([`crate::Stopped`]).
+    Stopped(String),
+    /// A maintenance lock someone else holds kept the call out.
+    Locked(String),
+    /// The store, or the host around the engine, failed.
+    Failed(String),
+}
+
+impl Failure {
+    /// The failure of `error`, by what it is.
+    pub fn of(error: &anyhow::Error) -> Self {
+        let why = crate::cli::shown(error);
+        if error.downcast_ref::<crate::Stopped>().is_some() {
+            Failure::Stopped(why)
+        } else if error.downcast_ref::<crate::maintenance::Locked>().is_some() {
+            Failure::Locked(why)
+        } else {
+            Failure::Failed(why)
+        }
+    }
+
+    /// What failed, on one line.
+    pub fn message(&self) -> &str {
+        match self {
+            Failure::Stopped(why) | Failure::Locked(why) | Failure::Failed(why) => why,
+        }
+    }
+
+    /// The failure framed as the answers are: `S` (stopped), `K` (locked)
+    /// or `F` (failed), then why.
+    pub fn framed(&self) -> String {
+        let kind = match self {
+            Failure::Stopped(_) => 'S',
+            Failure::Locked(_) => 'K',
+            Failure::Failed(_) => 'F',
+        };
+        format!("{kind}{}", self.message())
+    }
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.message())
+    }
+}
+
+impl std::error::Error for Failure {}
