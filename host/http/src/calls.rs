@@ -146,8 +146,16 @@ impl Body {
 }
 
 /// The call `op` of `/agents/{agent}/{op}` with the JSON `body` (empty:
-/// `{}`): what to make of `agent`'s domain, or 400 naming the problem.
-pub fn call(agent: &str, op: &'static str, body: &str) -> Result<Call, Refusal> {
+/// `{}`): what to make of `agent`'s domain, or 400 naming the problem. A
+/// body's `now` is refused unless the server takes the clock from requests
+/// (`clock_from_request`: tests only; a caller who moved the clock back
+/// would be answered records that have expired).
+pub fn call(
+    agent: &str,
+    op: &'static str,
+    body: &str,
+    clock_from_request: bool,
+) -> Result<Call, Refusal> {
     let value: Value = if body.trim().is_empty() {
         Value::Object(Map::new())
     } else {
@@ -170,6 +178,9 @@ pub fn call(agent: &str, op: &'static str, body: &str) -> Result<Call, Refusal> 
     };
     let now = match body.take("now") {
         None => None,
+        Some(_) if !clock_from_request => {
+            return Err(Refusal::input("now: this server runs by its own clock"));
+        }
         Some(value) => Some(
             value
                 .as_i64()
@@ -696,6 +707,7 @@ mod tests {
             "alice",
             "write",
             r#"{"request":[{"a":1},"{\"b\":2}"],"expire_after":5}"#,
+            false,
         )
         .unwrap();
         assert_eq!((call.name, call.shape), ("write-batch", Shape::Lines));
@@ -708,27 +720,34 @@ mod tests {
             }
         );
         assert_eq!(answer(Shape::Lines, "V1\n2"), (200, "[1,2]".to_string()));
-        let call = super::call("alice", "read", r#"{"text":"{}","input":"body"}"#).unwrap();
+        let call = super::call("alice", "read", r#"{"text":"{}","input":"body"}"#, false).unwrap();
         assert_eq!((call.name, call.input.as_str()), ("read", "body"));
     }
 
     #[test]
     fn a_field_the_call_does_not_take_is_refused_by_name() {
-        let refused = call("alice", "recall", r#"{"question":"q","top_n":3}"#).unwrap_err();
+        let refused = call("alice", "recall", r#"{"question":"q","top_n":3}"#, false).unwrap_err();
         assert_eq!(refused.status, 400);
         assert!(refused.body.contains("top_n"), "{}", refused.body);
-        assert!(call("alice", "read", r#"{"request":{},"expire_after":5}"#).is_err());
+        assert!(call("alice", "read", r#"{"request":{},"expire_after":5}"#, false).is_err());
         assert!(
             call(
                 "alice",
                 "recall",
-                r#"{"question":"q","tier_ceiling":"secret"}"#
+                r#"{"question":"q","tier_ceiling":"secret"}"#,
+                false
             )
             .is_err()
         );
-        assert!(call("alice", "recall", "[1]").is_err());
-        assert!(call("alice", "recall", "{").is_err());
-        assert!(call("alice", "remember", r#"{"message":"m"}"#).is_err());
+        assert!(call("alice", "recall", "[1]", false).is_err());
+        assert!(call("alice", "recall", "{", false).is_err());
+        assert!(call("alice", "remember", r#"{"message":"m"}"#, false).is_err());
+        let clock = call("alice", "recall", r#"{"question":"q","now":5}"#, false).unwrap_err();
+        assert!(clock.body.contains("its own clock"), "{}", clock.body);
+        assert_eq!(
+            call("alice", "recall", r#"{"question":"q","now":5}"#, true).map(|call| call.now),
+            Ok(Some(5))
+        );
     }
 
     #[test]
@@ -737,7 +756,8 @@ mod tests {
             call(
                 "alice",
                 "import",
-                r#"{"lines":[{"agent_id":"alice","item":{}}]}"#
+                r#"{"lines":[{"agent_id":"alice","item":{}}]}"#,
+                false
             )
             .is_ok()
         );
@@ -745,7 +765,8 @@ mod tests {
             call(
                 "alice",
                 "import",
-                r#"{"lines":[{"agent_id":"bob","item":{}}]}"#
+                r#"{"lines":[{"agent_id":"bob","item":{}}]}"#,
+                false
             )
             .is_err()
         );

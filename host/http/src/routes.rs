@@ -79,6 +79,14 @@ impl Route {
     }
 }
 
+/// The call of `/agents/{agent}/{op}` named `op`, if there is one.
+pub fn agent_op(op: &str) -> Option<&'static str> {
+    AGENT_OPS
+        .iter()
+        .find(|(name, _)| *name == op)
+        .map(|&(name, _)| name)
+}
+
 /// Query keys a token may hide under: refused with words that say where a
 /// token goes.
 const TOKEN_KEYS: &[&str] = &["access_token", "token", "key", "api_key", "auth", "bearer"];

@@ -19,7 +19,7 @@
 // components' JSPI build, which workerd has.
 
 import { DurableObject } from 'cloudflare:workers';
-import { EngramInputError, EngramRefusedError, auditTrail, endpointEmbedder, open, parse, stringify } from '../src/index.js';
+import { EngramInputError, EngramRefusedError, endpointEmbedder, open, stringify } from '../src/index.js';
 import { DurableObjectBackend } from '../src/backends/durable-object.js';
 import { coreModule, instantiate } from './modules.js';
 
@@ -31,8 +31,31 @@ import { coreModule, instantiate } from './modules.js';
  */
 const COMPONENTS = { coreModule, instantiate };
 
-/** The name input errors give the input when the body names none. */
-const DEFAULT_INPUT = 'request';
+/** The HTTP API's decisions (`engram-http-api`), instantiated once an isolate. */
+let httpApi;
+
+/**
+ * The HTTP API's decisions: the routes, the tokens, the bodies and the
+ * answers every server of the API makes (Rust's `engram-http`, as a
+ * component).
+ * @returns {Promise<typeof import('../gen/engram-http-api/interfaces/engram-js-http.js')>}
+ */
+export function decisions() {
+  httpApi ??= Promise.resolve(instantiate['engram-http-api']((file) => coreModule('engram-http-api', file), {})).then((root) => root.http);
+  return httpApi;
+}
+
+/**
+ * The answer of a refusal of the HTTP API's decisions (thrown as its
+ * payload), or undefined for an error that is not one.
+ * @param {unknown} error
+ * @returns {(Answer & {headers: Array<[string, string]>}) | undefined}
+ */
+export function refusalOf(error) {
+  const refusal = error?.payload;
+  if (refusal === undefined || typeof refusal.status !== 'number') return undefined;
+  return { status: refusal.status, body: refusal.body, headers: refusal.headers };
+}
 
 /**
  * An error of the caller's making: answered 400 with `{"input_error":…}`.
@@ -94,11 +117,6 @@ function embedderEndpoint(env) {
   };
 }
 
-/** The fields of `body` that are set, among `names`. */
-function pick(body, ...names) {
-  return Object.fromEntries(names.filter((name) => body[name] !== undefined).map((name) => [name, body[name]]));
-}
-
 /**
  * The Durable Object class of an agent (bind it as `ENGRAM_AGENT`, declare
  * it in a `new_sqlite_classes` migration).
@@ -154,23 +172,25 @@ export class EngramAgent extends DurableObject {
 
   async #call(agent, op, text) {
     try {
-      if (typeof agent !== 'string' || agent === '') throw new BadRequest('an agent id must be a string, not empty');
       if (this.agent === undefined) this.agent = agent;
       else if (this.agent !== agent) throw new BadRequest(`this object serves ${JSON.stringify(this.agent)}, not ${JSON.stringify(agent)}`);
-      let body;
+      const http = await decisions();
+      let call;
+      let withEmbedder;
       try {
-        body = text === '' ? {} : parse(text);
+        call = http.prepare(agent, op, text, this.clockFromRequest);
+        withEmbedder = http.resolveEmbedder(call.embedder, this.endpoint?.model);
       } catch (error) {
-        throw new BadRequest(`the body is not JSON: ${error.message}`);
+        const refused = refusalOf(error);
+        if (refused === undefined) throw error;
+        return refused;
       }
-      if (body === null || typeof body !== 'object' || Array.isArray(body)) throw new BadRequest('the body must be a JSON object');
-      if (body.now !== undefined) {
-        if (!this.clockFromRequest) throw new BadRequest('now: this Worker runs by its own clock');
-        if (!Number.isSafeInteger(body.now)) throw new BadRequest('now must be a whole number of milliseconds');
-      }
-      this.now = body.now;
-      const answer = await this.#answer(op, body);
-      return { status: 200, body: stringify(answer) };
+      const embedder = withEmbedder ? await this.#embedder() : undefined;
+      this.now = call.now === undefined ? undefined : Number(call.now);
+      if (call.mode.tag === 'maintenance') return await this.#maintenance(embedder, (domain) => this.#run(http, domain, call));
+      const [tierCeiling, expireAfter] = call.mode.val;
+      const domain = await this.#online(embedder, tierCeiling, expireAfter === undefined ? undefined : Number(expireAfter));
+      return await this.#run(http, domain, call);
     } catch (error) {
       return errorAnswer(error);
     } finally {
@@ -179,23 +199,29 @@ export class EngramAgent extends DurableObject {
   }
 
   /**
-   * The embedder of a call (`body.embedder`): the Worker's, unless the
-   * body says `false`; a model named must be the Worker's. Undefined for
-   * none.
-   * @param {object} body
-   * @returns {Promise<import('../src/algorithms.js').Embedder | undefined>}
+   * Makes `call` in `domain`: its HTTP answer.
+   * @returns {Promise<Answer>}
    */
-  async #embedderOf(body) {
-    const asked = body.embedder;
-    if (asked === false) return undefined;
-    if (asked !== undefined && typeof asked !== 'string') throw new BadRequest('embedder must be the name of the Worker\'s model, or false');
-    if (this.endpoint === undefined) {
-      if (asked === undefined) return undefined;
-      throw new BadRequest(`embedder: this Worker has no embedder (ENGRAM_EMBEDDER_URL), not ${JSON.stringify(asked)}`);
+  async #run(http, domain, call) {
+    if (call.shape === 'pages') {
+      const lines = [];
+      let start;
+      for (;;) {
+        const [status, body] = http.answer('value', await domain._call('export', http.exportArgs(start)));
+        if (status !== 200) return { status, body };
+        const [page, next] = http.exportPage(body);
+        lines.push(...page);
+        if (next === undefined) break;
+        start = next;
+      }
+      return { status: 200, body: `[${lines.join(',')}]` };
     }
-    if (asked !== undefined && asked !== this.endpoint.model) {
-      throw new BadRequest(`embedder: this Worker's model is ${JSON.stringify(this.endpoint.model)}, not ${JSON.stringify(asked)}`);
-    }
+    const [status, body] = http.answer(call.shape, await domain._call(call.name, call.args, call.input));
+    return { status, body };
+  }
+
+  /** The Worker's embedder, made at its first use. */
+  #embedder() {
     if (this.embedder === undefined) {
       // An endpoint that could not be reached is tried again by the next call.
       this.embedder = endpointEmbedder(this.endpoint);
@@ -208,14 +234,10 @@ export class EngramAgent extends DurableObject {
 
   /**
    * The online domain of a tier ceiling that keeps what it writes for
-   * `expireAfter` ms (none: until removed otherwise), with the call's
-   * embedder (see {@link #embedderOf}), opened once.
+   * `expireAfter` ms (none: until removed otherwise), with `embedder`,
+   * opened once.
    */
-  async #online(body, tierCeiling = 'private', expireAfter = undefined) {
-    if (expireAfter !== undefined && !(Number.isSafeInteger(expireAfter) && expireAfter > 0)) {
-      throw new BadRequest('expire_after must be a whole number of milliseconds, more than 0');
-    }
-    const embedder = await this.#embedderOf(body);
+  async #online(embedder, tierCeiling, expireAfter) {
     const name = `${tierCeiling} ${expireAfter ?? ''} ${embedder === undefined ? '' : embedder.name}`;
     let domain = this.domains.get(name);
     if (domain === undefined) {
@@ -236,9 +258,8 @@ export class EngramAgent extends DurableObject {
     return domain;
   }
 
-  /** Runs `f` with a maintenance domain (with the call's embedder), closed when it is done. */
-  async #maintenance(body, f) {
-    const embedder = await this.#embedderOf(body);
+  /** Runs `f` with a maintenance domain (with `embedder`), closed when it is done. */
+  async #maintenance(embedder, f) {
     const domain = await opened(
       open(this.agent, { ...COMPONENTS, store: this.store, mode: 'maintenance', clock: this.clock, embedder, async: embedder !== undefined }),
     );
@@ -246,81 +267,6 @@ export class EngramAgent extends DurableObject {
       return await f(domain);
     } finally {
       await domain.close();
-    }
-  }
-
-  /** A write or read request of the body: `request` (one or a list) or `text`. */
-  static #requests(body) {
-    const options = { input: typeof body.input === 'string' ? body.input : DEFAULT_INPUT };
-    if (body.text !== undefined) {
-      if (typeof body.text !== 'string') throw new BadRequest('text must be a string');
-      return [body.text, { ...options, batch: body.batch === true }];
-    }
-    if (body.request === undefined) throw new BadRequest('the body has no request (or text)');
-    return [body.request, options];
-  }
-
-  async #answer(op, body) {
-    switch (op) {
-      case 'write':
-        return (await this.#online(body, body.tier_ceiling, body.expire_after)).write(...EngramAgent.#requests(body));
-      case 'read':
-        return (await this.#online(body, body.tier_ceiling)).read(...EngramAgent.#requests(body));
-      case 'maintenance_write':
-        return this.#maintenance(body, (domain) => domain.write(...EngramAgent.#requests(body)));
-      case 'history':
-        return (await this.#online(body, body.tier_ceiling)).history(pick(body, 'request_id', 'key', 'limit'));
-      case 'as_of':
-        return (await this.#online(body, body.tier_ceiling)).asOf(pick(body, 'request_id', 'key', 'valid', 'known', 'limit'));
-      case 'list':
-        return (await this.#online(body, body.tier_ceiling)).list(pick(body, 'request_id', 'namespace', 'limit', 'after'));
-      case 'entities':
-        return (await this.#online(body, body.tier_ceiling)).entities(pick(body, 'request_id', 'entity_type', 'limit'));
-      case 'relationships':
-        return (await this.#online(body, body.tier_ceiling)).relationships(
-          pick(body, 'request_id', 'entity', 'incoming', 'types', 'valid_at', 'limit'),
-        );
-      case 'traverse':
-        return (await this.#online(body, body.tier_ceiling)).traverse(
-          pick(body, 'request_id', 'start', 'depth_first', 'incoming', 'types', 'valid_at', 'max_depth', 'max_nodes', 'max_edges'),
-        );
-      case 'cycle':
-        if (body.plan === undefined) throw new BadRequest('a cycle needs a plan');
-        return (await this.#online(body, body.tier_ceiling, body.expire_after)).runCycle(pick(body, 'plan', 'message', 'response', 'session', 'request_id'));
-      case 'remember':
-        if (typeof body.message !== 'string' || typeof body.response !== 'string') {
-          throw new BadRequest('remember needs message and response (strings)');
-        }
-        return (await this.#online(body, body.tier_ceiling, body.expire_after)).remember(
-          body.message,
-          body.response,
-          pick(body, 'session', 'request_id', 'time'),
-        );
-      case 'recall':
-        if (typeof body.question !== 'string') throw new BadRequest('recall needs a question (a string)');
-        return (await this.#online(body, body.tier_ceiling)).recall(body.question, pick(body, 'top_k', 'token_budget', 'request_id'));
-      case 'audit':
-        return auditTrail(this.store, { ...pick(body, 'operation', 'outcome', 'since', 'until', 'limit'), agent: this.agent });
-      case 'export':
-        return this.#maintenance(body, (domain) => domain.export());
-      case 'import':
-        if (!Array.isArray(body.lines)) throw new BadRequest('an import needs lines (a list of export lines)');
-        for (const line of body.lines) {
-          if (line === null || typeof line !== 'object' || line.agent_id !== this.agent || line.item === undefined) {
-            throw new BadRequest(`every line of an import into ${JSON.stringify(this.agent)} must be an export line {agent_id, item} of that agent`);
-          }
-        }
-        return this.#maintenance(body, (domain) => domain.import(body.lines));
-      case 'forget':
-        return this.#maintenance(body, (domain) => domain.forget());
-      case 'expire':
-        return this.#maintenance(body, (domain) => domain.expire());
-      case 'reembed':
-        return this.#maintenance(body, (domain) => domain.reembed(pick(body, 'batch')));
-      case 'vector_model':
-        return (await this.#online(body)).vectorModel();
-      default:
-        throw new BadRequest(`no such call: ${op}`);
     }
   }
 }

@@ -68,27 +68,12 @@
 // endpoint when absent) and the secret `ENGRAM_EMBEDDER_KEY` (a bearer key).
 // A domain with an embedder runs on the components' JSPI build.
 
-import { parse, stringify } from '../src/index.js';
-import { BadRequest, EngramAgent, errorAnswer } from './agent.js';
-import { coreModule, instantiate } from './modules.js';
+import { EngramAgent, decisions, errorAnswer, refusalOf } from './agent.js';
 
 export { EngramAgent };
 
 /** The secret binding of the Worker's tokens (JSON Lines; docs/http.md). */
 const TOKENS = 'ENGRAM_TOKENS';
-
-/** The HTTP API's decisions (`engram-http-api`), instantiated once an isolate. */
-let httpApi;
-
-/**
- * The HTTP API's decisions: the routes, the tokens, the refusals every
- * server of the API makes (Rust's `engram-http`, as a component).
- * @returns {Promise<typeof import('../gen/engram-http-api/interfaces/engram-js-http.js')>}
- */
-function decisions() {
-  httpApi ??= Promise.resolve(instantiate['engram-http-api']((file) => coreModule('engram-http-api', file), {})).then((root) => root.http);
-  return httpApi;
-}
 
 /**
  * Answers a refusal of the HTTP API's decisions (thrown as its payload), or
@@ -97,8 +82,8 @@ function decisions() {
  * @returns {Response}
  */
 function refused(error) {
-  const refusal = error?.payload;
-  if (refusal === undefined || typeof refusal.status !== 'number') throw error;
+  const refusal = refusalOf(error);
+  if (refusal === undefined) throw error;
   return new Response(refusal.body, {
     status: refusal.status,
     headers: [['content-type', 'application/json'], ...refusal.headers],
@@ -124,95 +109,6 @@ function agentObject(env, agent) {
 }
 
 /**
- * Makes one call in an agent's domain; throws the call's answer as an
- * error when it is not 200, so a fan-out stops at the first failure.
- * @param {object} env
- * @param {string} agent
- * @param {string} op
- * @param {object} body
- * @returns {Promise<any>} the answer, parsed
- */
-async function callAgent(env, agent, op, body) {
-  const answer = await agentObject(env, agent).call(agent, op, stringify(body));
-  if (answer.status !== 200) throw Object.assign(new Error('an agent call failed'), { answer });
-  return parse(answer.body);
-}
-
-/** The agent id of an export line. */
-function lineAgent(line) {
-  if (line === null || typeof line !== 'object' || typeof line.agent_id !== 'string' || line.agent_id === '') {
-    throw new BadRequest('every import line must be an export line {agent_id, item}');
-  }
-  return line.agent_id;
-}
-
-/** The `embedder` of a body that spans agents, for each agent's call: none when it names none. */
-function embedderOf(body) {
-  return body.embedder === undefined ? {} : { embedder: body.embedder };
-}
-
-/**
- * The agents a call across agents names in its body: each must be among
- * its token's.
- * @param {string} op
- * @param {object} body
- * @returns {string[]}
- */
-function agentsOf(op, body) {
-  switch (op) {
-    case 'export':
-      if (!Array.isArray(body.agents) || body.agents.some((a) => typeof a !== 'string' || a === '')) {
-        throw new BadRequest('an export names its agents: {"agents": [...]} (a Worker cannot list its Durable Objects)');
-      }
-      return body.agents;
-    case 'import':
-      if (!Array.isArray(body.lines)) throw new BadRequest('an import needs lines (a list of export lines)');
-      return [...new Set(body.lines.map(lineAgent))];
-    case 'audit':
-      if (typeof body.audit_agent !== 'string' || body.audit_agent === '') {
-        throw new BadRequest('an audit names its agent: {"audit_agent": …}');
-      }
-      return [body.audit_agent];
-    default:
-      return [];
-  }
-}
-
-/**
- * The calls that span agents: export, import and audit by agent.
- * @param {string} op
- * @param {object} body
- * @param {object} env
- */
-async function acrossAgents(op, body, env) {
-  switch (op) {
-    case 'export': {
-      const lines = [];
-      for (const agent of body.agents) lines.push(...(await callAgent(env, agent, 'export', embedderOf(body))));
-      return lines;
-    }
-    case 'import': {
-      const runs = [];
-      for (const line of body.lines) {
-        const agent = lineAgent(line);
-        const last = runs.at(-1);
-        if (last !== undefined && last.agent === agent) last.lines.push(line);
-        else runs.push({ agent, lines: [line] });
-      }
-      const answers = [];
-      for (const run of runs) answers.push(await callAgent(env, run.agent, 'import', { lines: run.lines, ...embedderOf(body) }));
-      return answers;
-    }
-    case 'audit': {
-      const { audit_agent: agent, ...query } = body;
-      return callAgent(env, agent, 'audit', query);
-    }
-    default:
-      return undefined;
-  }
-}
-
-/**
  * The Worker: routes each call to its agent's Durable Object.
  */
 export default {
@@ -226,31 +122,26 @@ export default {
     const url = new URL(request.url);
     const tokens = typeof env[TOKENS] === 'string' ? env[TOKENS] : '';
     const authorization = request.headers.get('authorization') ?? undefined;
-    let target;
     try {
-      target = http.route(request.method, url.pathname, url.search === '' ? undefined : url.search.slice(1));
+      const target = http.route(request.method, url.pathname, url.search === '' ? undefined : url.search.slice(1));
       http.authorize(TOKENS, tokens, authorization, target.level, target.agent === undefined ? [] : [target.agent]);
-    } catch (error) {
-      return refused(error);
-    }
-    const text = await request.text();
-    if (target.agent !== undefined) return respond(await agentObject(env, target.agent).call(target.agent, target.op, text));
-    try {
-      let body;
-      try {
-        body = text === '' ? {} : parse(text);
-      } catch (error) {
-        throw new BadRequest(`the body is not JSON: ${error.message}`);
+      const text = await request.text();
+      if (target.agent !== undefined) return respond(await agentObject(env, target.agent).call(target.agent, target.op, text));
+      const spread = http.across(target.op, text);
+      http.authorize(TOKENS, tokens, authorization, target.level, spread.agents);
+      const answers = [];
+      for (const [agent, op, body] of spread.calls) {
+        const answer = await agentObject(env, agent).call(agent, op, body);
+        if (answer.status !== 200) return respond(answer);
+        answers.push(answer.body);
       }
-      if (body === null || typeof body !== 'object' || Array.isArray(body)) throw new BadRequest('the body must be a JSON object');
+      return respond({ status: 200, body: http.join(spread.joined, answers) });
+    } catch (error) {
       try {
-        http.authorize(TOKENS, tokens, authorization, target.level, agentsOf(target.op, body));
-      } catch (error) {
         return refused(error);
+      } catch {
+        return respond(errorAnswer(error));
       }
-      return respond({ status: 200, body: stringify(await acrossAgents(target.op, body, env)) });
-    } catch (error) {
-      return respond(error.answer ?? errorAnswer(error));
     }
   },
 };

@@ -271,10 +271,12 @@ async fn answer(shared: &Arc<Shared>, request: Request) -> Answer {
         return Refusal::input("the body is not UTF-8").into();
     };
     match route {
-        Route::Agent { agent, op } => match calls::call(&agent, op, body) {
-            Ok(call) => run(shared, agent, call).await,
-            Err(refusal) => refusal.into(),
-        },
+        Route::Agent { agent, op } => {
+            match calls::call(&agent, op, body, shared.options.clock_from_request) {
+                Ok(call) => run(shared, agent, call).await,
+                Err(refusal) => refusal.into(),
+            }
+        }
         Route::Across { op } => {
             let across = match calls::across(op, body) {
                 Ok(across) => across,
@@ -288,7 +290,8 @@ async fn answer(shared: &Arc<Shared>, request: Request) -> Answer {
             }
             let mut answers = Vec::new();
             for (agent, op, body) in across.calls {
-                let answer = match calls::call(&agent, op, &body) {
+                let answer = match calls::call(&agent, op, &body, shared.options.clock_from_request)
+                {
                     Ok(call) => run(shared, agent, call).await,
                     Err(refusal) => refusal.into(),
                 };
@@ -309,9 +312,6 @@ fn route_level(op: &'static str) -> engram_http::Level {
 
 /// Runs `call` in `agent`'s domain, after the calls of the agent before it.
 async fn run(shared: &Arc<Shared>, agent: String, call: Call) -> Answer {
-    if call.now.is_some() && !shared.options.clock_from_request {
-        return Refusal::input("now: this server runs by its own clock").into();
-    }
     let embedder = match call.embedder.resolve(shared.model.as_deref()) {
         Ok(embedder) => embedder,
         Err(refusal) => return refusal.into(),
