@@ -99,6 +99,118 @@ pub struct Call {
 /// The fields every call takes besides its own.
 const COMMON: &[&str] = &["embedder", "now"];
 
+/// The fields of each call's body besides [`COMMON`]: what `call` takes
+/// and docs/openapi.json describes (a test holds the two together).
+pub const FIELDS: &[(&str, &[&str])] = &[
+    (
+        "write",
+        &[
+            "request",
+            "text",
+            "batch",
+            "input",
+            "tier_ceiling",
+            "expire_after",
+        ],
+    ),
+    (
+        "read",
+        &["request", "text", "batch", "input", "tier_ceiling"],
+    ),
+    ("maintenance_write", &["request", "text", "batch", "input"]),
+    ("history", &["request_id", "key", "limit", "tier_ceiling"]),
+    (
+        "as_of",
+        &[
+            "request_id",
+            "key",
+            "valid",
+            "known",
+            "limit",
+            "tier_ceiling",
+        ],
+    ),
+    (
+        "list",
+        &["request_id", "namespace", "limit", "after", "tier_ceiling"],
+    ),
+    (
+        "entities",
+        &["request_id", "entity_type", "limit", "tier_ceiling"],
+    ),
+    (
+        "relationships",
+        &[
+            "request_id",
+            "entity",
+            "incoming",
+            "types",
+            "valid_at",
+            "limit",
+            "tier_ceiling",
+        ],
+    ),
+    (
+        "traverse",
+        &[
+            "request_id",
+            "start",
+            "depth_first",
+            "incoming",
+            "types",
+            "valid_at",
+            "max_depth",
+            "max_nodes",
+            "max_edges",
+            "tier_ceiling",
+        ],
+    ),
+    (
+        "cycle",
+        &[
+            "plan",
+            "message",
+            "response",
+            "session",
+            "request_id",
+            "tier_ceiling",
+            "expire_after",
+        ],
+    ),
+    (
+        "remember",
+        &[
+            "message",
+            "response",
+            "session",
+            "request_id",
+            "time",
+            "tier_ceiling",
+            "expire_after",
+        ],
+    ),
+    (
+        "recall",
+        &[
+            "question",
+            "top_k",
+            "token_budget",
+            "request_id",
+            "tier_ceiling",
+        ],
+    ),
+    (
+        "audit",
+        &["operation", "outcome", "since", "until", "limit"],
+    ),
+    ("export", &[]),
+    ("import", &["lines"]),
+    ("forget", &[]),
+    ("expire", &[]),
+    ("reembed", &["batch"]),
+    ("vector_model", &["tier_ceiling"]),
+];
+
 /// A body's fields, each taken once: what is left at the end was not the
 /// call's.
 struct Body {
@@ -748,6 +860,50 @@ mod tests {
             call("alice", "recall", r#"{"question":"q","now":5}"#, true).map(|call| call.now),
             Ok(Some(5))
         );
+    }
+
+    /// A value of a field that `call` takes, for [`every_field_listed_is_taken_and_no_other`].
+    fn sample(field: &str) -> Value {
+        match field {
+            "request" => json!({"record_type": "STATE"}),
+            "text" | "input" | "key" | "after" | "entity_type" | "entity" | "start" | "plan"
+            | "message" | "response" | "session" | "request_id" | "question" | "operation"
+            | "outcome" => json!("x"),
+            "tier_ceiling" => json!("public"),
+            "incoming" | "depth_first" => json!(true),
+            "namespace" | "types" => json!(["x"]),
+            "lines" => json!([{"agent_id": "alice", "item": {}}]),
+            _ => json!(5),
+        }
+    }
+
+    #[test]
+    fn every_field_listed_is_taken_and_no_other() {
+        let mut listed: Vec<&str> = FIELDS.iter().map(|(op, _)| *op).collect();
+        let mut routed: Vec<&str> = crate::routes::AGENT_OPS.iter().map(|(op, _)| *op).collect();
+        listed.sort_unstable();
+        routed.sort_unstable();
+        assert_eq!(listed, routed);
+        for (op, fields) in FIELDS {
+            let mut body = Map::new();
+            for field in *fields {
+                // `text` and `request` are one or the other; `batch` goes with text.
+                if *field == "request" || (*field == "batch" && *op != "reembed") {
+                    continue;
+                }
+                body.insert((*field).into(), sample(field));
+            }
+            body.insert("embedder".into(), json!(false));
+            body.insert("now".into(), json!(5));
+            let body = Value::Object(body).to_string();
+            assert!(call("alice", op, &body, true).is_ok(), "{op}: {body}");
+            let mut other: Value = serde_json::from_str(&body).unwrap();
+            other["unlisted"] = json!(1);
+            assert!(
+                call("alice", op, &other.to_string(), true).is_err(),
+                "{op} takes an unlisted field"
+            );
+        }
     }
 
     #[test]

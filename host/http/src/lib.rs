@@ -21,6 +21,7 @@
 pub mod access;
 pub mod calls;
 pub mod limits;
+pub mod openapi;
 pub mod routes;
 
 pub use access::{Level, Token, Tokens};

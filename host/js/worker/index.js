@@ -2,51 +2,14 @@
 // agent (worker/agent.js), whose domain lives in that object's SQLite
 // storage. Two agents are two objects: neither can reach the other's data.
 //
-// The HTTP API (every call a POST with a JSON object as its body; every
-// answer JSON, integers beyond 2^53 exact):
-//
-//   POST /agents/{agent}/{op}   a call in the agent's domain, `op` one of
-//       write, maintenance_write, read          {request} (one or a list),
-//                                               or {text, batch?}; input?
-//       history, as_of, list, entities,         the call's arguments, in
-//       relationships, traverse, cycle,         the CLI's JSON names
-//       remember, recall                        ({message, response, session?,
-//                                               request_id?, time?}, {question,
-//                                               top_k?, token_budget?,
-//                                               request_id?})
-//       audit                                   {operation?, outcome?,
-//                                               since?, until?, limit?}
-//       export                                  {} -> export lines
-//       import                                  {lines} (this agent's)
-//       forget, expire                          {}
-//       reembed                                 {batch?}: the vectors of
-//                                               every memory made again
-//                                               with the embedder
-//       vector_model                            {} -> {name, dimension}
-//                                               of the domain's vectors,
-//                                               or null
-//     and every call but audit, export, import, forget, expire and reembed
-//     takes `tier_ceiling` (public, sensitive, private: the default); write,
-//     cycle and remember take `expire_after` (ms: what the call stores is kept that
-//     long, and `expire` removes it once it has passed). With an embedder
-//     (the bindings below), every call but audit takes `embedder`: false
-//     for none (recall by keywords alone, nothing embedded), or the name
-//     of the Worker's model; the Worker's by default. With the binding
-//     `ENGRAM_CLOCK_FROM_REQUEST` = "on" (tests; never a deployment) every
-//     call takes `now` too: the time it runs at, as `engram --now`.
-//   POST /export   {agents: [...]}   the export lines of each agent in turn
-//   POST /import   {lines: [...]}    each run of lines of one agent into
-//                                    its domain: one {agent_id, items, new}
-//                                    per run
-//     (both take `embedder` too, for each agent's call)
-//   POST /audit    {audit_agent, operation?, outcome?, since?, until?, limit?}
-//
-// The answer of a call is the JSON the `engram` command line prints for it
-// (a list of lines for batches, cycles, audits, exports, imports). Errors:
-// 400 `{"input_error": message}` (an invalid request: nothing ran), 404 for
-// no such path, 405 for a method other than POST, 409 with the refusal's
-// line (`{"plan_error":…}`, `{"cycle_error":…}`, `{"error":…}`), 500
-// `{"host_error": message}`.
+// The HTTP API is docs/http.md's (its OpenAPI description docs/openapi.json),
+// the same as `engram serve`'s: every call a POST of a JSON object,
+// `/agents/{agent}/{op}` in one agent's domain, `/export`, `/import` and
+// `/audit` across agents. What is decided before a call reaches a domain
+// (its route, its token, its body's fields, its answer's status) is Rust's
+// `engram-http`, loaded as a component (gen/engram-http-api); the front
+// routes and authenticates, each agent's Durable Object prepares and makes
+// its calls.
 //
 // Every call carries `Authorization: Bearer <token>` (S-AUTH): the Worker's tokens
 // are the secret `ENGRAM_TOKENS` (JSON Lines, one token an object `{name,
