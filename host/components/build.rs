@@ -7,7 +7,7 @@
 //! 2. builds the JSON layer (`host/components/json-layer`), the default summarizer
 //!    and ranker (`host/components/algorithms`), the default tokenizer
 //!    (`host/components/tokenizer`), the HTTP API's decisions for the Worker
-//!    (`host/components/http`) and the host layer of the language hosts
+//!    (`host/components/http-api`) and the host layer of the language hosts
 //!    (`host/components/adapter`) for `wasm32-unknown-unknown` with the `guest`
 //!    profile, in a target folder of their own in `OUT_DIR`;
 //! 3. encodes the core modules as components with `wit-component`, as
@@ -52,7 +52,10 @@ const TOKENIZER: (&str, &str) = (
     "engram_tokenizer_component.wasm",
 );
 /// The HTTP API's decisions (for the Worker), and its core module.
-const HTTP_API: (&str, &str) = ("engram-http-component", "engram_http_component.wasm");
+const HTTP_API: (&str, &str) = (
+    "engram-http-api-component",
+    "engram_http_api_component.wasm",
+);
 /// The host layer of the language hosts, and its core module.
 const ADAPTER: (&str, &str) = ("engram-host-adapter", "engram_host_adapter.wasm");
 /// The engine with the JSON layer and the host layer.
@@ -103,8 +106,8 @@ fn main() -> Result<()> {
         "host/components/algorithms/Cargo.toml",
         "host/components/tokenizer/src",
         "host/components/tokenizer/Cargo.toml",
-        "host/components/http/src",
-        "host/components/http/Cargo.toml",
+        "host/components/http-api/src",
+        "host/components/http-api/Cargo.toml",
         "host/http",
         "host/components/adapter/src",
         "host/components/adapter/Cargo.toml",

@@ -5,13 +5,15 @@
 //! 2. installs zig from PyPI (`ziglang`, pinned) in the tools folder when it
 //!    is not there yet, with two wrapper scripts beside it: the C compiler
 //!    and the archiver that build SQLite for `wasm32-wasip2`;
-//! 3. builds the provider (`host/wasi/provider`) and the `engram` command
-//!    (`host/rust`, whose library is empty on wasm) for `wasm32-wasip2` with
+//! 3. builds the provider (`host/wasi/provider`), the `engram` command
+//!    (`host/rust`, whose library is empty on wasm) and the HTTP front
+//!    (`host/wasi/http`) for `wasm32-wasip2` with
 //!    the `guest` profile, in a target folder of their own in `OUT_DIR`;
 //! 4. composes them with `wac-graph`: `engram-cli.wasm` (command, engine,
-//!    provider: a `wasi:cli/run` command) and `engram-standalone.wasm`
-//!    (engine and provider, exporting the engine's interfaces), whose only
-//!    imports are WASI's;
+//!    provider: a `wasi:cli/run` command), `engram-http.wasm` (the HTTP
+//!    front of `host/wasi/http`, engine, provider: a `wasi:http` proxy) and
+//!    `engram-standalone.wasm` (engine and provider, exporting the engine's
+//!    interfaces), whose only imports are WASI's;
 //! 5. writes both to `OUT_DIR` only (`ENGRAM_WASI_CLI`,
 //!    `ENGRAM_WASI_STANDALONE` for the crate), with the tokenizer's table
 //!    they read when a token budget first needs it (`o200k_base.ranks`,
@@ -39,6 +41,10 @@ const PROFILE: &str = "guest";
 const PROVIDER: (&str, &str) = ("engram-wasi-provider", "engram_wasi_provider.wasm");
 /// The command's package, and its component as cargo names it.
 const COMMAND: (&str, &str) = ("engram", "engram.wasm");
+/// The HTTP front's package, and its component as cargo names it.
+const FRONT: (&str, &str) = ("engram-wasi-http", "engram_wasi_http.wasm");
+/// The composed HTTP server.
+const HTTP_FILE: &str = "engram-http.wasm";
 /// The composed command.
 const CLI_FILE: &str = "engram-cli.wasm";
 /// The composed engine and provider.
@@ -57,6 +63,9 @@ const WASI: &[&str] = &["wasi:"];
 fn main() -> Result<()> {
     let build = Build::new(&[
         "host/wasi/provider",
+        "host/wasi/guest",
+        "host/wasi/http",
+        "host/http",
         "host/wasi/wit",
         "host/rust/src/main.rs",
         "host/rust/src/cli",
@@ -82,14 +91,17 @@ fn main() -> Result<()> {
     let built = build_components(workspace, &out_dir.join("guest-target"), &zig)?;
     let provider = read(&built.join(PROVIDER.1))?;
     let command = read(&built.join(COMMAND.1))?;
+    let front = read(&built.join(FRONT.1))?;
 
     let cli = compose_cli(&engine, &provider, &command).context("composing engram-cli.wasm")?;
     let standalone =
         compose_standalone(&engine, &provider).context("composing engram-standalone.wasm")?;
+    let http = compose_http(&engine, &provider, &front).context("composing engram-http.wasm")?;
 
     for (name, bytes, var) in [
         (CLI_FILE, &cli[..], "ENGRAM_WASI_CLI"),
         (STANDALONE_FILE, &standalone[..], "ENGRAM_WASI_STANDALONE"),
+        (HTTP_FILE, &http[..], "ENGRAM_WASI_HTTP"),
         (o200k::RANKS_FILE, o200k::RANKS, "ENGRAM_WASI_TOKENIZER"),
     ] {
         let path = out_dir.join(name);
@@ -253,7 +265,7 @@ fn build_components(workspace: &Path, target_dir: &Path, zig: &Zig) -> Result<Pa
         target_dir,
         TARGET,
         PROFILE,
-        &[PROVIDER.0, COMMAND.0],
+        &[PROVIDER.0, COMMAND.0, FRONT.0],
     );
     let target_var = TARGET.replace('-', "_");
     build
@@ -284,6 +296,28 @@ fn compose_cli(engine: &[u8], provider: &[u8], command: &[u8]) -> Result<Vec<u8>
         .context("the command exports no `wasi:cli/run`")?;
     let node = graph.alias_instance_export(command.node, &run)?;
     graph.export(node, &run)?;
+    encode(&graph)
+}
+
+/// `engram-http.wasm`: the HTTP front's imports of the engine's interfaces
+/// wired to the engine, its `engram:host/store` to the provider, the
+/// engine's imports to the provider; exports `wasi:http/incoming-handler`
+/// alone.
+fn compose_http(engine: &[u8], provider: &[u8], front: &[u8]) -> Result<Vec<u8>> {
+    let mut graph = CompositionGraph::new();
+    let engine = Part::register(&mut graph, "engram:engine", engine)?;
+    let provider = Part::register(&mut graph, "engram:provider", provider)?;
+    let front = Part::register(&mut graph, "engram:http-front", front)?;
+    wire(&mut graph, &provider, &[], WASI)?;
+    wire(&mut graph, &engine, &[&provider], WASI)?;
+    wire(&mut graph, &front, &[&engine, &provider], WASI)?;
+    let handler = front
+        .exports(&graph)
+        .into_iter()
+        .find(|name| name.starts_with("wasi:http/incoming-handler@"))
+        .context("the HTTP front exports no `wasi:http/incoming-handler`")?;
+    let node = graph.alias_instance_export(front.node, &handler)?;
+    graph.export(node, &handler)?;
     encode(&graph)
 }
 

@@ -29,3 +29,21 @@ pub fn ready() {
     static READY: OnceLock<()> = OnceLock::new();
     READY.get_or_init(|| engram_dist::javascript::ready().unwrap_or_else(|e| panic!("{e:#}")));
 }
+
+/// Asserts that a `node --test` run (spec reporter) passed something and
+/// failed and skipped nothing; the number passed.
+pub fn all_passed(what: &str, output: &Output) -> u64 {
+    let report = String::from_utf8_lossy(&output.stdout);
+    let count = |name: &str| -> Option<u64> {
+        report
+            .lines()
+            .find_map(|line| line.strip_prefix(&format!("ℹ {name} ")))
+            .and_then(|n| n.trim().parse().ok())
+    };
+    let (pass, fail, skipped) = (count("pass"), count("fail"), count("skipped"));
+    assert!(
+        pass.is_some_and(|n| n > 0) && fail == Some(0) && skipped == Some(0),
+        "{what}: pass {pass:?}, fail {fail:?}, skipped {skipped:?}\n{report}"
+    );
+    pass.unwrap()
+}

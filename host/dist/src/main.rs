@@ -35,6 +35,9 @@ const JS_COMPONENTS: [&str; 5] = [
 /// The command component's name in the folder.
 const CLI: &str = "engram-cli.wasm";
 
+/// The `wasi:http` server component's name in the folder.
+const HTTP: &str = "engram-http.wasm";
+
 /// The tokenizer's table the command component reads when a token budget
 /// first needs it, beside it.
 const TOKENIZER: &str = engram_wasi::TOKENIZER_FILE;
@@ -90,6 +93,7 @@ fn remove_earlier(out: &Path) -> Result<()> {
             && (name.ends_with(".whl") || name.ends_with(".tar.gz")))
             || (name.starts_with("engram-memory-") && name.ends_with(".tgz"))
             || name == CLI
+            || name == HTTP
             || name == TOKENIZER;
         if ours {
             fs::remove_file(entry.path())
@@ -333,17 +337,22 @@ fn copy_tree(from: &Path, to: &Path) -> Result<()> {
     }
 }
 
-/// Copies `engram-cli.wasm` and its tokenizer's table into `out`.
+/// Copies `engram-cli.wasm`, its tokenizer's table and `engram-http.wasm`
+/// into `out`.
 fn cli(out: &Path) -> Result<Vec<PathBuf>> {
-    [(engram_wasi::CLI, CLI), (engram_wasi::TOKENIZER, TOKENIZER)]
-        .into_iter()
-        .map(|(from, name)| {
-            let target = out.join(name);
-            fs::copy(from, &target)
-                .with_context(|| format!("copying {from} to {}", target.display()))?;
-            Ok(target)
-        })
-        .collect()
+    [
+        (engram_wasi::CLI, CLI),
+        (engram_wasi::TOKENIZER, TOKENIZER),
+        (engram_wasi::HTTP, HTTP),
+    ]
+    .into_iter()
+    .map(|(from, name)| {
+        let target = out.join(name);
+        fs::copy(from, &target)
+            .with_context(|| format!("copying {from} to {}", target.display()))?;
+        Ok(target)
+    })
+    .collect()
 }
 
 /// A size as people read it.

@@ -211,6 +211,14 @@ pub const FIELDS: &[(&str, &[&str])] = &[
     ("vector_model", &["tier_ceiling"]),
 ];
 
+/// The fields of `op`'s body besides [`COMMON`] ([`FIELDS`]).
+fn fields_of(op: &str) -> &'static [&'static str] {
+    FIELDS
+        .iter()
+        .find(|(name, _)| *name == op)
+        .map_or(&[], |(_, fields)| fields)
+}
+
 /// A body's fields, each taken once: what is left at the end was not the
 /// call's.
 struct Body {
@@ -392,49 +400,11 @@ pub fn call(
                 made(mode, one, input, args, Shape::Value)
             }
         }
-        "history" => lookup(&mut body, "history", &["request_id", "key", "limit"])?,
-        "as_of" => lookup(
-            &mut body,
-            "as-of",
-            &["request_id", "key", "valid", "known", "limit"],
-        )?,
-        "list" => lookup(
-            &mut body,
-            "list",
-            &["request_id", "namespace", "limit", "after"],
-        )?,
-        "entities" => lookup(
-            &mut body,
-            "entities",
-            &["request_id", "entity_type", "limit"],
-        )?,
-        "relationships" => lookup(
-            &mut body,
-            "relationships",
-            &[
-                "request_id",
-                "entity",
-                "incoming",
-                "types",
-                "valid_at",
-                "limit",
-            ],
-        )?,
-        "traverse" => lookup(
-            &mut body,
-            "traverse",
-            &[
-                "request_id",
-                "start",
-                "depth_first",
-                "incoming",
-                "types",
-                "valid_at",
-                "max_depth",
-                "max_nodes",
-                "max_edges",
-            ],
-        )?,
+        "history" | "as_of" | "list" | "entities" | "relationships" | "traverse" => {
+            // Their fields are FIELDS' (the tier ceiling taken first).
+            let name = if op == "as_of" { "as-of" } else { op };
+            lookup(&mut body, name, fields_of(op))?
+        }
         "cycle" => {
             let mode = online(&mut body, true)?;
             let plan = match body.take("plan") {

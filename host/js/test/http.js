@@ -5,6 +5,7 @@
 
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
+import { dirname } from 'node:path';
 import { parse, stringify } from '../src/json.js';
 
 /** Secrets of the tests' tokens (each at least 32 characters). */
@@ -39,7 +40,13 @@ export async function postWith(fetch, path, body = {}, secret = SECRETS.admin) {
   if (secret !== null) headers.authorization = `Bearer ${secret}`;
   const response = await fetch(path, { method: 'POST', headers, body: stringify(body) });
   const text = await response.text();
-  return { status: response.status, answer: parse(text), headers: response.headers };
+  let answer;
+  try {
+    answer = parse(text);
+  } catch (error) {
+    throw new Error(`${path}: HTTP ${response.status}, not JSON (${error.message}): ${text.slice(0, 300)}`);
+  }
+  return { status: response.status, answer, headers: response.headers };
 }
 
 /** A STATE write request of `agent`. */
@@ -174,6 +181,25 @@ export function httpHost(post, { embedder = false } = {}) {
 
 
 /**
+ * A server started as `child` (which `exited` resolves with the exit of),
+ * at `base`: `fetch` and `post` on it, what it printed on standard error,
+ * and `stop` (SIGTERM, then its exit: `{code, signal}`).
+ */
+function served(child, exited, base, stderr) {
+  const server = {
+    base,
+    stderr,
+    fetch: (path, init) => fetch(`${base}${path}`, init),
+    post: (path, body, secret) => postWith(server.fetch, path, body, secret),
+    stop() {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+      return exited;
+    },
+  };
+  return server;
+}
+
+/**
  * Starts `engram serve` (the binary `bin`) on `store` with the tokens of the
  * file `tokens` and `args`, on a port of its own: once it listens, its
  * address, `fetch` and `post` on it, what it printed on standard error, and
@@ -184,29 +210,69 @@ export function httpHost(post, { embedder = false } = {}) {
  * @param {string[]} [args]
  */
 export async function startServe(bin, store, tokens, args = []) {
-  const child = spawn(bin, ['--store', store, 'serve', '--addr', '127.0.0.1:0', '--tokens', tokens, ...args], {
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
-  let stderr = '';
-  const exited = new Promise((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
-  const base = await new Promise((resolve, reject) => {
-    child.stderr.setEncoding('utf8');
-    child.stderr.on('data', (chunk) => {
-      stderr += chunk;
-      const found = /engram serve: (http:\/\/[0-9.:]+)/.exec(stderr);
-      if (found) resolve(found[1]);
+  for (let attempt = 0; ; attempt += 1) {
+    const port = testPort();
+    const child = spawn(bin, ['--store', store, 'serve', '--addr', `127.0.0.1:${port}`, '--tokens', tokens, ...args], {
+      stdio: ['ignore', 'ignore', 'pipe'],
     });
-    exited.then(({ code }) => reject(new Error(`engram serve exited (${code}) before it listened: ${stderr}`)));
-  });
-  const server = {
-    base,
-    stderr: () => stderr,
-    fetch: (path, init) => fetch(`${base}${path}`, init),
-    post: (path, body, secret) => postWith(server.fetch, path, body, secret),
-    stop() {
-      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
-      return exited;
-    },
-  };
-  return server;
+    let stderr = '';
+    const exited = new Promise((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
+    const base = await new Promise((resolve) => {
+      child.stderr.setEncoding('utf8');
+      child.stderr.on('data', (chunk) => {
+        stderr += chunk;
+        const found = /engram serve: (http:\/\/[0-9.:]+)/.exec(stderr);
+        if (found) resolve(found[1]);
+      });
+      exited.then(() => resolve(undefined));
+    });
+    if (base !== undefined) return served(child, exited, base, () => stderr);
+    if (attempt >= 5 || !/in use/i.test(stderr)) throw new Error(`engram serve exited before it listened: ${stderr}`);
+  }
+}
+
+/**
+ * A port for a server of the tests, below the system's ephemeral range:
+ * other servers of a test run (workerd, the embedding model's) bind
+ * ephemeral ports in ways that let a second listener share one, and a
+ * server sharing its port answers some of another's requests (seen here).
+ * A port taken is tried again by the caller.
+ */
+function testPort() {
+  return 20000 + Math.floor(Math.random() * 10000);
+}
+
+/**
+ * Starts `engram-http.wasm` (`wasm`) under `wasmtime serve` (the CLI
+ * `wasmtime`), its store `engram.db` in `folder` (preopened as /data), with
+ * the tokens `tokens` (their text) and, with `clock`, the clock taken from
+ * requests: as {@link startServe}.
+ * @param {string} wasmtime
+ * @param {string} wasm
+ * @param {string} folder
+ * @param {string} tokens
+ * @param {{clock?: boolean}} [options]
+ */
+export async function startWasmtimeServe(wasmtime, wasm, folder, tokens, { clock = false } = {}) {
+  // The pinned CLI is built without the pooling allocator; the tokenizer's
+  // table lies beside the component (for a token budget).
+  const args = ['serve', '-O', 'pooling-allocator=n', '-Scli', '--dir', `${folder}::/data`, '--dir', `${dirname(wasm)}::/engram`];
+  args.push('--env', 'ENGRAM_STORE=/data/engram.db', '--env', `ENGRAM_TOKENS=${tokens}`, '--env', 'ENGRAM_TOKENIZER=/engram/o200k_base.ranks');
+  if (clock) args.push('--env', 'ENGRAM_CLOCK_FROM_REQUEST=on');
+  for (let attempt = 0; ; attempt += 1) {
+    const port = testPort();
+    const child = spawn(wasmtime, [...args, '--addr', `127.0.0.1:${port}`, wasm], { stdio: ['ignore', 'ignore', 'pipe'] });
+    let stderr = '';
+    const exited = new Promise((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
+    const listening = await new Promise((resolve) => {
+      child.stderr.setEncoding('utf8');
+      child.stderr.on('data', (chunk) => {
+        stderr += chunk;
+        if (/Serving HTTP on/.test(stderr)) resolve(true);
+      });
+      exited.then(() => resolve(false));
+    });
+    if (listening) return served(child, exited, `http://127.0.0.1:${port}`, () => stderr);
+    if (attempt >= 5 || !/in use/i.test(stderr)) throw new Error(`wasmtime serve exited before it listened: ${stderr}`);
+  }
 }

@@ -6,6 +6,7 @@
 
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -14,6 +15,7 @@ import { after, describe, test } from 'node:test';
 import { SECRETS, TOKENS, agentPath, checkAuthentication, httpHost, startServe } from './http.js';
 import { NO_EMBEDDER, embedderUrl, loadScenarios, runScenario, usesEmbedder } from './scenarios.js';
 import { TEST_MODEL } from './node-host.js';
+import { open } from '../src/index.js';
 
 const bin = process.env.ENGRAM_BIN;
 const skip = bin ? undefined : 'ENGRAM_BIN does not name the `engram` binary';
@@ -45,8 +47,8 @@ describe('engram serve', { skip }, () => {
     await server.stop();
   });
 
-  test('hostile requests get a clear status and the server goes on serving; SIGTERM ends it', async () => {
-    const server = await serve(join(folder, 'hostile.db'), ['--max-body-bytes', '4096']);
+  test('hostile requests (malformed JSON, a huge body, a slow client, unknown routes and methods, a misspelled field) get a clear status and the server goes on serving; SIGTERM ends it', async () => {
+    const server = await serve(join(folder, 'hostile.db'), ['--max-body-bytes', '4096', '--wait', '1s']);
     const raw = (path, init) => server.fetch(path, { headers: { authorization: `Bearer ${SECRETS.admin}` }, ...init });
     const malformed = await raw(agentPath('alice', 'recall'), { method: 'POST', headers: { authorization: `Bearer ${SECRETS.admin}` }, body: '{"question":' });
     assert.equal(malformed.status, 400);
@@ -70,10 +72,69 @@ describe('engram serve', { skip }, () => {
     assert.match(misspelled.answer.input_error, /top_n/);
     const clock = await server.post(agentPath('alice', 'recall'), { question: 'q', now: 5 });
     assert.equal(clock.status, 400, 'a server not started to take the clock from requests refuses now');
+    // A client that sends part of its body and stalls is answered 408 once
+    // the wait has passed; the server serves others meanwhile.
+    const slow = await new Promise((resolve, reject) => {
+      const { hostname, port } = new URL(server.base);
+      const socket = connect({ host: hostname, port: Number(port) }, () => {
+        socket.write(`POST ${agentPath('alice', 'recall')} HTTP/1.1\r\nhost: x\r\nauthorization: Bearer ${SECRETS.admin}\r\ncontent-length: 100\r\n\r\n{"quest`);
+      });
+      let answer = '';
+      socket.setEncoding('utf8');
+      socket.on('data', (chunk) => {
+        answer += chunk;
+        if (answer.includes('\r\n\r\n')) {
+          socket.destroy();
+          resolve(answer);
+        }
+      });
+      socket.on('error', reject);
+    });
+    assert.match(slow, /^HTTP\/1\.1 408/, slow);
     const recall = await server.post(agentPath('alice', 'recall'), { question: 'Which hotel?' });
     assert.equal(recall.status, 200, JSON.stringify(recall.answer));
+    // SIGTERM ends it: gracefully (exit 0) where the process leaves the
+    // signal to it; in Node, whose own handler owns SIGTERM, by the signal.
     const { code, signal } = await server.stop();
-    assert.equal(code, 0, `engram serve ended with ${code ?? signal}: ${server.stderr()}`);
+    assert.ok(code === 0 || signal === 'SIGTERM', `engram serve ended with ${code ?? signal}: ${server.stderr()}`);
+  });
+
+  // proves IO-W2 IO-W6
+  test('two agents are kept apart, and a request id replayed is answered the same', async () => {
+    const server = await serve(join(folder, 'apart.db'));
+    const turn = { message: 'I booked the Hotel Avenida in Lisbon.', response: 'Lovely!', request_id: 'turn-1' };
+    const first = await server.post(agentPath('alice', 'remember'), turn);
+    assert.equal(first.status, 200, JSON.stringify(first.answer));
+    assert.deepEqual((await server.post(agentPath('alice', 'remember'), turn)).answer, first.answer);
+    const alice = await server.post(agentPath('alice', 'recall'), { question: 'Which hotel did I book?' });
+    assert.deepEqual(alice.answer.memories.map((m) => m.id), first.answer.committed);
+    const bob = await server.post(agentPath('bob', 'recall'), { question: 'Which hotel did I book?' });
+    assert.deepEqual(bob.answer.memories, []);
+    const trail = await server.post('/audit', { audit_agent: 'alice', operation: 'WRITE' });
+    assert.deepEqual(trail.answer.map((entry) => entry.outcome), ['ACCEPTED', 'REPLAYED']);
+    await server.stop();
+  });
+
+  // proves IO-W7
+  test("while another host holds a domain's maintenance lock, a maintenance call is answered 503 with retry-after and an online write is REJECTED; both go through once it is released", async () => {
+    const store = join(folder, 'locked.db');
+    const server = await serve(store);
+    const write = (id) => ({ request: { request_id: id, source: { agent_id: 'alice', component: 'COGNITION', actor: 'USER' }, record: { record_type: 'STATE', timestamp: 1700000000000, payload: { subject: 's', properties: {} } } } });
+    assert.equal((await server.post(agentPath('alice', 'write'), write('w1'))).status, 200);
+    const maintenance = await open('alice', { store, mode: 'maintenance' });
+    try {
+      const refused = await server.post(agentPath('alice', 'export'), {});
+      assert.equal(refused.status, 503, JSON.stringify(refused.answer));
+      assert.match(refused.answer.host_error, /maintenance/);
+      assert.equal(refused.headers.get('retry-after'), '1');
+      const rejected = await server.post(agentPath('alice', 'write'), write('w2'));
+      assert.deepEqual([rejected.status, rejected.answer], [200, 'REJECTED']);
+    } finally {
+      await maintenance.close();
+    }
+    assert.equal((await server.post(agentPath('alice', 'export'), {})).status, 200);
+    assert.ok((await server.post(agentPath('alice', 'write'), write('w3'))).answer.ACCEPTED);
+    await server.stop();
   });
 
   for (const scenario of loadScenarios(scenarioFolder)) {

@@ -56,3 +56,51 @@ macro_rules! domain_graph {
         }
     };
 }
+
+/// Resolves at SIGINT (Ctrl-C) or SIGTERM, for a server to stop gracefully
+/// on: each signal only when nothing else in the process handles it. In a
+/// process whose runtime already handles one (Node handles both, to reset
+/// the terminal before it exits), taking it over would hand each delivery
+/// back and forth between the two handlers; there, the runtime's own
+/// handling ends the process (a call under way commits whole or not at all).
+#[cfg(feature = "server")]
+pub async fn stop_signal() {
+    // Each disposition is read before anything here registers a handler.
+    let ours = (unhandled(libc::SIGINT), unhandled(libc::SIGTERM));
+    let interrupt = async {
+        if ours.0 {
+            let _ = tokio::signal::ctrl_c().await;
+        } else {
+            std::future::pending::<()>().await;
+        }
+    };
+    let terminate = async {
+        let signal = if ours.1 {
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok()
+        } else {
+            None
+        };
+        match signal {
+            Some(mut signal) => {
+                signal.recv().await;
+            }
+            None => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! {
+        () = interrupt => {}
+        () = terminate => {}
+    }
+}
+
+/// Whether `signal` has its default disposition: no handler installed.
+#[cfg(feature = "server")]
+fn unhandled(signal: libc::c_int) -> bool {
+    // SAFETY: sigaction with a null new action only reads the current one
+    // into `current`, a zeroed plain C struct owned here.
+    unsafe {
+        let mut current: libc::sigaction = std::mem::zeroed();
+        libc::sigaction(signal, std::ptr::null(), &mut current) == 0
+            && current.sa_sigaction == libc::SIG_DFL
+    }
+}

@@ -718,9 +718,7 @@ pub fn serve<D: Domain + Send + 'static>(
             );
         }
         axum::serve(listener, router)
-            .with_graceful_shutdown(async {
-                let _ = tokio::signal::ctrl_c().await;
-            })
+            .with_graceful_shutdown(crate::stop_signal())
             .await?;
         Ok(())
     });

@@ -248,6 +248,96 @@ def test_b5_d2_the_same_tools_over_streamable_http(tmp_path: Path, engram_bin: s
     assert refused.returncode != 0 and "loopback address only" in refused.stderr
 
 
+ALICE_SECRET = "alice-0123456789abcdef0123456789abcdef"
+BOB_SECRET = "bob-0123456789abcdef0123456789abcdefab"
+
+
+# proves S-AUTH: over HTTP the server takes the same tokens as every server, and refuses an Origin not of this machine
+def test_s_auth_over_http_a_token_reaching_the_agent_is_needed_and_a_foreign_origin_refused(
+    tmp_path: Path, engram_bin: str
+) -> None:
+    import urllib.error
+    import urllib.request
+
+    import httpx2
+
+    tokens = tmp_path / "tokens.jsonl"
+    tokens.write_text(
+        json.dumps({"name": "alice-app", "secret": ALICE_SECRET, "agents": ["alice"], "level": "cognition"})
+        + "\n"
+        + json.dumps({"name": "bob-app", "secret": BOB_SECRET, "agents": ["bob"], "level": "cognition"})
+        + "\n"
+    )
+    store = tmp_path / "m.db"
+    args = ["--store", str(store), "mcp", "--agent", "alice", "--http", "127.0.0.1:0", "--tokens", str(tokens)]
+    server = subprocess.Popen([engram_bin, *args], stderr=subprocess.PIPE, text=True)
+    try:
+        assert server.stderr is not None
+        line = server.stderr.readline()
+        url = line.rsplit(" at ", 1)[-1].strip()
+        assert url.startswith("http://127.0.0.1:") and url.endswith("/mcp"), line
+        initialize = json.dumps(
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": "2025-06-18",
+                    "capabilities": {},
+                    "clientInfo": {"name": "t", "version": "1"},
+                },
+            }
+        ).encode()
+
+        def status(headers: dict[str, str]) -> tuple[int, str]:
+            request = urllib.request.Request(
+                url,
+                data=initialize,
+                method="POST",
+                headers={
+                    "content-type": "application/json",
+                    "accept": "application/json, text/event-stream",
+                    **headers,
+                },
+            )
+            try:
+                with urllib.request.urlopen(request, timeout=30) as response:
+                    return response.status, ""
+            except urllib.error.HTTPError as error:
+                return error.code, error.read().decode()
+
+        code, body = status({})
+        assert code == 401 and "needs a token" in body, body
+        code, body = status({"authorization": f"Bearer {BOB_SECRET}"})
+        assert code == 403 and 'may not reach the agent \\"alice\\"' in body, body
+        code, _ = status({"authorization": f"Bearer {ALICE_SECRET}", "origin": "http://evil.example"})
+        assert code == 403
+        code, _ = status({"authorization": f"Bearer {ALICE_SECRET}", "origin": "http://localhost:3000"})
+        assert code == 200
+
+        async def main() -> list[Any]:
+            http = httpx2.AsyncClient(headers={"authorization": f"Bearer {ALICE_SECRET}"}, timeout=120)
+            async with (
+                http,
+                streamable_http_client(url, http_client=http) as (read, write),
+                ClientSession(read, write, read_timeout_seconds=120) as session,
+            ):
+                await session.initialize()
+                client = Server(session)
+                remembered = await client.call(
+                    "remember", {"message": TURNS[0][0], "response": TURNS[0][1], "request_id": "t1"}
+                )
+                recalled = await client.call("recall", {"question": "Which hotel did I book?", "top_k": 1})
+                return [remembered, recalled]
+
+        (error, remembered), (_, recalled) = asyncio.run(main())
+        assert not error and [m["id"] for m in recalled["memories"]] == remembered["committed"]
+    finally:
+        server.terminate()
+        _, stderr = server.communicate(timeout=30)
+    assert ALICE_SECRET not in stderr and "NO TOKENS" not in stderr
+
+
 # proves IO-W2 S-AUDIT: every tool call is in the audit trail with its request id
 def test_io_w2_every_tool_call_is_audited_with_its_request_id(tmp_path: Path, engram_bin: str) -> None:
     calls = [

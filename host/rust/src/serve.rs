@@ -115,7 +115,7 @@ impl Answer {
 }
 
 /// Serves the API over `store` with `engine` until interrupted (Ctrl-C or
-/// SIGTERM), then lets the calls under way end.
+/// SIGTERM: `engram_mcp::stop_signal`), then lets the calls under way end.
 pub fn serve(store: Storage, engine: &'static Engram, mut options: Options) -> Result<()> {
     let address: SocketAddr = options
         .addr
@@ -165,34 +165,12 @@ pub fn serve(store: Storage, engine: &'static Engram, mut options: Options) -> R
             .fallback(handle)
             .with_state(shared.clone());
         axum::serve(listener, app)
-            .with_graceful_shutdown(shutdown())
+            .with_graceful_shutdown(engram_mcp::stop_signal())
             .await?;
         anyhow::Ok(())
     });
     drop(runtime);
     served
-}
-
-/// Resolves at Ctrl-C or SIGTERM.
-async fn shutdown() {
-    let interrupt = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
-    #[cfg(unix)]
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut signal) => {
-                signal.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
-        }
-    };
-    #[cfg(not(unix))]
-    let terminate = std::future::pending::<()>();
-    tokio::select! {
-        () = interrupt => {}
-        () = terminate => {}
-    }
 }
 
 /// Answers one request.

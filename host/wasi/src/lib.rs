@@ -36,6 +36,12 @@ use std::sync::Mutex;
 /// script's output folder.
 pub const CLI: &str = env!("ENGRAM_WASI_CLI");
 
+/// The path of `engram-http.wasm`, the composed HTTP server (a `wasi:http`
+/// proxy: `wasmtime serve -Scli --dir DATA::/data --env
+/// ENGRAM_STORE=/data/engram.db --env ENGRAM_TOKENS=… engram-http.wasm`),
+/// in the build script's output folder.
+pub const HTTP: &str = env!("ENGRAM_WASI_HTTP");
+
 /// The path of `engram-standalone.wasm`, the composed engine and provider,
 /// in the build script's output folder.
 pub const STANDALONE: &str = env!("ENGRAM_WASI_STANDALONE");
@@ -118,9 +124,14 @@ pub const WASMTIME_VERSION: &str = "48.0.8";
 pub const CARGO_ZIGBUILD_VERSION: &str = "0.24.1";
 
 /// The features of `wasmtime-cli` installed: `run` with `--dir` and
-/// `--invoke`, `compile`, and nothing that needs more than a Rust
-/// toolchain.
-const WASMTIME_FEATURES: &str = "run,compile,cranelift,component-model,wat,parallel-compilation,logging,clap/default,clap/wrap_help";
+/// `--invoke`, `serve` (a `wasi:http` proxy: `engram-http.wasm`),
+/// `compile`, and nothing that needs more than a Rust toolchain.
+const WASMTIME_FEATURES: &str = "run,serve,component-model-async,compile,cranelift,component-model,wat,parallel-compilation,logging,clap/default,clap/wrap_help";
+
+/// The name of the folder the wasmtime CLI is installed in: its version
+/// and what its features add, so that a CLI installed with fewer is not
+/// taken for it.
+const WASMTIME_FOLDER: &str = "wasmtime-cli-48.0.8-serve";
 
 /// The folder where the WASI build keeps the tools it installs (zig, the
 /// wasmtime CLI): `ENGRAM_TOOLS_DIR` when set, otherwise `engram-dev` in the
@@ -129,7 +140,7 @@ pub fn tools_dir() -> Result<PathBuf> {
     tools::dir()
 }
 
-/// The wasmtime CLI, [`WASMTIME_VERSION`]: `wasmtime-cli-<version>/bin/wasmtime`
+/// The wasmtime CLI, [`WASMTIME_VERSION`]: `wasmtime-cli-<version>-serve/bin/wasmtime`
 /// in the [tools folder](tools_dir), installed there with `cargo install
 /// --locked` the first time it is missing (minutes; a line on stderr says
 /// so). A lock file keeps two processes from installing it at once.
@@ -143,13 +154,13 @@ pub fn wasmtime_cli() -> Result<PathBuf> {
         return Ok(path.clone());
     }
     let tools = tools::dir()?;
-    let name = format!("wasmtime-cli-{WASMTIME_VERSION}");
-    let root = tools.join(&name);
+    let name = WASMTIME_FOLDER;
+    let root = tools.join(name);
     let exe = root
         .join("bin")
         .join(format!("wasmtime{}", env::consts::EXE_SUFFIX));
     if !runs(&exe) {
-        let _lock = tools::lock(&tools, &name)?;
+        let _lock = tools::lock(&tools, name)?;
         if !runs(&exe) {
             install_wasmtime(&root)?;
         }
