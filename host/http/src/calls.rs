@@ -249,6 +249,15 @@ impl Body {
         }
     }
 
+    /// Moves the fields `names` that are set into `args`.
+    fn move_into(&mut self, args: &mut Map<String, Value>, names: &[&str]) {
+        for name in names {
+            if let Some(value) = self.take(name) {
+                args.insert((*name).to_string(), value);
+            }
+        }
+    }
+
     /// Nothing left but the fields every call takes.
     fn done(&self) -> Result<(), Refusal> {
         match self
@@ -414,11 +423,7 @@ pub fn call(
             };
             let mut args = Map::new();
             args.insert("plan".into(), Value::String(plan));
-            for name in ["message", "response", "session", "request_id"] {
-                if let Some(value) = body.take(name) {
-                    args.insert(name.into(), value);
-                }
-            }
+            body.move_into(&mut args, &["message", "response", "session", "request_id"]);
             made(
                 mode,
                 "run-cycle",
@@ -431,12 +436,11 @@ pub fn call(
             let mode = online(&mut body, true)?;
             let message = body.string("message", "message and response (strings)")?;
             let response = body.string("response", "message and response (strings)")?;
-            let mut args = json!({"message": message, "response": response});
-            for name in ["session", "request_id", "time"] {
-                if let Some(value) = body.take(name) {
-                    args[name] = value;
-                }
-            }
+            let mut args = Map::new();
+            args.insert("message".into(), Value::String(message));
+            args.insert("response".into(), Value::String(response));
+            body.move_into(&mut args, &["session", "request_id", "time"]);
+            let args = Value::Object(args);
             made(
                 mode,
                 "remember",
@@ -448,12 +452,10 @@ pub fn call(
         "recall" => {
             let mode = online(&mut body, false)?;
             let question = body.string("question", "a question (a string)")?;
-            let mut args = json!({ "question": question });
-            for name in ["top_k", "token_budget", "request_id"] {
-                if let Some(value) = body.take(name) {
-                    args[name] = value;
-                }
-            }
+            let mut args = Map::new();
+            args.insert("question".into(), Value::String(question));
+            body.move_into(&mut args, &["top_k", "token_budget", "request_id"]);
+            let args = Value::Object(args);
             made(
                 mode,
                 "recall",

@@ -248,6 +248,7 @@ async fn answer(shared: &Arc<Shared>, request: Request) -> Answer {
     let Ok(body) = std::str::from_utf8(&body) else {
         return Refusal::input("the body is not UTF-8").into();
     };
+    let level = route.level();
     match route {
         Route::Agent { agent, op } => {
             match calls::call(&agent, op, body, shared.options.clock_from_request) {
@@ -261,8 +262,7 @@ async fn answer(shared: &Arc<Shared>, request: Request) -> Answer {
                 Err(refusal) => return refusal.into(),
             };
             if let Some(token) = token
-                && let Err(refusal) =
-                    token.permits(route_level(op), across.agents.iter().map(String::as_str))
+                && let Err(refusal) = token.permits(level, across.agents.iter().map(String::as_str))
             {
                 return refusal.into();
             }
@@ -281,11 +281,6 @@ async fn answer(shared: &Arc<Shared>, request: Request) -> Answer {
             Answer::ok(200, calls::joined(across.joined, &answers))
         }
     }
-}
-
-/// The level of the call across agents `op`.
-fn route_level(op: &'static str) -> engram_http::Level {
-    Route::Across { op }.level()
 }
 
 /// Runs `call` in `agent`'s domain, after the calls of the agent before it.
