@@ -256,6 +256,7 @@ fn entry(request_id: &str) -> AuditEntry {
         stored_id: Some(request_id.into()),
         count: None,
         reason: None,
+        caller: None,
     }
 }
 

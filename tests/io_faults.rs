@@ -210,9 +210,11 @@ fn a_lock_that_keeps_failing_ends_the_command_with_one_line() {
 
 #[test]
 fn a_version_1_store_is_upgraded_and_a_newer_one_refused() {
-    // A store of schema version 1 (no `engram_trail`) with an entry
-    // pending in its trail file: opening it upgrades it, and the entry is
-    // moved into the table; a newer version is refused with one line.
+    // A store of schema version 1 (no `engram_trail`, no `caller` in the
+    // trail) with an entry pending in its trail file: opening it upgrades
+    // it through every later version, the entry is moved into the table
+    // and the entries kept name no caller; a newer version is refused with
+    // one line.
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("old.db");
     let written = engram(&[], &store, &["write", "--agent", "alice"], dir.path())
@@ -231,7 +233,9 @@ fn a_version_1_store_is_upgraded_and_a_newer_one_refused() {
     assert!(written.status.success(), "{written:?}");
     {
         let db = rusqlite::Connection::open(&store).unwrap();
-        db.execute_batch("DROP TABLE engram_trail; PRAGMA user_version = 1;")
+        db.execute_batch(
+            "ALTER TABLE engram_audit DROP COLUMN caller; DROP TABLE engram_trail; PRAGMA user_version = 1;",
+        )
             .unwrap();
     }
     let mut trail = store.as_os_str().to_owned();
@@ -258,16 +262,17 @@ fn a_version_1_store_is_upgraded_and_a_newer_one_refused() {
         })
         .collect();
     assert_eq!(ids, ["w", "old-read"]);
+    assert!(!lines.contains("caller"), "{lines}");
     assert_eq!(std::fs::metadata(&trail).unwrap().len(), 0);
     let version: i32 = rusqlite::Connection::open(&store)
         .unwrap()
         .query_row("PRAGMA user_version", [], |r| r.get(0))
         .unwrap();
-    assert_eq!(version, 2);
+    assert_eq!(version, 3);
 
     rusqlite::Connection::open(&store)
         .unwrap()
-        .execute_batch("PRAGMA user_version = 3;")
+        .execute_batch("PRAGMA user_version = 4;")
         .unwrap();
     let refused = engram(&[], &store, &["audit", "--agent", "alice"], dir.path())
         .output()
@@ -275,7 +280,7 @@ fn a_version_1_store_is_upgraded_and_a_newer_one_refused() {
     assert!(!refused.status.success());
     let message = String::from_utf8(refused.stderr).unwrap();
     assert!(
-        message.contains("schema version 3") && message.lines().count() == 1,
+        message.contains("schema version 4") && message.lines().count() == 1,
         "{message}"
     );
 }

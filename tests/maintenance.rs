@@ -12,8 +12,14 @@ use engram::types::*;
 use support::*;
 
 fn forget(fx: &Fixture, agent: &str) -> u64 {
-    engram::maintenance::forget(fx.backend.clone(), fx.audit.as_ref(), agent, 1, &mut |_| {})
-        .unwrap()
+    engram::maintenance::forget(
+        fx.backend.clone(),
+        fx.audit.as_ref(),
+        agent,
+        (1, None),
+        &mut |_| {},
+    )
+    .unwrap()
 }
 
 backend_test! {

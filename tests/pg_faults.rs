@@ -444,6 +444,61 @@ postgres_test! {
 }
 
 postgres_test! {
+    fn a_schema_of_version_1_is_upgraded_keeping_its_trail_and_then_names_callers() {
+        use engram::AuditSink;
+        let url = required_postgres_url();
+        let schema = PgSchema::fresh(&url, "schema");
+        let backend = PostgresBackend::open_with(&url, &schema.options()).unwrap();
+        let mut entry = engram::AuditEntry {
+            at: 1,
+            agent_id: "alice".into(),
+            request_id: "old".into(),
+            operation: engram::audit::Operation::Read,
+            source: None,
+            record_type: None,
+            outcome: engram::audit::Outcome::Returned,
+            stored_id: None,
+            count: Some(0),
+            reason: None,
+            caller: None,
+        };
+        backend.append(&entry).unwrap();
+        drop(backend);
+        // Version 1 had no `caller` in the trail.
+        schema
+            .connect()
+            .batch_execute(&format!(
+                "ALTER TABLE {0}.engram_audit DROP COLUMN caller; UPDATE {0}.engram_schema SET version = 1",
+                schema.name
+            ))
+            .unwrap();
+        let backend = PostgresBackend::open_with(&url, &schema.options()).unwrap();
+        entry.request_id = "new".into();
+        entry.caller = Some("alice-app".into());
+        backend.append(&entry).unwrap();
+        let trail = backend
+            .trail(&engram::AuditQuery::default())
+            .unwrap()
+            .into_iter()
+            .map(|e| (e.request_id, e.caller))
+            .collect::<Vec<_>>();
+        assert_eq!(
+            trail,
+            [("old".into(), None), ("new".into(), Some("alice-app".into()))]
+        );
+        let version: i32 = schema
+            .connect()
+            .query_one(
+                &format!("SELECT version FROM {}.engram_schema", schema.name),
+                &[],
+            )
+            .unwrap()
+            .get(0);
+        assert_eq!(version, engram::backend::POSTGRES_SCHEMA_VERSION);
+    }
+}
+
+postgres_test! {
     fn a_schema_of_a_newer_version_is_refused_and_left_untouched() {
         let url = required_postgres_url();
         let schema = PgSchema::fresh(&url, "schema");

@@ -318,8 +318,14 @@ fn s_vector_each_candidates_similarity_is_the_cosine_of_the_models_vectors() {
 
 /// Forgets `agent`'s domain, as `engram maintenance forget` does.
 fn forget(fx: &Fixture, agent: &str) {
-    engram::maintenance::forget(fx.backend.clone(), fx.audit.as_ref(), agent, 1, &mut |_| {})
-        .unwrap();
+    engram::maintenance::forget(
+        fx.backend.clone(),
+        fx.audit.as_ref(),
+        agent,
+        (1, None),
+        &mut |_| {},
+    )
+    .unwrap();
 }
 
 /// How many memories the newest retrieval gathered by meaning alone.

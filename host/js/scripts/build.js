@@ -163,6 +163,9 @@ const versions = readFileSync(built('sqlite-schema.sql'), 'utf8')
     version: Number.parseInt(part, 10),
     statements: part
       .slice(part.indexOf('\n') + 1)
+      .split('\n')
+      .filter((line) => !line.trimStart().startsWith('--'))
+      .join('\n')
       .split(/;\s*$/m)
       .map((statement) => statement.trim())
       .filter((statement) => statement.length > 0),

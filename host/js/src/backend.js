@@ -38,6 +38,8 @@
  * @property {number|null} count for RETURNED and APPLIED
  * @property {string|null} reason for REJECTED and FAILED, and a
  *   retrieval's words
+ * @property {string|null} [caller] who made the call, where a server names
+ *   its callers (a token's name)
  */
 
 /**
@@ -136,6 +138,7 @@ export function auditLine(row) {
   if (row.stored_id != null) line.stored_id = row.stored_id;
   if (row.count != null) line.count = Number(row.count);
   if (row.reason != null) line.reason = row.reason;
+  if (row.caller != null) line.caller = row.caller;
   return line;
 }
 
@@ -160,6 +163,7 @@ export function auditRowOfLine(line, defaults = {}) {
     stored_id: text(line.stored_id),
     count: line.count == null ? null : Number(line.count),
     reason: text(line.reason),
+    caller: text(line.caller),
   };
 }
 

@@ -63,7 +63,8 @@ function stateWrite(agent, requestId) {
  * started with {@link TOKENS} and nothing in it: no token, a wrong one,
  * another agent's, a cognition token calling forget, a maintenance token
  * calling across agents, a token in the URL; what was refused left no
- * trace; what a token may do, it does.
+ * trace; what a token may do, it does; the audit trail names the token
+ * that acted, never its secret.
  * @param {(path: string, init: RequestInit) => Promise<Response>} fetch
  */
 export async function checkAuthentication(fetch) {
@@ -96,6 +97,12 @@ export async function checkAuthentication(fetch) {
   assert.equal((await post(agentPath('alice', 'write'), write('alice', 'k1'), SECRETS.alice)).status, 200);
   assert.equal((await post(agentPath('alice', 'export'), {}, SECRETS.aliceOps)).status, 200);
   assert.equal((await post('/audit', { audit_agent: 'bob' }, SECRETS.bobAudit)).status, 200);
+  // The trail keeps which token acted, by its name, never its secret.
+  const trail = (await post('/audit', { audit_agent: 'alice' })).answer;
+  const acted = trail.map((entry) => [entry.operation, entry.request_id, entry.caller]);
+  assert.deepEqual(acted.filter(([operation]) => operation === 'WRITE'), [['WRITE', 'k1', 'alice-app']], stringify(trail));
+  assert.deepEqual(acted.filter(([operation]) => operation === 'EXPORT').map(([, , caller]) => caller), ['alice-ops'], stringify(trail));
+  for (const value of Object.values(SECRETS)) assert.ok(!stringify(trail).includes(value), 'no secret in the trail');
 }
 
 /**

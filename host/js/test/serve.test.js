@@ -137,6 +137,91 @@ describe('engram serve', { skip }, () => {
     await server.stop();
   });
 
+  test('the limits of a public server: 429 with as many calls waiting for one agent as it takes, 503 with as many under way, 503 after waiting --wait for a busy agent, each with retry-after; a call whose client went away commits whole', async () => {
+    // An embedder that answers at once, or holds every request until let go:
+    // a remember held in it keeps its agent busy for as long as the test says.
+    const { createServer } = await import('node:http');
+    let hold = false;
+    const held = [];
+    const embedder = createServer((request, response) => {
+      let body = '';
+      request.on('data', (chunk) => (body += chunk));
+      request.on('end', () => {
+        const { input } = JSON.parse(body);
+        const answer = () => {
+          response.setHeader('content-type', 'application/json');
+          response.end(JSON.stringify({ data: input.map((text, index) => ({ index, embedding: [(text.length % 7) + 1, 1, 0.5] })) }));
+        };
+        if (hold) held.push(answer);
+        else answer();
+      });
+    });
+    await new Promise((resolve) => embedder.listen(0, '127.0.0.1', resolve));
+    const release = () => {
+      hold = false;
+      for (const answer of held.splice(0)) answer();
+    };
+    const until = async (done) => {
+      while (!done()) await new Promise((resolve) => setTimeout(resolve, 10));
+    };
+    try {
+      const url = `http://127.0.0.1:${embedder.address().port}/v1`;
+      const server = await serve(join(folder, 'limits.db'), ['--embedder-url', url, '--embedder-model', 'lengths', '--max-calls', '3', '--max-waiting', '1', '--wait', '4s']);
+      const turn = (n) => ({ message: `I parked on level ${n}, spot ${n * 10}.`, response: 'Noted.', request_id: `turn-${n}` });
+      for (const agent of ['alice', 'bob']) assert.equal((await server.post(agentPath(agent, 'remember'), turn(0))).status, 200);
+      hold = true;
+      // alice busy: one call of hers under way, held in the embedder.
+      const busy = server.post(agentPath('alice', 'remember'), turn(1));
+      await until(() => held.length === 1);
+      // Two more for alice: one waits, the other finds the one place taken (429).
+      const waiting = [server.post(agentPath('alice', 'audit'), {}), server.post(agentPath('alice', 'audit'), {})];
+      const first = await Promise.race(waiting);
+      assert.equal(first.status, 429, JSON.stringify(first.answer));
+      assert.match(first.answer.host_error, /1 calls already wait for the agent "alice"/);
+      assert.equal(first.headers.get('retry-after'), '1');
+      // bob busy too: three calls under way, as many as the server takes (503).
+      const bob = server.post(agentPath('bob', 'remember'), turn(1));
+      await until(() => held.length === 2);
+      const full = await server.post(agentPath('bob', 'audit'), {});
+      assert.equal(full.status, 503, JSON.stringify(full.answer));
+      assert.match(full.answer.host_error, /3 calls under way/);
+      assert.equal(full.headers.get('retry-after'), '1');
+      // The one waiting for alice gives up after --wait (503).
+      const waited = (await Promise.all(waiting)).find((answer) => answer.status !== 429);
+      assert.equal(waited.status, 503, JSON.stringify(waited.answer));
+      assert.match(waited.answer.host_error, /the agent "alice" was busy for 4 s/);
+      assert.equal(waited.headers.get('retry-after'), '1');
+      release();
+      assert.equal((await busy).status, 200);
+      assert.equal((await bob).status, 200);
+      // A client that goes away mid-call: the call runs to its end.
+      hold = true;
+      const gone = new AbortController();
+      const abandoned = server.fetch(agentPath('alice', 'remember'), {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${SECRETS.admin}` },
+        body: JSON.stringify(turn(2)),
+        signal: gone.signal,
+      });
+      await until(() => held.length === 1);
+      gone.abort();
+      await assert.rejects(abandoned, { name: 'AbortError' });
+      release();
+      // alice's calls run in order: the audit runs once the abandoned call is over.
+      const trail = (await server.post(agentPath('alice', 'audit'), { operation: 'WRITE' })).answer;
+      const written = trail.map((entry) => [entry.request_id.split('#')[0], entry.outcome]);
+      assert.deepEqual([...new Set(written.map(([id]) => id))], ['turn-0', 'turn-1', 'turn-2'], JSON.stringify(trail));
+      assert.ok(written.every(([, outcome]) => outcome === 'ACCEPTED'), JSON.stringify(trail));
+      const recalled = await server.post(agentPath('alice', 'recall'), { question: 'Where did I park, spot 20?', embedder: false });
+      assert.ok(recalled.answer.memories.some((m) => m.summary.includes('20')), JSON.stringify(recalled.answer));
+      await server.stop();
+    } finally {
+      release();
+      embedder.closeAllConnections();
+      embedder.close();
+    }
+  });
+
   for (const scenario of loadScenarios(scenarioFolder)) {
     test(`scenario ${scenario.name} over HTTP`, async (t) => {
       const embedder = usesEmbedder(scenario);

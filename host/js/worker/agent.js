@@ -162,15 +162,18 @@ export class EngramAgent extends DurableObject {
    *   list, entities, relationships, traverse, cycle, remember, recall,
    *   audit, export, import, forget, expire, reembed or vector_model
    * @param {string} body the call's arguments, JSON text of an object
+   * @param {string} [caller] who makes it: the name of the token the
+   *   Worker authenticated it by, kept in its audit entries
    * @returns {Promise<Answer>}
    */
-  call(agent, op, body) {
-    const run = this.queue.then(() => this.#call(agent, op, body));
+  call(agent, op, body, caller) {
+    const run = this.queue.then(() => this.#call(agent, op, body, caller));
     this.queue = run.catch(() => {});
     return run;
   }
 
-  async #call(agent, op, text) {
+  async #call(agent, op, text, caller) {
+    this.store.caller = caller;
     try {
       if (this.agent === undefined) this.agent = agent;
       else if (this.agent !== agent) throw new BadRequest(`this object serves ${JSON.stringify(this.agent)}, not ${JSON.stringify(agent)}`);
@@ -195,6 +198,7 @@ export class EngramAgent extends DurableObject {
       return errorAnswer(error);
     } finally {
       this.now = undefined;
+      this.store.caller = undefined;
     }
   }
 

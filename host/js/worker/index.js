@@ -87,14 +87,15 @@ export default {
     const authorization = request.headers.get('authorization') ?? undefined;
     try {
       const target = http.route(request.method, url.pathname, url.search === '' ? undefined : url.search.slice(1));
-      http.authorize(TOKENS, tokens, authorization, target.level, target.agent === undefined ? [] : [target.agent]);
+      // The token's name: the audit trail keeps who made each call.
+      const caller = http.authorize(TOKENS, tokens, authorization, target.level, target.agent === undefined ? [] : [target.agent]);
       const text = await request.text();
-      if (target.agent !== undefined) return respond(await agentObject(env, target.agent).call(target.agent, target.op, text));
+      if (target.agent !== undefined) return respond(await agentObject(env, target.agent).call(target.agent, target.op, text, caller));
       const spread = http.across(target.op, text);
       http.authorize(TOKENS, tokens, authorization, target.level, spread.agents);
       const answers = [];
       for (const [agent, op, body] of spread.calls) {
-        const answer = await agentObject(env, agent).call(agent, op, body);
+        const answer = await agentObject(env, agent).call(agent, op, body, caller);
         if (answer.status !== 200) return respond(answer);
         answers.push(answer.body);
       }

@@ -32,6 +32,9 @@ pub trait Domain: Engine<Fault = anyhow::Error> {
     fn exclusively<T>(&mut self, f: impl FnOnce(&mut Self) -> T) -> anyhow::Result<T>;
     /// The time the engine is told instead of the clock's, while set.
     fn time(&self) -> Option<i64>;
+    /// Names who makes the calls from now on (a token's name), kept in
+    /// their audit entries; `None`: nobody named.
+    fn set_caller(&mut self, caller: Option<&str>);
     /// Why a write of `record` would be REJECTED for its size, if it would.
     fn oversized(&self, record: &json::Record) -> Option<String>;
 }
@@ -48,6 +51,10 @@ macro_rules! domain_graph {
 
             fn time(&self) -> Option<i64> {
                 Domain::time(self)
+            }
+
+            fn set_caller(&mut self, caller: Option<&str>) {
+                Domain::set_caller(self, caller)
             }
 
             fn oversized(&self, record: &$crate::engram_model::json::Record) -> Option<String> {

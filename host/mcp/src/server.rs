@@ -179,17 +179,22 @@ impl<D: Domain + Send + 'static> Memory<D> {
         }
     }
 
-    /// Runs `f` on the domain (one call at a time).
+    /// Runs `f` on the domain (one call at a time), its audit entries
+    /// naming the tool call's [`CALLER`].
     /// The domain's calls block (on the engine, on the store; the
     /// PostgreSQL client runs a runtime of its own), so they run where the
     /// async runtime lets a thread block.
     fn with<T>(&self, f: impl FnOnce(&mut D) -> T) -> T {
+        let caller = CALLER.try_with(Clone::clone).ok().flatten();
         tokio::task::block_in_place(|| {
             let mut domain = self
                 .domain
                 .lock()
                 .unwrap_or_else(|poisoned| poisoned.into_inner());
-            f(&mut domain)
+            domain.set_caller(caller.as_deref());
+            let answer = f(&mut domain);
+            domain.set_caller(None);
+            answer
         })
     }
 
@@ -561,8 +566,34 @@ graph_tools! {
     }
 }
 
+tokio::task_local! {
+    /// Who makes the tool call under way: the name of the token its HTTP
+    /// request was authenticated by (none over stdio, or without tokens).
+    static CALLER: Option<String>;
+}
+
+/// The name of the token an HTTP request was authenticated by, kept in the
+/// request's extensions for the tool call it carries.
+#[derive(Clone)]
+struct Caller(String);
+
 #[tool_handler(router = self.tool_router)]
 impl<D: Domain + Send + 'static> ServerHandler for Memory<D> {
+    /// Runs the tool as its caller: the token its HTTP request came with.
+    async fn call_tool(
+        &self,
+        request: rmcp::model::CallToolRequestParams,
+        context: rmcp::service::RequestContext<rmcp::RoleServer>,
+    ) -> Result<rmcp::model::CallToolResponse, rmcp::ErrorData> {
+        let caller = context
+            .extensions
+            .get::<axum::http::request::Parts>()
+            .and_then(|parts| parts.extensions.get::<Caller>())
+            .map(|caller| caller.0.clone());
+        let call = rmcp::handler::server::tool::ToolCallContext::new(self, request, context);
+        CALLER.scope(caller, self.tool_router.call(call)).await
+    }
+
     fn get_info(&self) -> ServerConfig {
         let graph = "Every change is kept in history: a deleted entity, observation or relation is \
                      no longer current, never erased.";
@@ -604,7 +635,7 @@ const LOOPBACK_ORIGINS: [&str; 6] = [
 /// token reaches the agent (S-AUTH); answers the refusal otherwise.
 async fn authorize(
     access: Arc<(Option<engram_http::Tokens>, String)>,
-    request: axum::extract::Request,
+    mut request: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> axum::response::Response {
     let (tokens, agent) = access.as_ref();
@@ -617,7 +648,11 @@ async fn authorize(
         .map(|value| value.to_str().unwrap_or("\u{fffd}"));
     let refused = match tokens.authenticate(authorization) {
         Ok(token) => match token.permits(engram_http::Level::Cognition, [agent.as_str()]) {
-            Ok(()) => return next.run(request).await,
+            Ok(()) => {
+                let caller = Caller(token.name().to_owned());
+                request.extensions_mut().insert(caller);
+                return next.run(request).await;
+            }
             Err(refusal) => refusal,
         },
         Err(refusal) => refusal,

@@ -72,6 +72,11 @@ pub struct AuditEntry {
     /// Why a write was rejected or a read refused.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// Who made the call, as a server that authenticates its callers knows
+    /// them: the name of the token it came with (never its secret). Absent
+    /// where the host authenticates nobody (a library, the command line).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub caller: Option<String>,
 }
 
 /// How many entries a read of the trail answers when not told.

@@ -775,6 +775,7 @@ macro_rules! wit_conversions {
                     stored_id: None,
                     count: None,
                     reason: Some(reason),
+                    caller: None,
                 }
             }
         }

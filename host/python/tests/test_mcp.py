@@ -252,7 +252,8 @@ ALICE_SECRET = "alice-0123456789abcdef0123456789abcdef"
 BOB_SECRET = "bob-0123456789abcdef0123456789abcdefab"
 
 
-# proves S-AUTH: over HTTP the server takes the same tokens as every server, and refuses an Origin not of this machine
+# proves S-AUTH: over HTTP the server takes the same tokens as every server, refuses an Origin not of this machine,
+# and the audit trail names the token each tool call came with, never its secret
 def test_s_auth_over_http_a_token_reaching_the_agent_is_needed_and_a_foreign_origin_refused(
     tmp_path: Path, engram_bin: str
 ) -> None:
@@ -336,6 +337,9 @@ def test_s_auth_over_http_a_token_reaching_the_agent_is_needed_and_a_foreign_ori
         server.terminate()
         _, stderr = server.communicate(timeout=30)
     assert ALICE_SECRET not in stderr and "NO TOKENS" not in stderr
+    trail = cli(engram_bin, store, ["audit", "--agent", "alice"])
+    assert trail and all(entry.get("caller") == "alice-app" for entry in trail), trail
+    assert ALICE_SECRET not in json.dumps(trail)
 
 
 # proves IO-W2 S-AUDIT: every tool call is in the audit trail with its request id

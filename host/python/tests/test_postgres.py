@@ -57,7 +57,7 @@ def test_engram_opens_a_postgres_url_in_the_schema_its_search_path_names(pg_sche
             assert "ACCEPTED" in answer
     with psycopg.connect(url()) as conn:
         [(version,)] = conn.execute(f"SELECT version FROM {schema}.engram_schema").fetchall()
-        assert version == 1
+        assert version == 2
         assert conn.execute(f"SELECT count(*) FROM {schema}.engram_audit").fetchone() == (2,)
 
 
@@ -105,13 +105,13 @@ def test_a_newer_schema_version_or_foreign_tables_are_refused_and_left_alone(
     newer, foreign = pg_schema("newer"), pg_schema("foreign")
     PostgresStore(url(), schema=newer).close()
     with psycopg.connect(url()) as conn:
-        conn.execute(f"UPDATE {newer}.engram_schema SET version = 2")
+        conn.execute(f"UPDATE {newer}.engram_schema SET version = 99")
         conn.execute(f"CREATE SCHEMA {foreign}; CREATE TABLE {foreign}.engram_kv (x int)")
     with pytest.raises(StoreError) as refused:
         PostgresStore(url(), schema=newer)
     assert str(refused.value) == (
-        f"{url()}: cannot open the Engram store: schema {newer}: Engram store of schema version 2; "
-        "this build reads version 1"
+        f"{url()}: cannot open the Engram store: schema {newer}: Engram store of schema version 99; "
+        "this build reads version 2"
     )
     with pytest.raises(StoreError, match="not an Engram store"):
         Engram(with_schema(url(), foreign))
@@ -122,9 +122,9 @@ def test_a_newer_schema_version_or_foreign_tables_are_refused_and_left_alone(
         capture_output=True,
         text=True,
     )
-    assert failed.returncode != 0 and "schema version 2" in failed.stderr
+    assert failed.returncode != 0 and "schema version 99" in failed.stderr
     with psycopg.connect(url()) as conn:
-        assert conn.execute(f"SELECT version FROM {newer}.engram_schema").fetchall() == [(2,)]
+        assert conn.execute(f"SELECT version FROM {newer}.engram_schema").fetchall() == [(99,)]
         tables = conn.execute("SELECT table_name FROM information_schema.tables WHERE table_schema = %s", (foreign,))
         assert tables.fetchall() == [("engram_kv",)]
 

@@ -115,7 +115,7 @@ def test_sqlite_the_file_format_every_host_shares(tmp_path: Path) -> None:
     SqliteStore(path).close()
     db = sqlite3.connect(path)
     assert db.execute("PRAGMA application_id").fetchone()[0] == 0x454E4752
-    assert db.execute("PRAGMA user_version").fetchone()[0] == 2
+    assert db.execute("PRAGMA user_version").fetchone()[0] == 3
     assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     names = [r[0] for r in db.execute("SELECT name FROM sqlite_schema WHERE type IN ('table','index') ORDER BY name")]
     assert names == ["engram_audit", "engram_audit_agent", "engram_kv", "engram_trail"]
@@ -145,9 +145,9 @@ def test_sqlite_another_database_or_a_newer_schema_is_refused_and_left_alone(tmp
     newer = tmp_path / "newer.db"
     SqliteStore(newer).close()
     db = sqlite3.connect(newer)
-    db.execute("PRAGMA user_version = 3")
+    db.execute("PRAGMA user_version = 4")
     db.close()
-    with pytest.raises(StoreError, match="schema version 3"):
+    with pytest.raises(StoreError, match="schema version 4"):
         SqliteStore(newer)
     text = tmp_path / "text.db"
     text.write_bytes(b"hello, this is not a database at all, not even close to one" + b"." * 100)
@@ -159,7 +159,7 @@ def test_sqlite_a_version_1_store_is_upgraded_and_its_trail_file_moved_from_the_
     path = tmp_path / "version1.db"
     SqliteStore(path).close()
     db = sqlite3.connect(path)
-    db.executescript("DROP TABLE engram_trail; PRAGMA user_version = 1;")
+    db.executescript("ALTER TABLE engram_audit DROP COLUMN caller; DROP TABLE engram_trail; PRAGMA user_version = 1;")
     db.close()
     line = {"at": 7, "agent_id": "alice", "request_id": "old-read", "operation": "READ", "record_type": "FACT",
             "outcome": "RETURNED", "count": 0}  # fmt: skip
@@ -168,7 +168,7 @@ def test_sqlite_a_version_1_store_is_upgraded_and_its_trail_file_moved_from_the_
         assert [e["request_id"] for e in mem.audit()] == ["old-read"]
     assert Path(f"{path}-trail").read_bytes() == b""
     db = sqlite3.connect(path)
-    assert db.execute("PRAGMA user_version").fetchone()[0] == 2
+    assert db.execute("PRAGMA user_version").fetchone()[0] == 3
     db.close()
 
 

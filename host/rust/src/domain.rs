@@ -148,6 +148,7 @@ impl Domain {
                         stored_id: None,
                         count: None,
                         reason: Some(format!("{error:#}")),
+                        caller: scope.caller().map(str::to_owned),
                     });
                 }
                 Err(error)
@@ -426,6 +427,17 @@ impl Domain {
         }
     }
 
+    /// Names who makes the calls from now on, kept in their audit entries
+    /// until called again (a server's token name, never its secret);
+    /// `None`: nobody named, as for a library or the command line.
+    pub fn set_caller(&mut self, caller: Option<&str>) {
+        let caller = caller.map(str::to_owned);
+        self.state.scope.set_caller(caller.clone());
+        if let Some(live) = self.live.as_mut() {
+            live.store.data_mut().scope.set_caller(caller);
+        }
+    }
+
     /// The time the engine is told instead of the clock's, while one is
     /// set ([`Domain::set_time`]).
     pub fn time(&self) -> Option<i64> {
@@ -499,13 +511,16 @@ impl Domain {
             scope.clock_time(),
             scope.audit().clone(),
         );
+        let stamp = (now, scope.caller());
         let removed = match &self._lock {
-            Some(lock) => maintenance::forget_under(lock, audit.as_ref(), &agent, now, &mut |_| {}),
+            Some(lock) => {
+                maintenance::forget_under(lock, audit.as_ref(), &agent, stamp, &mut |_| {})
+            }
             None => maintenance::forget(
                 scope.backend().clone(),
                 audit.as_ref(),
                 &agent,
-                now,
+                stamp,
                 &mut |_| {},
             ),
         };

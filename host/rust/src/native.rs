@@ -74,7 +74,7 @@ pub mod platform {
             store.backend.clone(),
             store.audit.as_ref(),
             agent,
-            crate::system_time_ms(),
+            (crate::system_time_ms(), None),
             &mut |n| progress.0.set_position(n),
         )
     }

@@ -249,10 +249,12 @@ async fn answer(shared: &Arc<Shared>, request: Request) -> Answer {
         return Refusal::input("the body is not UTF-8").into();
     };
     let level = route.level();
+    // The audit trail keeps who made the calls: the token's name.
+    let caller = token.map(|token| token.name().to_owned());
     match route {
         Route::Agent { agent, op } => {
             match calls::call(&agent, op, body, shared.options.clock_from_request) {
-                Ok(call) => run(shared, agent, call).await,
+                Ok(call) => run(shared, agent, call, caller).await,
                 Err(refusal) => refusal.into(),
             }
         }
@@ -270,7 +272,7 @@ async fn answer(shared: &Arc<Shared>, request: Request) -> Answer {
             for (agent, op, body) in across.calls {
                 let answer = match calls::call(&agent, op, &body, shared.options.clock_from_request)
                 {
-                    Ok(call) => run(shared, agent, call).await,
+                    Ok(call) => run(shared, agent, call, caller.clone()).await,
                     Err(refusal) => refusal.into(),
                 };
                 if answer.status != 200 {
@@ -283,8 +285,9 @@ async fn answer(shared: &Arc<Shared>, request: Request) -> Answer {
     }
 }
 
-/// Runs `call` in `agent`'s domain, after the calls of the agent before it.
-async fn run(shared: &Arc<Shared>, agent: String, call: Call) -> Answer {
+/// Runs `call` of `caller` (a token's name) in `agent`'s domain, after the
+/// calls of the agent before it.
+async fn run(shared: &Arc<Shared>, agent: String, call: Call, caller: Option<String>) -> Answer {
     let embedder = match call.embedder.resolve(shared.model.as_deref()) {
         Ok(embedder) => embedder,
         Err(refusal) => return refusal.into(),
@@ -322,7 +325,7 @@ async fn run(shared: &Arc<Shared>, agent: String, call: Call) -> Answer {
     // The call runs to its end on a thread of its own, whatever becomes of
     // the request.
     let ran = tokio::task::spawn_blocking(move || {
-        let answer = execute(&shared, &mut held, &agent, &call, embedder);
+        let answer = execute(&shared, &mut held, &agent, (&call, caller), embedder);
         drop(held);
         answer
     })
@@ -374,8 +377,14 @@ fn tier(name: &str) -> PrivacyTier {
     }
 }
 
-/// Runs `call` in `agent`'s domain, held.
-fn execute(shared: &Shared, held: &mut Agent, agent: &str, call: &Call, embedder: bool) -> Answer {
+/// Runs `call` of `caller` in `agent`'s domain, held.
+fn execute(
+    shared: &Shared,
+    held: &mut Agent,
+    agent: &str,
+    (call, caller): (&Call, Option<String>),
+    embedder: bool,
+) -> Answer {
     let failed = |error: anyhow::Error| Answer::from(calls::failure(&Failure::of(&error).framed()));
     let open =
         |mode: Mode, ceiling: PrivacyTier, expire_after: Option<u64>| -> Result<Session<Domain>> {
@@ -422,6 +431,7 @@ fn execute(shared: &Shared, held: &mut Agent, agent: &str, call: &Call, embedder
         }
     };
     session.engine().set_time(call.now);
+    session.engine().set_caller(caller.as_deref());
     let answer = if call.shape == Shape::Export {
         export(shared, session, agent)
     } else {
@@ -439,6 +449,7 @@ fn execute(shared: &Shared, held: &mut Agent, agent: &str, call: &Call, embedder
         })
     };
     session.engine().set_time(None);
+    session.engine().set_caller(None);
     answer.unwrap_or_else(failed)
 }
 

@@ -16,6 +16,8 @@ mod memory;
 #[cfg(feature = "postgres")]
 mod postgres;
 pub mod postgres_defaults;
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+mod schema;
 pub mod scope;
 pub mod settings;
 #[cfg(feature = "sqlite")]

@@ -206,18 +206,19 @@ const FORGET_PAGE: u32 = 1_000;
 /// Forgets an agent: removes every key of its domain (records, indexes,
 /// idempotency entries, counters) under its maintenance lock, then records
 /// in the audit trail that it happened and how many entries went, nothing
-/// of what they held. `progress` hears the running count. Answers how many
-/// entries were removed. A forget cut short can be run again to finish.
+/// of what they held (at `now`, by `caller`: a server's token name, if
+/// any). `progress` hears the running count. Answers how many entries were
+/// removed. A forget cut short can be run again to finish.
 #[cfg(feature = "os")]
 pub fn forget(
     backend: Arc<dyn Backend>,
     audit: &dyn AuditSink,
     agent_id: &str,
-    now: i64,
+    (now, caller): (i64, Option<&str>),
     progress: &mut dyn FnMut(u64),
 ) -> Result<u64> {
     let lock = LockGuard::acquire(backend.clone(), agent_id, now)?;
-    forget_under(&lock, audit, agent_id, now, progress)
+    forget_under(&lock, audit, agent_id, (now, caller), progress)
 }
 
 /// [`forget`] under a lock the caller holds (a domain opened for
@@ -226,7 +227,7 @@ pub fn forget_under(
     lock: &LockGuard,
     audit: &dyn AuditSink,
     agent_id: &str,
-    now: i64,
+    (now, caller): (i64, Option<&str>),
     progress: &mut dyn FnMut(u64),
 ) -> Result<u64> {
     let backend = &lock.backend;
@@ -263,6 +264,7 @@ pub fn forget_under(
         stored_id: None,
         count: Some(u32::try_from(removed).unwrap_or(u32::MAX)),
         reason: None,
+        caller: caller.map(str::to_owned),
     })?;
     Ok(removed)
 }

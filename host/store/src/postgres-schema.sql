@@ -1,8 +1,9 @@
 -- The tables of an Engram store in PostgreSQL, the one text every host runs
 -- (docs/store-format.md describes them), in the schema the store opens
 -- in. A new schema gets every version below, then one row of
--- engram_schema holding the last one; a schema that holds another is
--- refused. Each version starts at a line `-- version N`.
+-- engram_schema holding the last one; a schema of an older version gets
+-- the versions after its own, one of a newer version is refused. Each of
+-- them starts at a line `-- version N`.
 
 -- version 1
 CREATE TABLE engram_schema (
@@ -30,3 +31,8 @@ CREATE TABLE engram_audit (
     reason      bytea
 );
 CREATE INDEX engram_audit_agent ON engram_audit (agent_id, seq);
+
+-- version 2: who made a call, as a server that authenticates its callers
+-- names them (the token's name, never its secret); NULL where nobody was
+-- named (a library, the command line, every entry written before)
+ALTER TABLE engram_audit ADD COLUMN caller bytea;

@@ -18,7 +18,7 @@ use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
 /// The schema version this build reads and writes (`engram_schema.version`).
-pub const SCHEMA_VERSION: i32 = 1;
+pub const SCHEMA_VERSION: i32 = 2;
 
 /// The key of the advisory lock that serializes creating and migrating the
 /// tables across hosts ("ENGR").
@@ -262,12 +262,12 @@ impl Conn {
         )?;
         let append = prepare(
             "INSERT INTO engram_audit (at, agent_id, request_id, operation, source, record_type,
-                                       outcome, stored_id, count, reason)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+                                       outcome, stored_id, count, reason, caller)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
         )?;
         let trail = prepare(
             "SELECT at, agent_id, request_id, operation, source, record_type, outcome,
-                    stored_id, count, reason
+                    stored_id, count, reason, caller
              FROM engram_audit
              WHERE ($1::bytea IS NULL OR agent_id = $1)
                AND ($2::bigint IS NULL OR at >= $2)
@@ -397,6 +397,7 @@ impl Conn {
         let entry = row.entry;
         let count = entry.count.map(i64::from);
         let reason = entry.reason.as_deref().map(str::as_bytes);
+        let caller = entry.caller.as_deref().map(str::as_bytes);
         self.client.execute(
             &self.append,
             &[
@@ -410,6 +411,7 @@ impl Conn {
                 &entry.stored_id,
                 &count,
                 &reason,
+                &caller,
             ],
         )?;
         Ok(())
@@ -458,7 +460,14 @@ fn migrate(client: &mut Client, schema: Option<&str>) -> Result<String> {
         match rows.as_slice() {
             [row] => {
                 let version: i32 = row.get(0);
-                if version != SCHEMA_VERSION {
+                if (1..SCHEMA_VERSION).contains(&version) {
+                    // An older version: the versions after its own.
+                    let versions = crate::schema::versions(SCHEMA);
+                    tx.batch_execute(&format!(
+                        "SET LOCAL search_path TO {quoted}; {} UPDATE engram_schema SET version = {SCHEMA_VERSION};",
+                        crate::schema::after(&versions, version)
+                    ))?;
+                } else if version != SCHEMA_VERSION {
                     bail!(
                         "schema {schema}: Engram store of schema version {version}; this build reads version {SCHEMA_VERSION}"
                     );
@@ -749,6 +758,10 @@ impl AuditSink for PostgresBackend {
                         .get::<_, Option<Vec<u8>>>(9)
                         .map(String::from_utf8)
                         .transpose()?,
+                    caller: row
+                        .get::<_, Option<Vec<u8>>>(10)
+                        .map(String::from_utf8)
+                        .transpose()?,
                 })
             })
             .collect::<Result<Vec<_>>>()?;
@@ -773,10 +786,9 @@ mod tests {
 
     #[test]
     fn the_schema_text_ends_at_this_builds_version() {
-        let versions: Vec<i32> = SCHEMA
-            .lines()
-            .filter_map(|line| line.strip_prefix("-- version "))
-            .map(|rest| rest.split_whitespace().next().unwrap().parse().unwrap())
+        let versions: Vec<i32> = crate::schema::versions(SCHEMA)
+            .iter()
+            .map(|(version, _)| *version)
             .collect();
         assert_eq!(versions, (1..=SCHEMA_VERSION).collect::<Vec<_>>());
     }

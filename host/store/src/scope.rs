@@ -266,6 +266,9 @@ pub struct Scope {
     /// Set when a commit stored something but its audit entries, kept in
     /// a trail apart from the store, could not be appended.
     unaudited: Option<String>,
+    /// Who makes the calls, while set: the name of the token a server
+    /// authenticated them by, kept in their audit entries.
+    caller: Option<String>,
 }
 
 impl Scope {
@@ -293,6 +296,7 @@ impl Scope {
             clock,
             time: None,
             unaudited: None,
+            caller: None,
         }
     }
 
@@ -351,6 +355,17 @@ impl Scope {
     /// The time override, while set.
     pub fn time(&self) -> Option<i64> {
         self.time
+    }
+
+    /// Names who makes the calls from now on (a server's token name), kept
+    /// in every audit entry until called again; `None`: nobody named.
+    pub fn set_caller(&mut self, caller: Option<String>) {
+        self.caller = caller;
+    }
+
+    /// Who makes the calls, while named ([`Scope::set_caller`]).
+    pub fn caller(&self) -> Option<&str> {
+        self.caller.as_deref()
     }
 
     /// Why the last call must err although it returned, if it must: a
@@ -541,6 +556,7 @@ impl Scope {
             stored_id,
             count,
             reason,
+            caller: self.caller.clone(),
         }
     }
 }

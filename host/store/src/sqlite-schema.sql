@@ -30,3 +30,8 @@ CREATE TABLE engram_trail (
     moved INTEGER NOT NULL
 );
 INSERT INTO engram_trail (id, moved) VALUES (1, 0);
+
+-- version 3: who made a call, as a server that authenticates its callers
+-- names them (the token's name, never its secret); NULL where nobody was
+-- named (a library, the command line, every entry written before)
+ALTER TABLE engram_audit ADD COLUMN caller TEXT;

@@ -41,39 +41,21 @@ const APPLICATION_ID: i32 = 0x454e_4752; // "ENGR"
 /// The schema, every version of it: the one text every host runs.
 const SCHEMA: &str = include_str!("sqlite-schema.sql");
 
-/// The statements of each version of [`SCHEMA`], oldest first: the text
-/// after each line `-- version N`, up to the next.
-static SCHEMA_VERSIONS: LazyLock<Vec<(i32, &'static str)>> = LazyLock::new(|| {
-    let mut versions = Vec::new();
-    let mut rest = SCHEMA;
-    while let Some(at) = rest.find("\n-- version ") {
-        let after = &rest[at + "\n-- version ".len()..];
-        let digits = after.bytes().take_while(u8::is_ascii_digit).count();
-        let version = after[..digits]
-            .parse()
-            .expect("a version number after `-- version`");
-        let body = after.find('\n').map_or("", |end| &after[end..]);
-        let next = body.find("\n-- version ").unwrap_or(body.len());
-        versions.push((version, &body[..next]));
-        rest = &body[next..];
-    }
-    versions
-});
+/// The statements of each version of [`SCHEMA`], oldest first.
+static SCHEMA_VERSIONS: LazyLock<Vec<(i32, &'static str)>> =
+    LazyLock::new(|| crate::schema::versions(SCHEMA));
 
 /// The schema version this build reads and writes (`PRAGMA user_version`):
-/// the last of [`SCHEMA`]. Version 2 added `engram_trail`; a store of an
-/// older version is brought to it when opened.
+/// the last of [`SCHEMA`]. Version 2 added `engram_trail`, version 3 the
+/// audit trail's `caller`; a store of an older version is brought to it
+/// when opened.
 fn schema_version() -> i32 {
-    SCHEMA_VERSIONS.last().map_or(0, |(version, _)| *version)
+    crate::schema::last(&SCHEMA_VERSIONS)
 }
 
 /// The statements that bring a store of version `from` to the last one.
 fn schema_after(from: i32) -> String {
-    SCHEMA_VERSIONS
-        .iter()
-        .filter(|(version, _)| *version > from)
-        .map(|(_, statements)| *statements)
-        .collect()
+    crate::schema::after(&SCHEMA_VERSIONS, from)
 }
 
 /// How hard SQLite works to make a commit durable (`PRAGMA synchronous`).
@@ -317,7 +299,7 @@ impl SqliteBackend {
             .map_err(|e| anyhow::anyhow!("{}: {e}", self.path.display()))?;
         let mut statement = conn.prepare_cached(
             "SELECT at, agent_id, request_id, operation, source, record_type, outcome,
-                    stored_id, count, reason
+                    stored_id, count, reason, caller
              FROM engram_audit
              WHERE (?1 IS NULL OR agent_id = ?1)
                AND (?2 IS NULL OR at >= ?2)
@@ -352,6 +334,7 @@ impl SqliteBackend {
                     text(7)?,
                     row.get::<_, Option<u32>>(8)?,
                     text(9)?,
+                    text(10)?,
                 ))
             },
         )?;
@@ -368,6 +351,7 @@ impl SqliteBackend {
                 stored_id,
                 count,
                 reason,
+                caller,
             ) = row?;
             entries.push(AuditEntry {
                 at,
@@ -382,6 +366,7 @@ impl SqliteBackend {
                 stored_id,
                 count,
                 reason,
+                caller,
             });
         }
         entries.reverse();
@@ -941,8 +926,8 @@ fn insert_audit(conn: &Connection, entry: &AuditEntry) -> Result<()> {
     let text = |v: serde_json::Value| v.as_str().map(str::to_owned);
     conn.prepare_cached(
         "INSERT INTO engram_audit (at, agent_id, request_id, operation, source, record_type,
-                                   outcome, stored_id, count, reason)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                                   outcome, stored_id, count, reason, caller)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
     )?
     .execute(params![
         entry.at,
@@ -963,6 +948,7 @@ fn insert_audit(conn: &Connection, entry: &AuditEntry) -> Result<()> {
         entry.stored_id,
         entry.count,
         entry.reason,
+        entry.caller,
     ])
     .context("appending to the audit trail")?;
     Ok(())

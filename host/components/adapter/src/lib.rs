@@ -602,7 +602,7 @@ impl control::Guest for Adapter {
                     &taken
                 }
             };
-            maintenance::forget_under(lock, &Raw, &agent, now, &mut |_| {})
+            maintenance::forget_under(lock, &Raw, &agent, (now, None), &mut |_| {})
                 .map_err(|e| format!("{e:#}"))
         })
     }
@@ -646,6 +646,7 @@ impl control::Guest for Adapter {
                 stored_id: None,
                 count: None,
                 reason: Some(why),
+                caller: None,
             };
             Raw::rows(&[entry])
         })

@@ -5,9 +5,11 @@
 // - `engram_kv (key BLOB PRIMARY KEY, value BLOB) WITHOUT ROWID`, the
 //   ordered map of bytes (full keys: the domain prefix is already there);
 // - `engram_audit`, the audit rows, with the store format's columns;
-// - `engram_schema (version)` holding `1`, as in PostgreSQL: a Durable
+// - `engram_schema (version)` holding `2`, as in PostgreSQL: a Durable
 //   Object's SQL refuses every PRAGMA (`application_id`, `user_version`,
-//   `journal_mode`), the runtime owns the file and its journal.
+//   `journal_mode`), the runtime owns the file and its journal. Version 2
+//   added the audit rows' `caller`; a database of version 1 is brought to
+//   it when opened.
 //
 // A commit is one `ctx.storage.transactionSync`: preconditions checked,
 // puts and deletes applied, audit rows inserted, all or nothing. A Durable
@@ -19,21 +21,27 @@
 import { auditMatches, sameBytes } from '../backend.js';
 import { SCHEMA_VERSIONS } from '../../gen/sqlite-schema.js';
 
+/** The statements of a version of the SQLite schema every host runs. */
+const statementsOf = (version) => SCHEMA_VERSIONS.find((v) => v.version === version).statements;
+
+/**
+ * The versions of this backend's schema (`engram_schema`), oldest first:
+ * those of the schema every host runs but its trail (version 2 there: a
+ * Durable Object appends every audit row in its own transaction).
+ */
+const VERSIONS = [
+  ['CREATE TABLE engram_schema (version INTEGER NOT NULL)', ...statementsOf(1)],
+  statementsOf(3),
+];
+
 /** The schema version this backend writes and reads (`engram_schema`). */
-export const SCHEMA_VERSION = 1;
+export const SCHEMA_VERSION = VERSIONS.length;
 
 /** The columns of an audit row, in the store format's order (`seq` aside). */
 export const AUDIT_COLUMNS = Object.freeze([
   'at', 'agent_id', 'request_id', 'operation', 'source', 'record_type',
-  'outcome', 'stored_id', 'count', 'reason',
+  'outcome', 'stored_id', 'count', 'reason', 'caller',
 ]);
-
-/** Version 1 of the schema every host runs (no trail: a Durable Object
- * appends every audit row in its own transaction), and the version row. */
-const SCHEMA = [
-  'CREATE TABLE engram_schema (version INTEGER NOT NULL)',
-  ...SCHEMA_VERSIONS[0].statements,
-];
 
 const INSERT_AUDIT = `INSERT INTO engram_audit (${AUDIT_COLUMNS.join(', ')})
   VALUES (${AUDIT_COLUMNS.map(() => '?').join(', ')})`;
@@ -81,19 +89,25 @@ export class DurableObjectBackend {
     this.storage = storage;
     this.sql = storage.sql;
     this.closed = false;
+    /**
+     * Who makes the calls now, when a server names them (its token's
+     * name, never the secret): kept in the audit rows that name nobody.
+     * @type {string|undefined}
+     */
+    this.caller = undefined;
     this.storage.transactionSync(() => {
       const found = this.sql
         .exec("SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'engram_schema'")
         .toArray();
-      if (found.length === 0) {
-        for (const statement of SCHEMA) this.sql.exec(statement);
-        this.sql.exec('INSERT INTO engram_schema (version) VALUES (?)', SCHEMA_VERSION);
-        return;
-      }
-      const version = this.sql.exec('SELECT max(version) AS version FROM engram_schema').one().version;
+      const version = found.length === 0 ? 0 : this.sql.exec('SELECT max(version) AS version FROM engram_schema').one().version;
       if (version > SCHEMA_VERSION) {
         throw new Error(`the store's schema version ${version} is newer than this host's ${SCHEMA_VERSION}`);
       }
+      if (version === SCHEMA_VERSION) return;
+      // A new database, or one of an older version: the versions after its own.
+      for (const statement of VERSIONS.slice(version).flat()) this.sql.exec(statement);
+      if (version === 0) this.sql.exec('INSERT INTO engram_schema (version) VALUES (?)', SCHEMA_VERSION);
+      else this.sql.exec('UPDATE engram_schema SET version = ?', SCHEMA_VERSION);
     });
   }
 
@@ -164,7 +178,8 @@ export class DurableObjectBackend {
 
   #insertAudit(rows) {
     for (const row of rows) {
-      this.sql.exec(INSERT_AUDIT, ...AUDIT_COLUMNS.map((column) => row[column] ?? null));
+      const named = { ...row, caller: row.caller ?? this.caller };
+      this.sql.exec(INSERT_AUDIT, ...AUDIT_COLUMNS.map((column) => named[column] ?? null));
     }
   }
 

@@ -141,5 +141,12 @@ pub mod binding {
         pub fn set_expire_after(&mut self, ms: Option<u64>) {
             host_store::set_expire_after(ms);
         }
+
+        /// Names who makes the calls from now on, kept in their audit
+        /// entries (a server's token name, never its secret); `None`:
+        /// nobody named.
+        pub fn set_caller(&mut self, caller: Option<&str>) {
+            host_store::set_caller(caller);
+        }
     }
 }

@@ -258,6 +258,8 @@ fn answer(request: IncomingRequest) -> Answer {
     if let Err(why) = host_store::open(&store) {
         return host_error(why);
     }
+    // The audit trail keeps who made the calls: the token's name.
+    host_store::set_caller(Some(token.name()));
     let mut answers = Vec::new();
     let mut last = None;
     for (agent, call) in &calls {

@@ -69,6 +69,9 @@ struct State {
     /// The time the engine is told instead of the clock's, while set; kept
     /// across `enter`.
     time: Option<i64>,
+    /// Who makes the calls, while named (a server's token name); kept
+    /// across `enter`.
+    caller: Option<String>,
     /// How long what the engine writes is kept, in ms; kept across `enter`.
     expire_after: Option<u64>,
     /// Why the last engine call must err, for `store.take-failure`.
@@ -171,6 +174,7 @@ impl State {
             Arc::new(system_time_ms),
         );
         scope.set_time(self.time);
+        scope.set_caller(self.caller.clone());
         self.entered = Some(Entered {
             scope,
             mode,
@@ -426,14 +430,26 @@ impl host_store::Guest for Provider {
         })
     }
 
+    fn set_caller(caller: Option<String>) {
+        with(|state| {
+            state.caller.clone_from(&caller);
+            if let Some(entered) = state.entered.as_mut() {
+                entered.scope.set_caller(caller);
+            }
+        })
+    }
+
     fn set_expire_after(ms: Option<u64>) {
         with(|state| state.expire_after = ms)
     }
 
     fn append_audit(entry: String) -> Result<(), String> {
-        let entry: AuditEntry =
+        let mut entry: AuditEntry =
             serde_json::from_str(&entry).map_err(|e| format!("not an audit entry: {e}"))?;
         with(|state| {
+            if entry.caller.is_none() {
+                entry.caller.clone_from(&state.caller);
+            }
             state
                 .storage()?
                 .audit
@@ -481,7 +497,7 @@ impl host_store::Guest for Provider {
                 storage.backend.clone(),
                 storage.audit.as_ref(),
                 &agent,
-                system_time_ms(),
+                (system_time_ms(), state.caller.as_deref()),
                 &mut |_| {},
             )
             .map_err(|e| format!("{e:#}"))
