@@ -157,7 +157,7 @@ import { coreModule, instantiate } from '../worker/modules.js';
 const b = (...bytes) => Uint8Array.from(bytes);
 const row = (request_id, extra = {}) => ({
   at: 5, agent_id: 'alice', request_id, operation: 'READ', source: null, record_type: 'STATE',
-  outcome: 'RETURNED', stored_id: null, count: 0, reason: null, ...extra,
+  outcome: 'RETURNED', stored_id: null, count: 0, reason: null, caller: null, ...extra,
 });
 const same = (a, b) => JSON.stringify(a) === JSON.stringify(b);
 function check(ok, what) { if (!ok) throw new Error(what); }
@@ -204,6 +204,12 @@ const CHECKS = {
     check(same(store.auditRows({ operation: 'WRITE' })[0], row('w1', { operation: 'WRITE', outcome: 'ACCEPTED', stored_id: 'x', count: null })), 'row');
     check(same(store.auditRows({ limit: 1 }).map((r) => r.request_id), ['r2']), 'newest');
     check(same(store.auditRows({ since: 5, until: 6, outcome: 'RETURNED' }).map((r) => r.request_id), ['r1', 'r2']), 'since, until, outcome');
+    // Rows that name nobody are stamped with the caller of the moment.
+    store.caller = 'alice-app';
+    store.appendAudit([row('r3'), row('r4', { caller: 'other' })]);
+    store.caller = undefined;
+    store.appendAudit([row('r5')]);
+    check(same(store.auditRows({ limit: 3 }).map((r) => [r.request_id, r.caller]), [['r3', 'alice-app'], ['r4', 'other'], ['r5', null]]), 'caller');
   },
   async domains(store) {
     const components = { coreModule, instantiate };
@@ -226,11 +232,20 @@ const CHECKS = {
     check(same(tables, ['engram_audit', 'engram_audit_agent', 'engram_kv', 'engram_schema']), tables.join());
     const kv = storage.sql.exec("SELECT sql FROM sqlite_master WHERE name = 'engram_kv'").one().sql;
     check(/WITHOUT ROWID/.test(kv), 'engram_kv is WITHOUT ROWID');
-    check(storage.sql.exec('SELECT version FROM engram_schema').one().version === 1, 'version 1');
-    new DurableObjectBackend(storage).close();
-    storage.sql.exec('UPDATE engram_schema SET version = 2');
+    check(storage.sql.exec('SELECT version FROM engram_schema').one().version === 2, 'version 2');
+    // A database of version 1 (no caller in the audit rows) is upgraded, its rows kept.
+    store.appendAudit([row('old')]);
+    storage.sql.exec('ALTER TABLE engram_audit DROP COLUMN caller');
+    storage.sql.exec('UPDATE engram_schema SET version = 1');
+    const upgraded = new DurableObjectBackend(storage);
+    check(storage.sql.exec('SELECT version FROM engram_schema').one().version === 2, 'upgraded to version 2');
+    upgraded.caller = 'alice-app';
+    upgraded.appendAudit([row('new')]);
+    check(same(upgraded.auditRows({}).map((r) => [r.request_id, r.caller]), [['old', null], ['new', 'alice-app']]), 'rows kept, callers named');
+    upgraded.close();
+    storage.sql.exec('UPDATE engram_schema SET version = 3');
     let refused = false;
-    try { new DurableObjectBackend(storage); } catch (error) { refused = /schema version 2/.test(error.message); }
+    try { new DurableObjectBackend(storage); } catch (error) { refused = /schema version 3/.test(error.message); }
     check(refused, 'a newer schema is refused');
   },
 };
