@@ -11,17 +11,6 @@ use engram::io::WriteResult;
 use engram::types::*;
 use support::*;
 
-fn forget(fx: &Fixture, agent: &str) -> u64 {
-    engram::maintenance::forget(
-        fx.backend.clone(),
-        fx.audit.as_ref(),
-        agent,
-        (1, None),
-        &mut |_| {},
-    )
-    .unwrap()
-}
-
 backend_test! {
     fn export_then_import_gives_back_the_domain_byte_for_byte(fx) {
         // proves S-EXPORT: maintenance round-trips a domain exactly (ids, write
@@ -40,7 +29,7 @@ backend_test! {
             assert!(count > 0, "{}: no {kind} item", fx.name);
         }
 
-        forget(&fx, "alice");
+        fx.forget("alice");
         assert!(domain_pairs(&fx, "alice").is_empty());
         let mut domain = fx.open_in("alice", Mode::Maintenance);
         let mut new = 0;
@@ -118,7 +107,7 @@ backend_test! {
         let held = domain_pairs(&fx, "alice").len() as u64;
         let other = domain_pairs(&fx, "alice2");
         assert!(held > 500);
-        assert_eq!(forget(&fx, "alice"), held);
+        assert_eq!(fx.forget("alice"), held);
         assert!(domain_pairs(&fx, "alice").is_empty(), "{}", fx.name);
         assert_eq!(domain_pairs(&fx, "alice2"), other);
         // Nothing of alice anywhere in the store, lock included.

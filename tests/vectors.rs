@@ -316,18 +316,6 @@ fn s_vector_each_candidates_similarity_is_the_cosine_of_the_models_vectors() {
     }
 }
 
-/// Forgets `agent`'s domain, as `engram maintenance forget` does.
-fn forget(fx: &Fixture, agent: &str) {
-    engram::maintenance::forget(
-        fx.backend.clone(),
-        fx.audit.as_ref(),
-        agent,
-        (1, None),
-        &mut |_| {},
-    )
-    .unwrap();
-}
-
 /// How many memories the newest retrieval gathered by meaning alone.
 fn by_meaning(fx: &Fixture) -> String {
     let reason = last_retrieval(fx);
@@ -371,7 +359,7 @@ fn s_vector_what_an_instance_keeps_of_the_vectors_is_always_the_stores() {
         "{:?}",
         recalled.memories
     );
-    forget(&fx, "alice");
+    fx.forget("alice");
     other
         .remember("We adopted a kitten called Miso.", "Congratulations!")
         .unwrap();
@@ -443,7 +431,7 @@ fn s_vector_expiry_and_forget_leave_no_vector_and_import_makes_them() {
     );
     drop(copy);
 
-    forget(&fx, "alice");
+    fx.forget("alice");
     assert_eq!(vectors(&fx, "alice"), 0);
     assert_eq!(domain_pairs(&fx, "alice").len(), 0);
 }

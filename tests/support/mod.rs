@@ -226,6 +226,19 @@ impl Fixture {
         self._dir.as_ref().map(|d| d.path())
     }
 
+    /// Forgets `agent`'s domain, as `engram maintenance forget` does: how
+    /// many entries went.
+    pub fn forget(&self, agent: &str) -> u64 {
+        engram::maintenance::forget(
+            self.backend.clone(),
+            self.audit.as_ref(),
+            agent,
+            (1, None),
+            &mut |_| {},
+        )
+        .unwrap()
+    }
+
     /// The whole audit trail, oldest first.
     pub fn trail(&self) -> Vec<AuditEntry> {
         let everything = AuditQuery {
