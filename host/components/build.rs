@@ -80,12 +80,9 @@ const PERSISTENCE: &str = "engram:memory/persistence@0.2.0";
 const HOST: &[&str] = &["engram:memory/", "engram:adapter/"];
 
 /// The SQLite schema every host runs, put beside the components: the
-/// JavaScript and Python packages embed it from there.
+/// JavaScript package's Durable Object store runs it from there.
 const SQLITE_SCHEMA: &str = "host/store/src/sqlite-schema.sql";
 const SQLITE_SCHEMA_FILE: &str = "sqlite-schema.sql";
-/// The PostgreSQL schema, which the Python package carries too.
-const POSTGRES_SCHEMA: &str = "host/store/src/postgres-schema.sql";
-const POSTGRES_SCHEMA_FILE: &str = "postgres-schema.sql";
 /// The limits' defaults of every host (`engram_store::Limits`), and the
 /// audit trail's read bounds (`audit_limit`, `max_audit_limit`), as JSON:
 /// what the JavaScript package tells its callers (`DEFAULT_LIMITS`) and
@@ -150,8 +147,6 @@ fn main() -> Result<()> {
     }
     let schema = read(&workspace.join(SQLITE_SCHEMA))?;
     write_if_changed(&out_dir.join(SQLITE_SCHEMA_FILE), &schema)?;
-    let schema = read(&workspace.join(POSTGRES_SCHEMA))?;
-    write_if_changed(&out_dir.join(POSTGRES_SCHEMA_FILE), &schema)?;
     let limits = limits();
     write_if_changed(&out_dir.join(LIMITS_FILE), limits.as_bytes())?;
     let postgres = engram_store::postgres_defaults::json();

@@ -1,5 +1,5 @@
 //! The call surface the language packages reach the Rust host through: the
-//! Node addon (`host/node`) runs it, and the Python module will. A package
+//! Node addon (`host/node`) and the Python module (`host/python`) run it. A package
 //! opens a [`Store`] (a SQLite file, a PostgreSQL URL, or memory) and a
 //! [`Handle`] on one agent's domain in it from the settings every package
 //! gives as JSON ([`engram_store::settings`]), then makes every call by

@@ -31,8 +31,7 @@
 //! The build script writes them, with the SQLite schema and the limits'
 //! defaults (`limits.json`), into its output folder only; `cargo run -q -p
 //! engram-host-components` builds them and prints that folder, which the
-//! JavaScript package's `npm run build` and the Python package's `setup.py`
-//! ask for.
+//! JavaScript package's `npm run build` asks for.
 
 /// The path of `engram-host.wasm`, the engine with the JSON layer and the
 /// host layer, in the build script's output folder.

@@ -1,5 +1,5 @@
 // The one small, synchronous interface every store of the JavaScript host
-// implements (SQLite through node:sqlite, memory, a Durable Object's
+// written in JavaScript implements (memory, IndexedDB, a Durable Object's
 // storage), and what the backends share: key order, audit rows and their
 // line form.
 //
