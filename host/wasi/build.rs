@@ -93,10 +93,22 @@ fn main() -> Result<()> {
     let command = read(&built.join(COMMAND.1))?;
     let front = read(&built.join(FRONT.1))?;
 
-    let cli = compose_cli(&engine, &provider, &command).context("composing engram-cli.wasm")?;
+    let cli = compose_front(
+        &engine,
+        &provider,
+        ("engram:command", &command),
+        "wasi:cli/run@",
+    )
+    .context("composing engram-cli.wasm")?;
     let standalone =
         compose_standalone(&engine, &provider).context("composing engram-standalone.wasm")?;
-    let http = compose_http(&engine, &provider, &front).context("composing engram-http.wasm")?;
+    let http = compose_front(
+        &engine,
+        &provider,
+        ("engram:http-front", &front),
+        "wasi:http/incoming-handler@",
+    )
+    .context("composing engram-http.wasm")?;
 
     for (name, bytes, var) in [
         (CLI_FILE, &cli[..], "ENGRAM_WASI_CLI"),
@@ -278,46 +290,32 @@ fn build_components(workspace: &Path, target_dir: &Path, zig: &Zig) -> Result<Pa
     Ok(target_dir.join(TARGET).join(PROFILE))
 }
 
-/// `engram-cli.wasm`: the command's imports of the engine's interfaces
-/// wired to the engine, its `engram:host/store` and `types` to the
-/// provider, the engine's imports to the provider; exports `wasi:cli/run`.
-fn compose_cli(engine: &[u8], provider: &[u8], command: &[u8]) -> Result<Vec<u8>> {
+/// The engine and the provider composed with a front (`name`, `front`): the
+/// front's imports of the engine's interfaces wired to the engine, its
+/// `engram:host/store` (and `types`) to the provider, the engine's imports
+/// to the provider; exports the front's export whose name starts with
+/// `export` alone. `engram-cli.wasm`'s front is the command (`wasi:cli/run`),
+/// `engram-http.wasm`'s the HTTP front (`wasi:http/incoming-handler`).
+fn compose_front(
+    engine: &[u8],
+    provider: &[u8],
+    (name, front): (&'static str, &[u8]),
+    export: &str,
+) -> Result<Vec<u8>> {
     let mut graph = CompositionGraph::new();
     let engine = Part::register(&mut graph, "engram:engine", engine)?;
     let provider = Part::register(&mut graph, "engram:provider", provider)?;
-    let command = Part::register(&mut graph, "engram:command", command)?;
-    wire(&mut graph, &provider, &[], WASI)?;
-    wire(&mut graph, &engine, &[&provider], WASI)?;
-    wire(&mut graph, &command, &[&engine, &provider], WASI)?;
-    let run = command
-        .exports(&graph)
-        .into_iter()
-        .find(|name| name.starts_with("wasi:cli/run@"))
-        .context("the command exports no `wasi:cli/run`")?;
-    let node = graph.alias_instance_export(command.node, &run)?;
-    graph.export(node, &run)?;
-    encode(&graph)
-}
-
-/// `engram-http.wasm`: the HTTP front's imports of the engine's interfaces
-/// wired to the engine, its `engram:host/store` to the provider, the
-/// engine's imports to the provider; exports `wasi:http/incoming-handler`
-/// alone.
-fn compose_http(engine: &[u8], provider: &[u8], front: &[u8]) -> Result<Vec<u8>> {
-    let mut graph = CompositionGraph::new();
-    let engine = Part::register(&mut graph, "engram:engine", engine)?;
-    let provider = Part::register(&mut graph, "engram:provider", provider)?;
-    let front = Part::register(&mut graph, "engram:http-front", front)?;
+    let front = Part::register(&mut graph, name, front)?;
     wire(&mut graph, &provider, &[], WASI)?;
     wire(&mut graph, &engine, &[&provider], WASI)?;
     wire(&mut graph, &front, &[&engine, &provider], WASI)?;
-    let handler = front
+    let exported = front
         .exports(&graph)
         .into_iter()
-        .find(|name| name.starts_with("wasi:http/incoming-handler@"))
-        .context("the HTTP front exports no `wasi:http/incoming-handler`")?;
-    let node = graph.alias_instance_export(front.node, &handler)?;
-    graph.export(node, &handler)?;
+        .find(|exported| exported.starts_with(export))
+        .with_context(|| format!("{name} exports no `{export}`"))?;
+    let node = graph.alias_instance_export(front.node, &exported)?;
+    graph.export(node, &exported)?;
     encode(&graph)
 }
 

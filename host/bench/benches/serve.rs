@@ -132,19 +132,29 @@ fn server(n: usize, path: &Path) -> anyhow::Result<(Phase, Phase)> {
         .arg(&tokens)
         .stderr(Stdio::piped())
         .spawn()?;
-    let mut stderr = BufReader::new(child.stderr.take().expect("its standard error"));
-    let mut line = String::new();
-    let base = loop {
-        line.clear();
-        anyhow::ensure!(stderr.read_line(&mut line)? > 0, "engram serve ended");
-        if let Some(at) = line.find("http://") {
-            break line[at..].split_whitespace().next().unwrap().to_string();
-        }
-    };
+    let base = listening(&mut child, "engram serve")?;
     let phases = over_http(n, base);
     child.kill()?;
     child.wait()?;
     Ok(phases)
+}
+
+/// The address `server` (`what`) says on standard error it listens at
+/// (`http://IP:PORT`), once it says it; the rest of what it says is read
+/// and dropped.
+fn listening(server: &mut std::process::Child, what: &str) -> anyhow::Result<String> {
+    let mut stderr = BufReader::new(server.stderr.take().expect("its standard error"));
+    let mut line = String::new();
+    let base = loop {
+        line.clear();
+        anyhow::ensure!(stderr.read_line(&mut line)? > 0, "{what} ended");
+        if let Some(at) = line.find("http://") {
+            let address = line[at..].split_whitespace().next().unwrap_or_default();
+            break address.trim_end_matches('/').to_string();
+        }
+    };
+    std::thread::spawn(move || for _ in stderr.lines() {});
+    Ok(base)
 }
 
 /// Remember and recall over HTTP through `engram-http.wasm` under the
@@ -172,16 +182,7 @@ fn component(n: usize, dir: &Path) -> anyhow::Result<(Phase, Phase)> {
         .arg(engram_wasi::HTTP)
         .stderr(Stdio::piped())
         .spawn()?;
-    let mut stderr = BufReader::new(child.stderr.take().expect("its standard error"));
-    let mut line = String::new();
-    let base = loop {
-        line.clear();
-        anyhow::ensure!(stderr.read_line(&mut line)? > 0, "wasmtime serve ended");
-        if let Some(at) = line.find("http://") {
-            break line[at..].trim().trim_end_matches('/').to_string();
-        }
-    };
-    std::thread::spawn(move || for _ in stderr.lines() {});
+    let base = listening(&mut child, "wasmtime serve")?;
     let phases = over_http(n, base);
     child.kill()?;
     child.wait()?;

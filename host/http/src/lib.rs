@@ -63,3 +63,59 @@ impl Refusal {
         Refusal::new(400, "input_error", message)
     }
 }
+
+/// What a server sends back: a status, a JSON body (`content-type:
+/// application/json`) and the headers the status calls for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Answer {
+    /// Its HTTP status.
+    pub status: u16,
+    /// Its JSON body.
+    pub body: String,
+    /// Headers besides `content-type`.
+    pub headers: Vec<(&'static str, String)>,
+}
+
+impl Answer {
+    /// An answer of `status` with `body` and no more headers.
+    pub fn ok(status: u16, body: String) -> Self {
+        Answer {
+            status,
+            body,
+            headers: Vec::new(),
+        }
+    }
+}
+
+impl From<Refusal> for Answer {
+    fn from(refusal: Refusal) -> Self {
+        Answer {
+            status: refusal.status,
+            body: refusal.body,
+            headers: refusal.headers,
+        }
+    }
+}
+
+/// The answer as axum sends it (`engram serve`, `engram mcp --http`); a
+/// header value that is not one is left out.
+#[cfg(feature = "axum")]
+impl axum::response::IntoResponse for Answer {
+    fn into_response(self) -> axum::response::Response {
+        use axum::http::{HeaderValue, StatusCode, header};
+        let mut response = axum::response::Response::new(axum::body::Body::from(self.body));
+        *response.status_mut() =
+            StatusCode::from_u16(self.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        let headers = response.headers_mut();
+        headers.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+        for (name, value) in self.headers {
+            if let Ok(value) = HeaderValue::from_str(&value) {
+                headers.insert(name, value);
+            }
+        }
+        response
+    }
+}

@@ -657,20 +657,7 @@ async fn authorize(
         },
         Err(refusal) => refusal,
     };
-    let mut response = axum::response::Response::new(axum::body::Body::from(refused.body));
-    *response.status_mut() = axum::http::StatusCode::from_u16(refused.status)
-        .unwrap_or(axum::http::StatusCode::UNAUTHORIZED);
-    let headers = response.headers_mut();
-    headers.insert(
-        axum::http::header::CONTENT_TYPE,
-        axum::http::HeaderValue::from_static("application/json"),
-    );
-    for (name, value) in refused.headers {
-        if let Ok(value) = axum::http::HeaderValue::from_str(&value) {
-            headers.insert(name, value);
-        }
-    }
-    response
+    axum::response::IntoResponse::into_response(engram_http::Answer::from(refused))
 }
 
 /// Serves `domain` over stdio until the client closes it, or with `http`

@@ -33,6 +33,52 @@ pub trait GuestHost {
     }
 }
 
+/// Writes, in the module where `wit` names the
+/// `engram:memory` interfaces as it imports them, the binding's modules the
+/// rest of this crate's macros are written against: `types`, `io`,
+/// `history`, `graph`, `cycle`, `export` (`engram:memory/maintenance`) and
+/// `json` (the JSON model with its conversions to this binding).
+#[macro_export]
+macro_rules! contract_modules {
+    () => {
+        /// The record model of the contract (`engram:memory/types`).
+        pub mod types {
+            pub use super::wit::types::*;
+        }
+
+        /// The IO contract (`engram:memory/io`).
+        pub mod io {
+            pub use super::wit::io::*;
+        }
+
+        /// Versions of a FACT in time (`engram:memory/history`).
+        pub mod history {
+            pub use super::wit::history::*;
+        }
+
+        /// Entities, relationships and their lookups (`engram:memory/graph`).
+        pub mod graph {
+            pub use super::wit::graph::*;
+        }
+
+        /// Execution cycles (`engram:memory/cycle`).
+        pub mod cycle {
+            pub use super::wit::cycle::*;
+        }
+
+        /// Export and import of a domain (`engram:memory/maintenance`).
+        pub mod export {
+            pub use super::wit::maintenance::*;
+        }
+
+        /// The JSON model of the contract, with its conversions to this binding.
+        pub mod json {
+            pub use $crate::json::*;
+            $crate::wit_conversions!();
+        }
+    };
+}
+
 /// Writes `Domain` (the engine's imported interfaces as the library's
 /// `engram::Domain` calls them) and `Cycle` (a cycle in flight) into a
 /// module where `wit` (the `engram:memory` interfaces) and the binding's

@@ -208,16 +208,23 @@ def test_a_tier_restricted_server_sees_no_sensitive_memory(tmp_path: Path, engra
     assert sorted(r["key"] for r in listed["records"]) == ["user.color", "user.health"]
 
 
+def mcp_over_http(engram_bin: str, store: Path, *more: str) -> tuple[subprocess.Popen[str], str]:
+    """`engram mcp` serving alice's domain of `store` over HTTP on a port of its own (with `more`
+    arguments): the server, and the URL it says it serves at."""
+    args = ["--store", str(store), "mcp", "--agent", "alice", "--http", "127.0.0.1:0", *more]
+    server = subprocess.Popen([engram_bin, *args], stderr=subprocess.PIPE, text=True)
+    assert server.stderr is not None
+    line = server.stderr.readline()
+    url = line.rsplit(" at ", 1)[-1].strip()
+    assert url.startswith("http://127.0.0.1:") and url.endswith("/mcp"), line
+    return server, url
+
+
 # proves B5-D2: the same tools over streamable HTTP on a loopback port
 def test_b5_d2_the_same_tools_over_streamable_http(tmp_path: Path, engram_bin: str) -> None:
     store = tmp_path / "m.db"
-    args = ["--store", str(store), "mcp", "--agent", "alice", "--http", "127.0.0.1:0"]
-    server = subprocess.Popen([engram_bin, *args], stderr=subprocess.PIPE, text=True)
+    server, url = mcp_over_http(engram_bin, store)
     try:
-        assert server.stderr is not None
-        line = server.stderr.readline()
-        url = line.rsplit(" at ", 1)[-1].strip()
-        assert url.startswith("http://127.0.0.1:") and url.endswith("/mcp"), line
 
         async def main() -> list[Any]:
             async with (
@@ -270,13 +277,8 @@ def test_s_auth_over_http_a_token_reaching_the_agent_is_needed_and_a_foreign_ori
         + "\n"
     )
     store = tmp_path / "m.db"
-    args = ["--store", str(store), "mcp", "--agent", "alice", "--http", "127.0.0.1:0", "--tokens", str(tokens)]
-    server = subprocess.Popen([engram_bin, *args], stderr=subprocess.PIPE, text=True)
+    server, url = mcp_over_http(engram_bin, store, "--tokens", str(tokens))
     try:
-        assert server.stderr is not None
-        line = server.stderr.readline()
-        url = line.rsplit(" at ", 1)[-1].strip()
-        assert url.startswith("http://127.0.0.1:") and url.endswith("/mcp"), line
         initialize = json.dumps(
             {
                 "jsonrpc": "2.0",

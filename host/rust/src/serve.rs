@@ -17,12 +17,11 @@ use crate::surface::{self, Failure};
 use crate::types::PrivacyTier;
 use crate::{Domain, Engram, Mode, Storage};
 use anyhow::{Context, Result};
-use axum::body::Body;
 use axum::extract::{Request, State};
-use axum::http::{HeaderValue, StatusCode, header};
-use axum::response::Response;
+use axum::http::header;
+use axum::response::{IntoResponse, Response};
 use engram_http::calls::{self, Call, Shape};
-use engram_http::{Limits, Refusal, Route, Tokens};
+use engram_http::{Answer, Limits, Refusal, Route, Tokens};
 use engram_model::surface::Session;
 use std::collections::HashMap;
 use std::io::Write as _;
@@ -68,50 +67,6 @@ struct Shared {
     options: Options,
     agents: Mutex<HashMap<String, Arc<Slot>>>,
     calls: tokio::sync::Semaphore,
-}
-
-/// An answer: its status, its JSON body, its headers.
-struct Answer {
-    status: u16,
-    body: String,
-    headers: Vec<(&'static str, String)>,
-}
-
-impl From<Refusal> for Answer {
-    fn from(refusal: Refusal) -> Self {
-        Answer {
-            status: refusal.status,
-            body: refusal.body,
-            headers: refusal.headers,
-        }
-    }
-}
-
-impl Answer {
-    fn ok(status: u16, body: String) -> Self {
-        Answer {
-            status,
-            body,
-            headers: Vec::new(),
-        }
-    }
-
-    fn response(self) -> Response {
-        let mut response = Response::new(Body::from(self.body));
-        *response.status_mut() =
-            StatusCode::from_u16(self.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-        let headers = response.headers_mut();
-        headers.insert(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("application/json"),
-        );
-        for (name, value) in self.headers {
-            if let Ok(value) = HeaderValue::from_str(&value) {
-                headers.insert(name, value);
-            }
-        }
-        response
-    }
 }
 
 /// Serves the API over `store` with `engine` until interrupted (Ctrl-C or
@@ -175,7 +130,7 @@ pub fn serve(store: Storage, engine: &'static Engram, mut options: Options) -> R
 
 /// Answers one request.
 async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response {
-    answer(&shared, request).await.response()
+    answer(&shared, request).await.into_response()
 }
 
 async fn answer(shared: &Arc<Shared>, request: Request) -> Answer {

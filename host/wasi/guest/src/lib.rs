@@ -18,41 +18,8 @@ pub use self::engram::host::store as host_store;
 /// The engine's interfaces, as this binding imports them.
 pub use self::engram::memory as wit;
 
-/// The record model of the contract (`engram:memory/types`).
-pub mod types {
-    pub use crate::wit::types::*;
-}
-
-/// The IO contract (`engram:memory/io`).
-pub mod io {
-    pub use crate::wit::io::*;
-}
-
-/// Versions of a FACT in time (`engram:memory/history`).
-pub mod history {
-    pub use crate::wit::history::*;
-}
-
-/// Entities, relationships and their lookups (`engram:memory/graph`).
-pub mod graph {
-    pub use crate::wit::graph::*;
-}
-
-/// Execution cycles (`engram:memory/cycle`).
-pub mod cycle {
-    pub use crate::wit::cycle::*;
-}
-
-/// Export and import of a domain (`engram:memory/maintenance`).
-pub mod export {
-    pub use crate::wit::maintenance::*;
-}
-
-/// The JSON model of the contract, with its conversions to this binding.
-pub mod json {
-    pub use engram_model::json::*;
-    engram_model::wit_conversions!();
-}
+// The binding's modules: types, io, history, graph, cycle, export, json.
+engram_model::contract_modules!();
 
 /// Ready-made execution plans (`engram_model::plans`) in this binding's
 /// types: those the command line runs.

@@ -19,7 +19,7 @@
 //! removes it (SQLite's journal recovers the store as after a crash).
 
 use engram_http::calls::{self, Call, Shape};
-use engram_http::{Limits, Refusal, Route, Tokens};
+use engram_http::{Answer, Limits, Refusal, Route, Tokens};
 use engram_model::audit::AuditQuery;
 use engram_model::surface::Session;
 use engram_wasi_guest::binding::Domain;
@@ -47,35 +47,6 @@ impl wasi::exports::http::incoming_handler::Guest for Front {
     }
 }
 
-/// An answer: its status, its JSON body, its headers.
-struct Answer {
-    status: u16,
-    body: String,
-    headers: Vec<(String, String)>,
-}
-
-impl From<Refusal> for Answer {
-    fn from(refusal: Refusal) -> Self {
-        Answer {
-            status: refusal.status,
-            body: refusal.body,
-            headers: refusal
-                .headers
-                .into_iter()
-                .map(|(name, value)| (name.to_string(), value))
-                .collect(),
-        }
-    }
-}
-
-fn ok(status: u16, body: String) -> Answer {
-    Answer {
-        status,
-        body,
-        headers: Vec::new(),
-    }
-}
-
 fn host_error(why: impl std::fmt::Display) -> Answer {
     Refusal::new(500, "host_error", why.to_string()).into()
 }
@@ -87,7 +58,7 @@ fn respond(out: ResponseOutparam, answer: Answer) {
         answer
             .headers
             .into_iter()
-            .map(|(name, value)| (name, value.into_bytes())),
+            .map(|(name, value)| (name.to_owned(), value.into_bytes())),
     );
     let response = match Fields::from_list(&headers) {
         Ok(fields) => OutgoingResponse::new(fields),
@@ -274,7 +245,7 @@ fn answer(request: IncomingRequest) -> Answer {
     drop(lock);
     match (last, joined) {
         (Some(answer), _) => answer,
-        (None, Some(joined)) => ok(200, calls::joined(joined, &answers)),
+        (None, Some(joined)) => Answer::ok(200, calls::joined(joined, &answers)),
         (None, None) => host_error("no call was made"),
     }
 }
@@ -310,13 +281,13 @@ fn run(agent: &str, call: &Call) -> Answer {
                 Err(e) => return host_error(e),
             };
             return match host_store::audit_trail(&query) {
-                Ok(lines) => ok(200, format!("[{}]", lines.join(","))),
+                Ok(lines) => Answer::ok(200, format!("[{}]", lines.join(","))),
                 Err(why) => host_error(why),
             };
         }
         "forget" => {
             return match host_store::forget(agent) {
-                Ok(removed) => ok(
+                Ok(removed) => Answer::ok(
                     200,
                     serde_json::json!({"agent_id": agent, "removed": removed}).to_string(),
                 ),
@@ -338,7 +309,7 @@ fn run(agent: &str, call: &Call) -> Answer {
             .call(call.name, &call.input, &call.args)
             .map(|answer| {
                 let (status, body) = calls::answer(call.shape, &answer.framed());
-                ok(status, body)
+                Answer::ok(status, body)
             })
             .unwrap_or_else(|e| host_error(format!("{e:#}")))
     };
@@ -366,7 +337,7 @@ fn export(session: &mut Session<Domain>) -> Answer {
         };
         let (status, body) = calls::answer(Shape::Value, &framed);
         if status != 200 {
-            return ok(status, body);
+            return Answer::ok(status, body);
         }
         let (page, next) = match calls::export_page(&body) {
             Ok(page) => page,
@@ -378,7 +349,7 @@ fn export(session: &mut Session<Domain>) -> Answer {
             None => break,
         }
     }
-    ok(200, format!("[{}]", lines.join(",")))
+    Answer::ok(200, format!("[{}]", lines.join(",")))
 }
 
 /// The store's lock file, held: removed when dropped.
