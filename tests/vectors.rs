@@ -169,7 +169,7 @@ fn s_vector_b5_f1_a_failing_embedder_fails_the_turn_and_persists_nothing() {
 }
 
 #[test]
-fn s_vector_another_model_is_refused_naming_both_until_reembed_rebuilds_after_a_kill() {
+fn s_vector_another_model_is_refused_naming_both_until_reembed_rebuilds_across_commits() {
     // proves S-VECTOR, IO-W7: the model is part of the store.
     let fx = Fixture::sqlite();
     let old = Words::new("words-64", 64);
@@ -193,7 +193,8 @@ fn s_vector_another_model_is_refused_naming_both_until_reembed_rebuilds_after_a_
         "{text}"
     );
 
-    // Two memories a commit; the process "dies" after the first commit.
+    // Two memories a commit; the domain dropped after the first commit
+    // (a real kill: the test after this one).
     let mut maintenance = with(fx.open_in("alice", Mode::Maintenance), &new);
     let first = maintenance.reembed(2).unwrap().unwrap();
     assert_eq!((first.embedded, first.done), (2, false));
@@ -484,6 +485,176 @@ fn cli(store: &std::path::Path, embedder: &[&str], args: &[&str]) -> (bool, Stri
         String::from_utf8_lossy(&out.stdout).into_owned(),
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
+}
+
+/// An OpenAI-compatible embeddings endpoint on 127.0.0.1 for the plumbing
+/// of a killed re-embedding: each text's vector made as [`Words`] makes
+/// it, at `dimension`, each request answered after `delay`. It counts the
+/// requests it answered.
+struct SlowEndpoint {
+    url: String,
+    answered: Arc<AtomicUsize>,
+}
+
+impl SlowEndpoint {
+    fn start(dimension: usize, delay: std::time::Duration) -> Self {
+        use std::io::{BufRead, BufReader, Read, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}/v1", listener.local_addr().unwrap());
+        let answered = Arc::new(AtomicUsize::new(0));
+        let count = answered.clone();
+        std::thread::spawn(move || {
+            for stream in listener.incoming().flatten() {
+                let count = count.clone();
+                std::thread::spawn(move || {
+                    let mut reader = BufReader::new(stream.try_clone().unwrap());
+                    let mut stream = stream;
+                    loop {
+                        let mut length = 0;
+                        let mut line = String::new();
+                        loop {
+                            line.clear();
+                            if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                                return;
+                            }
+                            let lower = line.to_ascii_lowercase();
+                            if let Some(value) = lower.strip_prefix("content-length:") {
+                                length = value.trim().parse().unwrap();
+                            }
+                            if line == "\r\n" {
+                                break;
+                            }
+                        }
+                        let mut body = vec![0; length];
+                        reader.read_exact(&mut body).unwrap();
+                        let request: serde_json::Value = serde_json::from_slice(&body).unwrap();
+                        let texts: Vec<String> = match &request["input"] {
+                            serde_json::Value::String(text) => vec![text.clone()],
+                            inputs => serde_json::from_value(inputs.clone()).unwrap(),
+                        };
+                        let words = Words::new("endpoint", dimension);
+                        let data: Vec<serde_json::Value> = words
+                            .embed(&texts, Role::Passage)
+                            .unwrap()
+                            .into_iter()
+                            .enumerate()
+                            .map(|(index, embedding)| {
+                                serde_json::json!({"object": "embedding", "index": index, "embedding": embedding})
+                            })
+                            .collect();
+                        let answer =
+                            serde_json::json!({"object": "list", "data": data}).to_string();
+                        std::thread::sleep(delay);
+                        let sent = write!(
+                            stream,
+                            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{answer}",
+                            answer.len()
+                        );
+                        if sent.is_err() {
+                            return;
+                        }
+                        count.fetch_add(1, Ordering::SeqCst);
+                    }
+                });
+            }
+        });
+        SlowEndpoint { url, answered }
+    }
+}
+
+#[test]
+fn s_vector_a_reembedding_killed_mid_way_resumes_and_embeds_each_memory_once() {
+    // proves S-VECTOR, IO-W7: `engram maintenance reembed` killed with
+    // SIGKILL between its commits leaves the old model's domain (the new
+    // model still refused online) with part of the new vectors; after
+    // `maintenance unlock`, the same command resumes where it stopped.
+    const MEMORIES: usize = 24;
+    let fx = Fixture::sqlite();
+    let store = fx.store_spec().unwrap();
+    let old = Words::new("words-64", 64);
+    let mut alice = with(fx.open("alice"), &old);
+    for i in 0..MEMORIES {
+        alice
+            .remember(&format!("I met friend number {i} at the market."), "Nice.")
+            .unwrap();
+    }
+    drop(alice);
+    assert_eq!(vectors(&fx, "alice"), MEMORIES);
+
+    let endpoint = SlowEndpoint::start(32, std::time::Duration::from_millis(100));
+    let options = [
+        "--embedder-url",
+        endpoint.url.as_str(),
+        "--embedder-model",
+        "words-32",
+    ];
+    let reembed = ["maintenance", "reembed", "--agent", "alice", "--batch", "1"];
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_engram"))
+        .env_remove("ENGRAM_STORE")
+        .args(["--store", &store])
+        .args(options)
+        .args(reembed)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // The model's probe, then a memory a request, each committed before
+    // the next is asked for: after six answers, at least four are in.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while endpoint.answered.load(Ordering::SeqCst) < 6 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the endpoint was never asked"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    child.kill().unwrap();
+    let status = child.wait().unwrap();
+    assert!(!status.success(), "killed, not finished: {status}");
+
+    let held = vectors(&fx, "alice");
+    let first_run = held - MEMORIES;
+    assert!(
+        (4..MEMORIES).contains(&first_run),
+        "killed mid-way: {first_run} of {MEMORIES} new vectors"
+    );
+    let new: Arc<dyn Embedder> = Words::new("words-32", 32);
+    assert!(
+        fx.open("alice").with_embedder(Some(new.clone())).is_err(),
+        "still the old model's domain mid-way"
+    );
+
+    let (ok, _, said) = cli(
+        std::path::Path::new(&store),
+        &[],
+        &["maintenance", "unlock", "--agent", "alice"],
+    );
+    assert!(ok, "{said}");
+    let (ok, printed, said) = cli(std::path::Path::new(&store), &options, &reembed);
+    assert!(ok, "{said}");
+    let answer: serde_json::Value = serde_json::from_str(printed.trim()).unwrap();
+    assert_eq!(
+        answer["embedded"].as_u64().unwrap() as usize + first_run,
+        MEMORIES,
+        "each memory once, the run resumed: {printed}"
+    );
+    assert_eq!(
+        vectors(&fx, "alice"),
+        MEMORIES,
+        "the old model's vectors are gone"
+    );
+    let mut alice = fx.open("alice").with_embedder(Some(new)).unwrap();
+    assert_eq!(
+        alice.vector_model().unwrap().unwrap().unwrap().name,
+        "words-32"
+    );
+    assert!(
+        !alice
+            .recall("Who did I meet at the market?")
+            .unwrap()
+            .memories
+            .is_empty()
+    );
 }
 
 #[test]

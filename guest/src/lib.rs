@@ -119,8 +119,8 @@ fn record_type(record: &MemoryRecord) -> RecordType {
 }
 
 pub(crate) fn write(request: &WriteRequest) -> Result<Written, String> {
-    if request.request_id.is_empty() {
-        return Err("request_id is empty".into());
+    if let Some(why) = validate::request_id(&request.request_id) {
+        return Err(why);
     }
     if request.source.agent_id != domain::agent() {
         return Err("source.agent_id is not the agent of this domain (IO-W6)".into());
@@ -285,15 +285,12 @@ fn read(request: &ReadRequest) -> Result<Vec<StoredRecord>, Refused> {
     }
 }
 
-/// Refuses an empty request id (IO-W2).
+/// Refuses an empty request id (IO-W2), or one too long (S-REQUEST-ID).
 fn request_id_given(request_id: &str) -> Result<(), Refused> {
-    if request_id.is_empty() {
-        return Err(Refused::new(
-            ReadError::InvalidRequestId,
-            "request_id is empty",
-        ));
+    match validate::request_id(request_id) {
+        Some(why) => Err(Refused::new(ReadError::InvalidRequestId, why)),
+        None => Ok(()),
     }
-    Ok(())
 }
 
 /// Audits a read of FACTs made through an extension of the IO.

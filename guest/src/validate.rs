@@ -21,6 +21,23 @@ pub const MAX_KEYWORDS: usize = 128;
 /// The longest session reference, in bytes.
 pub const MAX_SESSION_REF_LEN: usize = 256;
 
+/// A request id's longest length in bytes (S-REQUEST-ID).
+pub const MAX_REQUEST_ID_LEN: usize = 256;
+
+/// Why a request id is refused: empty, or longer than
+/// [`MAX_REQUEST_ID_LEN`] (S-REQUEST-ID); `None` for one that is taken.
+pub fn request_id(request_id: &str) -> Option<String> {
+    if request_id.is_empty() {
+        Some("request_id is empty".into())
+    } else if request_id.len() > MAX_REQUEST_ID_LEN {
+        Some(format!(
+            "request_id is longer than {MAX_REQUEST_ID_LEN} bytes"
+        ))
+    } else {
+        None
+    }
+}
+
 /// Whether `segment` is one segment of a normalized fact key.
 pub fn is_key_segment(segment: &str) -> bool {
     !segment.is_empty()

@@ -92,6 +92,9 @@ const LIMITS_FILE: &str = "limits.json";
 /// (`engram_store::postgres_defaults`), in ms by the settings' names: the
 /// JavaScript package's `DEFAULT_POSTGRES_OPTIONS`.
 const POSTGRES_DEFAULTS_FILE: &str = "postgres-defaults.json";
+/// The words every package says of a domain's state
+/// (`engram_model::messages`): the JavaScript package's `MESSAGES`.
+const MESSAGES_FILE: &str = "messages.json";
 
 fn main() -> Result<()> {
     // Not `host/components` whole: a build's output may live there.
@@ -151,6 +154,10 @@ fn main() -> Result<()> {
     write_if_changed(&out_dir.join(LIMITS_FILE), limits.as_bytes())?;
     let postgres = engram_store::postgres_defaults::json();
     write_if_changed(&out_dir.join(POSTGRES_DEFAULTS_FILE), postgres.as_bytes())?;
+    write_if_changed(
+        &out_dir.join(MESSAGES_FILE),
+        engram_model::messages::json().as_bytes(),
+    )?;
     Ok(())
 }
 

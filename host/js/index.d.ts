@@ -375,12 +375,40 @@ export class Cycle implements Disposable {
   [Symbol.dispose](): void;
 }
 
-/** The input is not a valid request; nothing ran. */
-export class EngramInputError extends Error {}
+/** Every error of a call of this package; `kind` names its kind as every package names it. */
+export class EngramError extends Error {
+  readonly kind: 'engram' | 'input' | 'refused' | 'stopped' | 'locked' | 'store' | 'closed';
+}
+
+/** The input is not a valid request (or a domain's settings, or a store's options); nothing ran. */
+export class EngramInputError extends EngramError {
+  readonly kind: 'input';
+}
 
 /** The contract refused the call; `answer` is its line, parsed. */
-export class EngramRefusedError extends Error {
+export class EngramRefusedError extends EngramError {
+  readonly kind: 'refused';
   readonly answer: Json;
+}
+
+/** The engine's instance stopped during the call; the next call gets a fresh one. */
+export class EngramStoppedError extends EngramError {
+  readonly kind: 'stopped';
+}
+
+/** The maintenance lock is held by someone else, or a call of the domain is under way on this thread. */
+export class EngramLockError extends EngramError {
+  readonly kind: 'locked';
+}
+
+/** A store that cannot be opened or used. */
+export class EngramStoreError extends EngramError {
+  readonly kind: 'store';
+}
+
+/** The domain (or the store) was closed; nothing ran. */
+export class EngramClosedError extends EngramError {
+  readonly kind: 'closed';
 }
 
 /** How an OpenAI-compatible embeddings endpoint is reached ({@link endpointEmbedder}). */

@@ -25,7 +25,9 @@
 //! then its text. A failure of the host (the store, the engine's instance)
 //! is a [`Failure`], its words on one line.
 
-use anyhow::{Context, Result, anyhow};
+/// The error of a store's calls.
+pub use anyhow::Error;
+use anyhow::Result;
 use engram::{
     Candidate, Config, Domain, Embedder, Engram, Mode, Model, Ranker, Role, Summarizer, Summary,
     Tokenizer,
@@ -142,12 +144,15 @@ impl Store {
     /// `postgres://` URL) with `options`, JSON (`{"sqlite":{"synchronous",
     /// "busyTimeout"},"postgres":{"schema","connectTimeout",…}}`; empty
     /// for the defaults). The error says why, on one line, a password in
-    /// the URL hidden.
-    pub fn open(spec: &str, options: &str) -> Result<Self> {
+    /// the URL hidden: [`OpenError::Invalid`] for options or a path that
+    /// are not valid, [`OpenError::Failed`] for a store that cannot open.
+    pub fn open(spec: &str, options: &str) -> Result<Self, OpenError> {
+        let failed = |e: anyhow::Error| OpenError::Failed(shown(&e));
         let options: StoreOptions = if options.trim().is_empty() {
             StoreOptions::default()
         } else {
-            serde_json::from_str(options).context("the store's options")?
+            serde_json::from_str(options)
+                .map_err(|e| OpenError::Invalid(format!("the store's options: {e}")))?
         };
         let storage = if is_postgres(spec) {
             let given = options.postgres.unwrap_or_default();
@@ -169,13 +174,15 @@ impl Store {
             );
             set(&mut pg.keepalives_idle, given.keepalives_idle);
             set(&mut pg.tcp_user_timeout, given.tcp_user_timeout);
-            let store = Arc::new(engram::PostgresBackend::open_with(spec, &pg)?);
+            let store = Arc::new(engram::PostgresBackend::open_with(spec, &pg).map_err(failed)?);
             Storage {
                 backend: store.clone(),
                 audit: store,
             }
         } else if spec.contains("://") {
-            Storage::open(spec)?
+            Storage::open(spec).map_err(failed)?
+        } else if spec.is_empty() {
+            return Err(OpenError::Invalid(engram::backend::EMPTY_PATH.into()));
         } else {
             let given = options.sqlite.unwrap_or_default();
             let mut sqlite = SqliteOptions::default();
@@ -188,13 +195,15 @@ impl Store {
                 None | Some("FULL") => {}
                 Some("NORMAL") => sqlite.synchronous = Synchronous::Normal,
                 Some(other) => {
-                    return Err(anyhow!("synchronous must be FULL or NORMAL, not {other:?}"));
+                    return Err(OpenError::Invalid(format!(
+                        "synchronous must be FULL or NORMAL, not {other:?}"
+                    )));
                 }
             }
             if let Some(ms) = given.busy_timeout {
                 sqlite.busy_timeout = Duration::from_millis(ms);
             }
-            let store = Arc::new(engram::SqliteBackend::open_with(spec, &sqlite)?);
+            let store = Arc::new(engram::SqliteBackend::open_with(spec, &sqlite).map_err(failed)?);
             Storage {
                 backend: store.clone(),
                 audit: store,
@@ -518,6 +527,26 @@ impl OpenError {
 }
 
 pub use engram::surface::Failure;
+pub use engram_model::messages;
+
+/// A failure of a store's call (not a domain's: its trail, its domains,
+/// a lock broken), framed as a call's failures are: `F`, then why.
+pub fn store_failure(error: &anyhow::Error) -> String {
+    format!("F{}", shown(error))
+}
+
+/// A call of a closed domain, framed as a call's failures are: `C`, then
+/// every package's words ([`engram_model::messages::CLOSED`]).
+pub fn closed() -> String {
+    format!("C{}", messages::CLOSED)
+}
+
+/// A call made from the call under way's own summarizer, ranker,
+/// tokenizer, embedder or store, framed as a lock's failure: `K`, then why
+/// ([`engram_model::messages::BUSY`]).
+pub fn busy() -> String {
+    format!("K{}", messages::BUSY)
+}
 
 /// One agent's domain, open: its calls by name.
 pub struct Handle {
@@ -532,9 +561,7 @@ impl Handle {
     /// Opens the domain `settings` (JSON, [`engram_store::settings`]) name
     /// in `store`, with what the caller supplies.
     pub fn open(store: &Store, settings: &str, plugins: Plugins) -> Result<Self, OpenError> {
-        let settings = Settings::parse(settings).map_err(|why| {
-            OpenError::Invalid(why.strip_prefix("invalid: ").unwrap_or(&why).to_owned())
-        })?;
+        let settings = Settings::parse(settings).map_err(OpenError::Invalid)?;
         let failed = |e: anyhow::Error| match Failure::of(&e) {
             Failure::Locked(why) => OpenError::Locked(why),
             other => OpenError::Failed(other.message().to_owned()),

@@ -143,47 +143,25 @@ pub fn host_platform() -> Option<&'static Platform> {
 
 /// Builds the addon (`engram-node`, release) for `platform`: with cargo for
 /// this machine's, into the workspace's target folder (where `cargo bench`
-/// finds the same build), else with cargo-zigbuild, zig linking; the built
-/// library.
+/// finds the same build); for another, the platform's native libraries
+/// ([`crate::native::cross_build`], the Python module's with it). The
+/// built library.
 pub fn build_addon(platform: &Platform) -> Result<PathBuf> {
-    let workspace = crate::workspace();
+    if !platform.is_host() {
+        return Ok(crate::native::cross_build(platform)?.addon);
+    }
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let mut command = if platform.is_host() {
-        let mut command = Command::new(&cargo);
-        command.arg("build");
-        command
-    } else {
-        engram_build::rust_target::ensure(platform.target, "the Node addon")?;
-        let (zigbuild, python_bin) = engram_wasi::cargo_zigbuild()?;
-        let mut command = Command::new(zigbuild);
-        command
-            .arg("zigbuild")
-            .arg("--target")
-            .arg(platform.target)
-            .env("PATH", crate::zig_path(python_bin)?)
-            .env("CARGO", &cargo);
-        command
-    };
+    let mut command = Command::new(&cargo);
     command
-        .current_dir(&workspace)
+        .arg("build")
+        .current_dir(crate::workspace())
         .args(["--release", "--locked", "--package", "engram-node"])
         .args(["--message-format", "json-render-diagnostics"]);
     engram_build::rust_target::without_host_flags(&mut command);
     let what = format!("building the Node addon for {}", platform.name);
     let output = crate::run(&mut command, &what, "the addon's build needs cargo")?;
-    let built = String::from_utf8_lossy(&output.stdout)
-        .lines()
-        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
-        .filter(|message| {
-            message["reason"] == "compiler-artifact" && message["target"]["name"] == "engram_node"
-        })
-        .flat_map(|message| message["filenames"].as_array().cloned().unwrap_or_default())
-        .filter_map(|name| name.as_str().map(PathBuf::from))
-        .find(|path| {
-            path.extension()
-                .is_some_and(|ext| ext == "so" || ext == "dylib" || ext == "dll")
-        });
-    built.with_context(|| format!("{what}: cargo named no library it built"))
+    crate::native::built_library(&output.stdout, "engram_node")
+        .with_context(|| format!("{what}: cargo named no library it built"))
 }
 
 /// The addon for this machine built ([`build_addon`]) and put beside the

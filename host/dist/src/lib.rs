@@ -24,6 +24,7 @@
 //! ([`tar_entries`]).
 
 pub mod javascript;
+pub mod native;
 pub mod python;
 
 use anyhow::{Context, Result, bail};

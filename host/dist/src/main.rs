@@ -104,14 +104,23 @@ fn remove_earlier(out: &Path) -> Result<()> {
 }
 
 /// The Python package's wheel for each platform (this machine's first,
-/// then the cross-built), each checked to hold the native module of its
-/// machine and to be tagged for its platform and for CPython's stable ABI
-/// from 3.10 (`cp310-abi3`), and its sdist.
+/// built by maturin; then the others, this machine's with their native
+/// module), each checked to hold the native module of its machine and to
+/// be tagged for its platform and for CPython's stable ABI from 3.10
+/// (`cp310-abi3`), and its sdist.
 fn python_packages(out: &Path) -> Result<Vec<PathBuf>> {
-    let mut built = Vec::new();
-    for platform in &javascript::PLATFORMS {
+    let host = javascript::host_platform().context(
+        "the packages are built on a machine of a platform they ship for (linux-x64-gnu, linux-arm64-gnu)",
+    )?;
+    let mut platforms: Vec<&javascript::Platform> = vec![host];
+    platforms.extend(javascript::PLATFORMS.iter().filter(|p| !p.is_host()));
+    let mut built: Vec<PathBuf> = Vec::new();
+    for platform in platforms {
         let started = Instant::now();
-        let wheel = python::wheel(platform, out)?;
+        let wheel = match built.first() {
+            None => python::wheel(out)?,
+            Some(host_wheel) => python::cross_wheel(host_wheel, platform, out)?,
+        };
         let name = wheel.file_name().unwrap().to_string_lossy().into_owned();
         let arch = platform.target.split('-').next().unwrap_or_default();
         ensure!(

@@ -76,10 +76,9 @@ fn moved(dir: &Path, suffix: &str, out: &Path) -> Result<PathBuf> {
     Ok(target)
 }
 
-/// The wheel for `platform`: built with cargo for this machine (maturin
-/// finds the manylinux tag its symbols allow), else cross-built with zig
-/// for manylinux2014 (glibc 2.17); into `out`.
-pub fn wheel(platform: &Platform, out: &Path) -> Result<PathBuf> {
+/// This machine's wheel, built by maturin (which finds the manylinux tag
+/// its symbols allow); into `out`.
+pub fn wheel(out: &Path) -> Result<PathBuf> {
     let staging = tempfile::Builder::new()
         .prefix("engram-dist-wheel")
         .tempdir()
@@ -88,22 +87,96 @@ pub fn wheel(platform: &Platform, out: &Path) -> Result<PathBuf> {
     command
         .args(["build", "--release", "--locked", "--out"])
         .arg(staging.path());
-    if !platform.is_host() {
-        engram_build::rust_target::ensure(platform.target, "the Python module")?;
-        // A target folder of its own: maturin's zig wrappers are not
-        // cargo-zigbuild's, and in one folder each build would find the
-        // other's C compiler settings changed and build everything again.
-        let target_dir = std::env::var_os("CARGO_TARGET_DIR")
-            .map_or_else(|| crate::workspace().join("target"), PathBuf::from)
-            .join("maturin-zig");
-        command
-            .args(["--target", platform.target, "--zig"])
-            .args(["--compatibility", "manylinux2014"])
-            .env("CARGO_TARGET_DIR", target_dir);
-    }
-    let what = format!("maturin build of the Python wheel for {}", platform.target);
-    crate::run(&mut command, &what, NEEDS_MATURIN)?;
+    crate::run(
+        &mut command,
+        "maturin build of this machine's Python wheel",
+        NEEDS_MATURIN,
+    )?;
     moved(staging.path(), ".whl", out)
+}
+
+/// The wheel of another `platform`: `host_wheel` (this machine's, which
+/// maturin made) with the platform's native module in its place, cross-
+/// built with the platform's Node addon ([`crate::native::cross_build`]:
+/// one build of the Rust host a platform), tagged manylinux2014 (glibc
+/// 2.17) for its machine, its `RECORD` made again; into `out`. Every other
+/// file of a wheel (the Python package, its metadata, the `engram`
+/// command's entry point) is the same on every platform.
+pub fn cross_wheel(host_wheel: &Path, platform: &Platform, out: &Path) -> Result<PathBuf> {
+    let module = crate::native::cross_build(platform)?.python;
+    let module = fs::read(&module).with_context(|| format!("reading {}", module.display()))?;
+    let host_name = host_wheel
+        .file_name()
+        .and_then(|name| name.to_str())
+        .and_then(|name| name.strip_suffix(".whl"))
+        .context("a wheel's file name")?;
+    // name-version-python-abi-platform.whl
+    let [dist, version, python, abi, _] =
+        <[&str; 5]>::try_from(host_name.split('-').collect::<Vec<_>>())
+            .map_err(|_| anyhow::anyhow!("{host_name}.whl is not a wheel's name"))?;
+    let arch = platform.target.split('-').next().unwrap_or_default();
+    let glibc = crate::native::GLIBC.replace('.', "_");
+    let tags = [
+        format!("manylinux_{glibc}_{arch}"),
+        format!("manylinux2014_{arch}"),
+    ];
+    let name = format!("{dist}-{version}-{python}-{abi}-{}.whl", tags.join("."));
+
+    let file =
+        fs::File::open(host_wheel).with_context(|| format!("opening {}", host_wheel.display()))?;
+    let mut archive = zip::ZipArchive::new(file)
+        .with_context(|| format!("reading {} as a zip archive", host_wheel.display()))?;
+    let mut files: Vec<(String, u32, Vec<u8>)> = Vec::new();
+    let mut replaced = false;
+    for index in 0..archive.len() {
+        let mut entry = archive.by_index(index)?;
+        let path = entry.name()?.into_owned();
+        let mode = entry.unix_mode().unwrap_or(0o644);
+        let mut data = Vec::new();
+        entry.read_to_end(&mut data)?;
+        if path == MODULE {
+            data.clone_from(&module);
+            replaced = true;
+        } else if path.ends_with(".dist-info/WHEEL") {
+            let text = String::from_utf8(data).context("the wheel's WHEEL file")?;
+            let mut lines: Vec<String> = text
+                .lines()
+                .filter(|line| !line.starts_with("Tag: "))
+                .map(str::to_owned)
+                .collect();
+            lines.extend(tags.iter().map(|tag| format!("Tag: {python}-{abi}-{tag}")));
+            data = (lines.join("\n") + "\n").into_bytes();
+        } else if path.ends_with(".dist-info/RECORD") {
+            continue; // made again below
+        }
+        files.push((path, mode, data));
+    }
+    anyhow::ensure!(replaced, "{} holds no {MODULE}", host_wheel.display());
+    let record_path = format!("{dist}-{version}.dist-info/RECORD");
+    let mut record = String::new();
+    for (path, _, data) in &files {
+        use base64::Engine as _;
+        use sha2::Digest as _;
+        let digest =
+            base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(sha2::Sha256::digest(data));
+        record.push_str(&format!("{path},sha256={digest},{}\n", data.len()));
+    }
+    record.push_str(&format!("{record_path},,\n"));
+    files.push((record_path, 0o644, record.into_bytes()));
+
+    let target = out.join(&name);
+    let mut writer = zip::ZipWriter::new(
+        fs::File::create(&target).with_context(|| format!("creating {}", target.display()))?,
+    );
+    for (path, mode, data) in files {
+        let options = zip::write::SimpleFileOptions::default()
+            .compression_method(zip::CompressionMethod::Deflated)
+            .unix_permissions(mode);
+        writer.start_file(path, options)?;
+        std::io::Write::write_all(&mut writer, &data)?;
+    }
+    writer.finish()?;
+    Ok(target)
 }
 
 /// What the source distribution carries besides what maturin puts in it
@@ -182,9 +255,11 @@ pub fn sdist(out: &Path) -> Result<PathBuf> {
     Ok(target)
 }
 
-/// The native module a wheel holds (`engram_memory/_native.abi3.so`).
+/// Where a wheel holds the native module.
+const MODULE: &str = "engram_memory/_native.abi3.so";
+
+/// The native module a wheel holds ([`MODULE`]).
 pub fn native_module(wheel: &Path) -> Result<Vec<u8>> {
-    const MODULE: &str = "engram_memory/_native.abi3.so";
     let file = fs::File::open(wheel).with_context(|| format!("opening {}", wheel.display()))?;
     let mut archive = zip::ZipArchive::new(file)
         .with_context(|| format!("reading {} as a zip archive", wheel.display()))?;

@@ -202,6 +202,8 @@ writeFileSync(
     '/** An embeddings endpoint\'s bounds (every host\'s): how long one request may take, in ms, and how many texts it carries. */\n' +
     `export const ENDPOINT_TIMEOUT_MS = ${endpointTimeoutMs};\nexport const ENDPOINT_BATCH = ${endpointBatch};\n\n` +
     '/** How long a PostgreSQL store\'s connection waits by default, in ms (every host\'s). */\n' +
-    `export const DEFAULT_POSTGRES_OPTIONS = Object.freeze(${readFileSync(built('postgres-defaults.json'), 'utf8').trim()});\n`,
+    `export const DEFAULT_POSTGRES_OPTIONS = Object.freeze(${readFileSync(built('postgres-defaults.json'), 'utf8').trim()});\n\n` +
+    '/** The words every package says of a domain\'s state (engram-model\'s messages). */\n' +
+    `export const MESSAGES = Object.freeze(${readFileSync(built('messages.json'), 'utf8').trim()});\n`,
 );
-console.log('build: limits.json, postgres-defaults.json -> gen/limits.js');
+console.log('build: limits.json, postgres-defaults.json, messages.json -> gen/limits.js');

@@ -17,6 +17,7 @@
 import { auditLine } from './backend.js';
 import { MemoryBackend } from './backends/memory.js';
 import { parse, stringify, toText } from './json.js';
+import { EngramError, EngramInputError, EngramRefusedError, EngramStoreError, closedError, ofFrame, unicode } from './errors.js';
 import { then } from './maybe.js';
 import { WasmSession } from './wasm.js';
 import { AUDIT_LIMIT, MAX_AUDIT_LIMIT } from '../gen/limits.js';
@@ -28,44 +29,26 @@ export { endpointEmbedder } from './endpoint.js';
 export { parse, stringify } from './json.js';
 export { hasJspi } from './wasm.js';
 
-/**
- * The input of a call is not a valid request: nothing ran. Its message
- * names the input (and the line of a batch) and the problem.
- */
-export class EngramInputError extends Error {
-  /** @param {string} message */
-  constructor(message) {
-    super(message);
-    this.name = 'EngramInputError';
-  }
-}
+export {
+  EngramClosedError,
+  EngramError,
+  EngramInputError,
+  EngramLockError,
+  EngramRefusedError,
+  EngramStoppedError,
+  EngramStoreError,
+} from './errors.js';
 
 /**
- * The contract refused a call: nothing was persisted. `answer` is the
- * line the command line prints for it (`{plan_error}`, `{cycle_error}`,
- * `{error}`), parsed.
+ * The error a framed answer that is no value says it is: a refusal (`R`,
+ * its line parsed), or a failure of the host ({@link ofFrame}).
  */
-export class EngramRefusedError extends Error {
-  /** @param {string} line */
-  constructor(line) {
-    super(line);
-    this.name = 'EngramRefusedError';
-    /** The refusal, parsed. */
-    this.answer = parse(line);
-  }
-}
-
-/** The error a framed answer that is no value says it is (`I`: an input failure, `R`: a refusal). */
 function failureOf(framed) {
-  const text = framed.slice(1);
-  switch (framed.charCodeAt(0)) {
-    case 0x49: // I
-      return new EngramInputError(text);
-    case 0x52: // R
-      return new EngramRefusedError(text);
-    default:
-      return new Error(`the host answered something other than an answer: ${framed.slice(0, 80)}`);
+  if (framed.charCodeAt(0) === 0x52) {
+    const line = framed.slice(1);
+    return new EngramRefusedError(line, parse(line));
   }
+  return ofFrame(framed) ?? new EngramError(`the host answered something other than an answer: ${framed.slice(0, 80)}`);
 }
 
 /**
@@ -257,8 +240,8 @@ function modelOf(embedder) {
 function settingsOf(agent, options) {
   return stringify({
     agent,
-    mode: options.mode ?? 'online',
-    tier_ceiling: options.tierCeiling ?? 'private',
+    mode: options.mode,
+    tier_ceiling: options.tierCeiling,
     pid: Number.isInteger(globalThis.process?.pid) ? globalThis.process.pid : 0,
     expire_after_ms: options.expireAfterMs ?? null,
     embedder: modelOf(options.embedder),
@@ -297,7 +280,7 @@ export async function open(agent, options = {}) {
         await then(domain._call('vector-model', stringify(modelOf(embedder))), valueOf);
       } catch (error) {
         await domain.close();
-        throw error instanceof EngramRefusedError ? new Error(error.answer.error) : error;
+        throw error instanceof EngramRefusedError ? new EngramStoreError(error.answer.error) : error;
       }
     }
     return domain;
@@ -366,12 +349,13 @@ export class Domain {
    * @internal
    */
   _call(name, args, input = '') {
-    if (this.#closed) {
-      const error = new Error('the domain is closed');
+    try {
+      if (this.#closed) throw closedError();
+      return this.#session.call(name, unicode(input), unicode(args));
+    } catch (error) {
       if (this.#async) return Promise.reject(error);
       throw error;
     }
-    return this.#session.call(name, input, args);
   }
 
   /** The instance's generation: a cycle begun in an earlier one is gone. @internal */
@@ -834,8 +818,15 @@ export async function importStore(store, lines, options = {}) {
  * @returns {Promise<string[]>}
  */
 export async function domains(store, options = {}) {
-  // Any domain's instance lists them: the store is one.
-  return withDomain(store, 'engram', options, (domain) => then(domain._call('domains', ''), valueOf));
+  const opened = await storeOf(store, options);
+  try {
+    if (opened.kind === 'native') return opened.store._domains();
+    // A store written in JavaScript: the host layer lists them, and it runs
+    // in a domain's instance (any domain's: the store is one).
+    return await withDomain(opened.store, 'engram', options, (domain) => then(domain._call('domains', ''), valueOf));
+  } finally {
+    await release(opened);
+  }
 }
 
 /**

@@ -2,12 +2,15 @@
 // serialized with BigInt kept exact, answers parsed with integers beyond
 // Number.MAX_SAFE_INTEGER kept exact as BigInt.
 
+import { EngramInputError } from './errors.js';
+
 /**
  * Serializes `value` as JSON text, like `JSON.stringify`, except that a
  * BigInt becomes an exact JSON integer (`-9223372036854775808`) instead of
  * a TypeError. `toJSON` methods are honoured; `undefined` and functions are
- * left out of objects and become `null` in arrays; non-finite numbers
- * become `null`.
+ * left out of objects and become `null` in arrays. A number that is not
+ * finite (NaN, Infinity) is refused ({@link EngramInputError}, naming
+ * where it is): JSON has none, and `null` would mean "not given".
  * @param {unknown} value
  * @returns {string}
  */
@@ -17,7 +20,7 @@ export function stringify(value) {
   return text;
 }
 
-function write(value, key) {
+function write(value, key, path = '') {
   if (value !== null && typeof value === 'object' && typeof value.toJSON === 'function') {
     value = value.toJSON(key);
   }
@@ -25,7 +28,8 @@ function write(value, key) {
     case 'bigint':
       return value.toString();
     case 'number':
-      return Number.isFinite(value) ? JSON.stringify(value) : 'null';
+      if (!Number.isFinite(value)) throw new EngramInputError(`${path || 'the value'} is ${value}: a number must be finite`);
+      return JSON.stringify(value);
     case 'string':
     case 'boolean':
       return JSON.stringify(value);
@@ -38,11 +42,11 @@ function write(value, key) {
   }
   if (value === null) return 'null';
   if (Array.isArray(value)) {
-    return `[${value.map((item, i) => write(item, String(i)) ?? 'null').join(',')}]`;
+    return `[${value.map((item, i) => write(item, String(i), `${path}[${i}]`) ?? 'null').join(',')}]`;
   }
   const fields = [];
   for (const [name, item] of Object.entries(value)) {
-    const text = write(item, name);
+    const text = write(item, name, path === '' ? name : `${path}.${name}`);
     if (text !== undefined) fields.push(`${JSON.stringify(name)}:${text}`);
   }
   return `{${fields.join(',')}}`;

@@ -6,6 +6,8 @@
 // caller gives are called back here.
 
 import { addon } from './addon.js';
+import { EngramClosedError, EngramInputError, ofFrame } from './errors.js';
+import { MESSAGES } from '../gen/limits.js';
 import { isPromise, then } from './maybe.js';
 import { stringify } from './json.js';
 
@@ -24,7 +26,7 @@ export class NativeStore {
 
   /** @internal */
   get _inner() {
-    if (this.#inner === undefined) throw new Error('the store is closed');
+    if (this.#inner === undefined) throw new EngramClosedError(MESSAGES.store_closed);
     return this.#inner;
   }
 
@@ -34,17 +36,15 @@ export class NativeStore {
    * @internal
    */
   _audit(query) {
-    return this._inner.audit(stringify(query));
+    return crossing(() => this._inner.audit(stringify(query)));
   }
 
-  /** @internal */
+  /**
+   * The agents whose domains hold anything, in key order.
+   * @internal
+   */
   _domains() {
-    return JSON.parse(this._inner.domains());
-  }
-
-  /** @internal */
-  _unlock(agent) {
-    return JSON.parse(this._inner.unlock(agent));
+    return JSON.parse(crossing(() => this._inner.domains()));
   }
 
   /** Lets the store go: domains opened in it keep it until they close. */
@@ -66,7 +66,20 @@ export function openNativeStore(spec, options = {}) {
   const given = {};
   if (options.sqlite !== undefined) given.sqlite = options.sqlite;
   if (options.postgres !== undefined) given.postgres = options.postgres;
-  return new NativeStore(addon().NativeStore.open(spec, stringify(given)));
+  return new NativeStore(crossing(() => addon().NativeStore.open(spec, stringify(given))));
+}
+
+/**
+ * Runs `f`, a call of the addon: what the addon threw with a frame (`I`,
+ * `K`, `F`, `C`, then the words) thrown as the error of this package it
+ * is, anything else as it is.
+ */
+function crossing(f) {
+  try {
+    return f();
+  } catch (error) {
+    throw (error instanceof Error && ofFrame(error.message)) || error;
+  }
 }
 
 /** The names of the algorithms a caller may give, as the addon takes them. */
@@ -157,15 +170,11 @@ export class NativeSession {
     const algorithms = given.length === 0 ? undefined : dispatcher(options, async);
     const clock = typeof options.clock === 'function';
     const { NativeDomain } = addon();
-    let inner;
-    try {
-      inner = async
+    const inner = crossing(() =>
+      async
         ? NativeDomain.openAsync(store._inner, settings, algorithms, given, clock)
-        : NativeDomain.open(store._inner, settings, algorithms, given, clock);
-    } catch (error) {
-      const message = words(error);
-      throw message.startsWith('invalid: ') ? new TypeError(message.slice('invalid: '.length)) : new Error(message);
-    }
+        : NativeDomain.open(store._inner, settings, algorithms, given, clock),
+    );
     return new NativeSession(inner, async, clock ? options.clock : undefined);
   }
 
@@ -193,6 +202,9 @@ export class NativeSession {
    */
   call(name, input, args) {
     const time = this.#clock === undefined ? undefined : Number(this.#clock());
+    if (time !== undefined && !Number.isFinite(time)) {
+      throw new EngramInputError(`the clock answered ${time}: a time is a number of ms since the epoch`);
+    }
     if (this.#async) return this.#inner.callAsync(name, input, args, time);
     return this.#inner.call(name, input, args, time);
   }

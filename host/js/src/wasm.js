@@ -15,7 +15,8 @@ import { bytesOf } from './latin1.js';
 import { drive, then } from './maybe.js';
 import { rowsOf, storeInterface } from './store.js';
 import { stringify } from './json.js';
-import { AUDIT_LIMIT, MAX_AUDIT_LIMIT } from '../gen/limits.js';
+import { EngramInputError, EngramLockError, EngramStoppedError, EngramStoreError, closedError } from './errors.js';
+import { AUDIT_LIMIT, MAX_AUDIT_LIMIT, MESSAGES } from '../gen/limits.js';
 
 /** Host-layer calls that leave no audit rows behind. */
 const UNAUDITED = new Set(['prefix', 'lockKey', 'stoppedRow', 'takeTrail']);
@@ -59,9 +60,18 @@ function loader(name, options, async = false) {
   return loaders[key];
 }
 
-/** The error of a result of the host layer's calls: its text. */
+/**
+ * The error of a result of the host layer's calls (`engram:adapter/domain`,
+ * its text: `invalid: …` for settings it refuses, `locked: …` for a lock
+ * someone else holds, else what failed) as the error of this package it
+ * is; undefined for an error that is not one (a trap).
+ */
 function domainError(error) {
-  return typeof error?.payload === 'string' ? error.payload : undefined;
+  if (typeof error?.payload !== 'string') return undefined;
+  const why = error.payload;
+  const [kind, ...rest] = why.split(': ');
+  if (kind === 'invalid') return new EngramInputError(rest.join(': '));
+  return kind === 'locked' ? new EngramLockError(rest.join(': ')) : new EngramStoreError(why);
 }
 
 /** A framed answer of a value. */
@@ -180,10 +190,7 @@ export class WasmSession {
     try {
       held = yield instance.domain.open(this.#held);
     } catch (error) {
-      const why = domainError(error);
-      if (why === undefined) throw error;
-      const [kind, ...rest] = why.split(': ');
-      throw kind === 'invalid' ? new TypeError(rest.join(': ')) : new Error(kind === 'locked' ? rest.join(': ') : why);
+      throw domainError(error) ?? error;
     }
     this.#instance = instance;
     return held;
@@ -191,7 +198,7 @@ export class WasmSession {
 
   /** The instance, a fresh one after a trap. */
   #live() {
-    if (this.#closed) throw new Error('the domain is closed');
+    if (this.#closed) throw closedError();
     if (this.#instance !== undefined) return this.#instance;
     return then(this.#components.again(this.#imports, this.#async), (exports) =>
       then(this.#open(exports), () => {
@@ -213,9 +220,9 @@ export class WasmSession {
       if (!UNAUDITED.has(name)) yield this.#appendRows(instance.domain.takeTrail());
       return answer;
     } catch (error) {
-      const why = domainError(error);
-      if (why !== undefined && !UNAUDITED.has(name)) yield this.#appendRows(instance.domain.takeTrail());
-      throw why === undefined ? error : new Error(why);
+      const failure = domainError(error);
+      if (failure !== undefined && !UNAUDITED.has(name)) yield this.#appendRows(instance.domain.takeTrail());
+      throw failure ?? error;
     }
   }
 
@@ -285,12 +292,12 @@ export class WasmSession {
     } catch (error) {
       // A trap, or a trail the store could not append to: the instance goes.
       this.#instance = undefined;
+      const stopped = new EngramStoppedError(`${error?.message ?? error}; ${MESSAGES.stopped}`);
       const operation = AUDITED[name];
       if (operation !== undefined) {
-        const why = `${error?.message ?? error}; its instance was stopped, and the next call gets a fresh one`;
-        yield this.#auditStopped(operation, args, why);
+        yield this.#auditStopped(operation, args, stopped.message);
       }
-      throw error;
+      throw stopped;
     } finally {
       if (turns) yield this.#backend.unlockDomain(this.#prefix, this.#lockKey);
     }

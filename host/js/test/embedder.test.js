@@ -6,7 +6,7 @@
 // server) proves that a memory is found by what it means.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { EngramRefusedError, MemoryBackend, endpointEmbedder, open, openStore } from '../src/index.js';
+import { EngramInputError, EngramRefusedError, MemoryBackend, endpointEmbedder, open, openStore } from '../src/index.js';
 import { recallByMeaning } from '../examples/embedder.js';
 import { NO_EMBEDDER, embedderUrl } from './scenarios.js';
 import { TEST_MODEL } from './node-host.js';
@@ -152,7 +152,7 @@ for (const { name, makeStore, async } of DRIVERS) {
     const store = await makeStore();
     const { embed } = countingEmbedder({ async });
     await assert.rejects(open('alice', { store, embedder: { name: 'letters', embed }, async }), (error) =>
-      error instanceof TypeError && /embedder/.test(error.message));
+      error instanceof EngramInputError && /embedder/.test(error.message));
     await using maintenance = await open('alice', { store, async, mode: 'maintenance' });
     await assert.rejects(async () => maintenance.reembed(), (error) =>
       error instanceof EngramRefusedError && /no embedder/.test(JSON.stringify(error.answer)));

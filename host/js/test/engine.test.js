@@ -9,7 +9,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
-import { EngramInputError, EngramRefusedError, MemoryBackend, auditTrail, open, openStore, exportStore } from '../src/index.js';
+import { EngramInputError, EngramRefusedError, EngramStoppedError, MemoryBackend, auditTrail, open, openStore, exportStore } from '../src/index.js';
 import { notBuilt } from './built.js';
 import { defaultTokenizer } from '../src/algorithms.js';
 
@@ -74,7 +74,7 @@ test('a trail the store cannot append to fails the call; the next call has a fre
   failing = true;
   assert.throws(
     () => alice.read({ record_type: 'STATE', selector: { Latest: { limit: 1 } }, request_id: 'r1' }),
-    (e) => e instanceof WebAssembly.RuntimeError && /the trail is gone/.test(e.message),
+    (e) => e instanceof EngramStoppedError && e.kind === 'stopped' && /the trail is gone; its instance was stopped/.test(e.message),
   );
   failing = false;
   const answer = alice.read({ record_type: 'STATE', selector: { Latest: { limit: 1 } }, request_id: 'r2' });
@@ -97,7 +97,7 @@ test('a write during which the engine stopped is audited FAILED, with why', { sk
   };
   using alice = await open('alice', { store: new MemoryBackend(), clock });
   failing = true;
-  assert.throws(() => alice.write(state('w-stopped', 1)), WebAssembly.RuntimeError);
+  assert.throws(() => alice.write(state('w-stopped', 1)), (e) => e instanceof EngramStoppedError && /the clock is gone/.test(e.message));
   const entry = alice.audit().find((e) => e.request_id === 'w-stopped');
   assert.equal(entry?.operation, 'WRITE');
   assert.equal(entry?.outcome, 'FAILED');

@@ -89,16 +89,6 @@ export function errorAnswer(error) {
   return { status: 500, body: stringify({ host_error: message }) };
 }
 
-/**
- * A domain being opened: settings it refuses (an agent id too long, a
- * tier ceiling that is none) are the caller's error.
- * @param {Promise<import('../src/index.js').Domain>} domain
- */
-function opened(domain) {
-  return domain.catch((error) => {
-    throw error instanceof TypeError ? new BadRequest(error.message) : error;
-  });
-}
 
 /**
  * The endpoint of the Worker's embedder, as its bindings name it; undefined
@@ -245,17 +235,17 @@ export class EngramAgent extends DurableObject {
     const name = `${tierCeiling} ${expireAfter ?? ''} ${embedder === undefined ? '' : embedder.name}`;
     let domain = this.domains.get(name);
     if (domain === undefined) {
-      domain = opened(
-        open(this.agent, {
-          ...COMPONENTS,
-          store: this.store,
-          tierCeiling,
-          expireAfterMs: expireAfter,
-          clock: this.clock,
-          embedder,
-          async: embedder !== undefined,
-        }),
-      );
+      // Settings it refuses (an agent id too long, a tier ceiling that is
+      // none) throw EngramInputError: the caller's error.
+      domain = open(this.agent, {
+        ...COMPONENTS,
+        store: this.store,
+        tierCeiling,
+        expireAfterMs: expireAfter,
+        clock: this.clock,
+        embedder,
+        async: embedder !== undefined,
+      });
       domain.catch(() => this.domains.delete(name));
       this.domains.set(name, domain);
     }
@@ -264,9 +254,7 @@ export class EngramAgent extends DurableObject {
 
   /** Runs `f` with a maintenance domain (with `embedder`), closed when it is done. */
   async #maintenance(embedder, f) {
-    const domain = await opened(
-      open(this.agent, { ...COMPONENTS, store: this.store, mode: 'maintenance', clock: this.clock, embedder, async: embedder !== undefined }),
-    );
+    const domain = await open(this.agent, { ...COMPONENTS, store: this.store, mode: 'maintenance', clock: this.clock, embedder, async: embedder !== undefined });
     try {
       return await f(domain);
     } finally {

@@ -10,6 +10,7 @@ pub mod calls;
 pub mod embedding;
 pub mod guest;
 pub mod json;
+pub mod messages;
 pub mod plans;
 pub mod size;
 pub mod surface;

@@ -24,36 +24,26 @@
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-use engram_binding::{Dispatch, Failure, Handle, OpenError, Plugins, Store};
+use engram_binding::{Dispatch, Handle, Plugins, Store};
 use napi::bindgen_prelude::{Env, FnArgs, Function, FunctionRef, Object, Promise};
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi::{Error, JsDeferred, Status};
 use napi_derive::napi;
-use std::cell::RefCell;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::cell::{Cell, RefCell};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, mpsc};
 use std::thread::ThreadId;
 
-/// A JavaScript `Error` with `message`.
+/// A JavaScript `Error` with `message`: framed (`I`, `K`, `F` or `C`,
+/// then the words) when it is a failure the package makes its own error
+/// of (`src/errors.js`), plain when it is a misuse of the addon.
 fn error(message: impl Into<String>) -> Error {
     Error::new(Status::GenericFailure, message.into())
 }
 
-/// A JavaScript `TypeError`-to-be: the package makes one of an error whose
-/// message starts so.
-const INVALID: &str = "invalid: ";
-
-/// An open error as the package throws it: invalid settings marked.
-fn open_error(e: OpenError) -> Error {
-    match e {
-        OpenError::Invalid(why) => error(format!("{INVALID}{why}")),
-        OpenError::Locked(why) | OpenError::Failed(why) => error(why),
-    }
-}
-
-/// A failure of a call as the package throws it.
-fn failure(failure: Failure) -> Error {
-    error(failure.message())
+/// A failure of a store's call, framed `F`.
+fn store_failure(e: &engram_binding::Error) -> Error {
+    error(engram_binding::store_failure(e))
 }
 
 /// A store: a SQLite file, a PostgreSQL database, or memory. Closing it
@@ -69,7 +59,7 @@ impl NativeStore {
         self.store
             .borrow()
             .clone()
-            .ok_or_else(|| error("the store is closed"))
+            .ok_or_else(|| error(format!("C{}", engram_binding::messages::STORE_CLOSED)))
     }
 }
 
@@ -83,7 +73,7 @@ impl NativeStore {
         let store = match spec {
             None => Store::memory(),
             Some(spec) => Store::open(&spec, options.as_deref().unwrap_or(""))
-                .map_err(|e| error(engram_binding::shown(&e)))?,
+                .map_err(|e| error(e.framed()))?,
         };
         Ok(NativeStore {
             store: RefCell::new(Some(store)),
@@ -96,23 +86,19 @@ impl NativeStore {
         self.store()?
             .audit(&query)
             .map(|answer| answer.framed())
-            .map_err(|e| error(engram_binding::shown(&e)))
+            .map_err(|e| store_failure(&e))
     }
 
     /// The agents whose domains hold anything: a JSON array.
     #[napi]
     pub fn domains(&self) -> napi::Result<String> {
-        self.store()?
-            .domains()
-            .map_err(|e| error(engram_binding::shown(&e)))
+        self.store()?.domains().map_err(|e| store_failure(&e))
     }
 
     /// Breaks `agent`'s maintenance lock: `{"agent_id","unlocked"}`.
     #[napi]
     pub fn unlock(&self, agent: String) -> napi::Result<String> {
-        self.store()?
-            .unlock(&agent)
-            .map_err(|e| error(engram_binding::shown(&e)))
+        self.store()?.unlock(&agent).map_err(|e| store_failure(&e))
     }
 
     /// Lets the store go.
@@ -138,8 +124,12 @@ enum Caller {
         thread: ThreadId,
     },
     /// From the domain's own thread, through a thread-safe function whose
-    /// promise the JavaScript thread settles.
-    Async(AsyncDispatcher),
+    /// promise the JavaScript thread settles; `waiting` counts the
+    /// algorithms' promises not yet settled.
+    Async {
+        function: AsyncDispatcher,
+        waiting: Arc<AtomicUsize>,
+    },
 }
 
 /// The JavaScript environment a domain was opened in: used only on the
@@ -168,7 +158,9 @@ impl Dispatch for Caller {
                 let function = function.borrow_back(&env).map_err(|e| e.reason)?;
                 function.call(FnArgs::from(args)).map_err(|e| e.reason)
             }
-            Caller::Async(function) => {
+            Caller::Async { function, waiting } => {
+                waiting.fetch_add(1, Ordering::SeqCst);
+                let _settled = Settled(waiting);
                 let (sent, received) = mpsc::channel();
                 let status = function.call_with_return_value(
                     FnArgs::from(args),
@@ -188,6 +180,15 @@ impl Dispatch for Caller {
                 futures::executor::block_on(promise).map_err(|e| e.reason)
             }
         }
+    }
+}
+
+/// Counts down an algorithm's promise as waited for when dropped.
+struct Settled<'a>(&'a AtomicUsize);
+
+impl Drop for Settled<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
@@ -219,10 +220,18 @@ enum Job {
 
 /// What runs a domain's calls.
 enum Runner {
-    /// On the JavaScript thread.
-    Here(RefCell<Option<Box<Handle>>>),
-    /// On the domain's thread; `None` once closed.
-    Thread(RefCell<Option<mpsc::Sender<Job>>>),
+    /// On the JavaScript thread; `closing` once closed from the call under
+    /// way's own algorithm: the domain closes as that call answers.
+    Here {
+        handle: RefCell<Option<Box<Handle>>>,
+        closing: Cell<bool>,
+    },
+    /// On the domain's thread; `None` once closed. `waiting` counts the
+    /// caller's algorithms' promises the thread waits for.
+    Thread {
+        jobs: RefCell<Option<mpsc::Sender<Job>>>,
+        waiting: Arc<AtomicUsize>,
+    },
 }
 
 /// One agent's domain.
@@ -256,9 +265,12 @@ impl NativeDomain {
             None => None,
         };
         let handle = Handle::open(&store.store()?, &settings, plugins(caller, &given, clock))
-            .map_err(open_error)?;
+            .map_err(|e| error(e.framed()))?;
         Ok(NativeDomain {
-            runner: Runner::Here(RefCell::new(Some(Box::new(handle)))),
+            runner: Runner::Here {
+                handle: RefCell::new(Some(Box::new(handle))),
+                closing: Cell::new(false),
+            },
         })
     }
 
@@ -274,14 +286,16 @@ impl NativeDomain {
         given: Vec<String>,
         clock: bool,
     ) -> napi::Result<Self> {
+        let waiting = Arc::new(AtomicUsize::new(0));
         let caller = match algorithms {
-            Some(function) => Some(Caller::Async(
-                function
+            Some(function) => Some(Caller::Async {
+                function: function
                     .build_threadsafe_function()
                     .callee_handled::<false>()
                     .weak::<true>()
                     .build()?,
-            )),
+                waiting: waiting.clone(),
+            }),
             None => None,
         };
         let (jobs, queue) = mpsc::channel::<Job>();
@@ -316,26 +330,30 @@ impl NativeDomain {
                             return;
                         }
                     };
-                    match handle.call(&name, &input, &args, time.map(|t| t as i64)) {
-                        Ok(text) => answer.resolve(Box::new(move |_| Ok(text))),
-                        Err(e) => answer.reject(failure(e)),
-                    }
+                    let framed = handle
+                        .call(&name, &input, &args, time.map(|t| t as i64))
+                        .unwrap_or_else(|failure| failure.framed());
+                    answer.resolve(Box::new(move |_| Ok(framed)));
                 }
             })
             .map_err(|e| error(format!("starting the domain's thread: {e}")))?;
         opening
             .recv()
             .map_err(|_| error("the domain's thread stopped while opening it"))?
-            .map_err(open_error)?;
+            .map_err(|e| error(e.framed()))?;
         Ok(NativeDomain {
-            runner: Runner::Thread(RefCell::new(Some(jobs))),
+            runner: Runner::Thread {
+                jobs: RefCell::new(Some(jobs)),
+                waiting,
+            },
         })
     }
 
     /// Makes the call `name` (the binding's: a surface call, `audit`,
     /// `forget`, `domains`, `unlock`) with `args`; `input` names the input
     /// in an input failure; `time` is the caller's clock, when the domain
-    /// has one. Answers the framed answer; a failure of the host throws.
+    /// has one. Answers the framed answer, a failure of the host among them
+    /// (`S`, `K`, `F`, or `C` for a closed domain).
     #[napi(catch_unwind)]
     pub fn call(
         &self,
@@ -344,20 +362,20 @@ impl NativeDomain {
         args: String,
         time: Option<f64>,
     ) -> napi::Result<String> {
-        let Runner::Here(handle) = &self.runner else {
+        let Runner::Here { handle, closing } = &self.runner else {
             return Err(error("this domain answers promises: use callAsync"));
         };
-        let Ok(mut handle) = handle.try_borrow_mut() else {
-            return Err(error(
-                "a call of this domain is under way: the summarizer, ranker, tokenizer or embedder may not call its own domain",
-            ));
+        let Ok(mut held) = handle.try_borrow_mut() else {
+            return Ok(engram_binding::busy());
         };
-        let handle = handle
-            .as_mut()
-            .ok_or_else(|| error("the domain is closed"))?;
-        handle
-            .call(&name, &input, &args, time.map(|t| t as i64))
-            .map_err(failure)
+        let Some(handle) = held.as_mut() else {
+            return Ok(engram_binding::closed());
+        };
+        let answer = handle.call(&name, &input, &args, time.map(|t| t as i64));
+        if closing.replace(false) {
+            held.take();
+        }
+        Ok(answer.unwrap_or_else(|failure| failure.framed()))
     }
 
     /// [`NativeDomain::call`] on the domain's thread: a promise of the
@@ -371,7 +389,7 @@ impl NativeDomain {
         args: String,
         time: Option<f64>,
     ) -> napi::Result<Object<'env>> {
-        let Runner::Thread(jobs) = &self.runner else {
+        let Runner::Thread { jobs, .. } = &self.runner else {
             return Err(error("this domain answers at once: use call"));
         };
         let (answer, promise) = env.create_deferred()?;
@@ -383,20 +401,30 @@ impl NativeDomain {
             answer,
         };
         if let Some(Job::Call { answer, .. }) = send(jobs.borrow().as_ref(), job) {
-            answer.reject(error("the domain is closed"));
+            answer.resolve(Box::new(|_| Ok(engram_binding::closed())));
         }
         Ok(promise)
     }
 
     /// [`NativeDomain::close`] of a domain on its own thread: a promise
     /// settled once the domain is closed (calls made before it answered
-    /// first).
+    /// first). While the thread waits for an algorithm's promise (a close
+    /// from the algorithm itself, which that call waits for), settled at
+    /// once: the domain closes as its calls answer.
     #[napi]
     pub fn close_async<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
         let (answer, promise) = env.create_deferred()?;
         let jobs = match &self.runner {
-            Runner::Thread(jobs) => jobs.borrow_mut().take(),
-            Runner::Here(_) => None,
+            Runner::Thread { jobs, waiting } => {
+                let jobs = jobs.borrow_mut().take();
+                if waiting.load(Ordering::SeqCst) > 0 {
+                    drop(jobs);
+                    None
+                } else {
+                    jobs
+                }
+            }
+            Runner::Here { .. } => None,
         };
         match jobs {
             Some(jobs) => {
@@ -413,16 +441,17 @@ impl NativeDomain {
     }
 
     /// Closes the domain: its maintenance lock goes, and its store when no
-    /// other domain holds it. Calls under way on its thread finish first.
+    /// other domain holds it. Calls under way on its thread finish first;
+    /// closed from the call under way's own algorithm, the domain closes as
+    /// that call answers.
     #[napi]
     pub fn close(&self) {
         match &self.runner {
-            Runner::Here(handle) => {
-                if let Ok(mut handle) = handle.try_borrow_mut() {
-                    handle.take();
-                }
-            }
-            Runner::Thread(jobs) => {
+            Runner::Here { handle, closing } => match handle.try_borrow_mut() {
+                Ok(mut handle) => drop(handle.take()),
+                Err(_) => closing.set(true),
+            },
+            Runner::Thread { jobs, .. } => {
                 jobs.borrow_mut().take();
             }
         }

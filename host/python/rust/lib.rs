@@ -28,7 +28,7 @@ use engram_binding::{Builtin, Dispatch, Failure, Handle, Plugins, Store};
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyTuple};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 
 /// A `RuntimeError` with `message`.
@@ -54,7 +54,7 @@ impl NativeStore {
     fn store(&self) -> PyResult<Store> {
         locked(&self.store)
             .clone()
-            .ok_or_else(|| error("the store is closed"))
+            .ok_or_else(|| error(format!("C{}", engram_binding::messages::STORE_CLOSED)))
     }
 
     fn of(store: Store) -> Self {
@@ -76,7 +76,7 @@ impl NativeStore {
             None => Store::memory(),
             Some(spec) => py
                 .detach(|| Store::open(&spec, options.as_deref().unwrap_or("")))
-                .map_err(|e| error(engram_binding::shown(&e)))?,
+                .map_err(|e| error(e.framed()))?,
         };
         Ok(Self::of(store))
     }
@@ -94,21 +94,21 @@ impl NativeStore {
         let store = self.store()?;
         py.detach(|| store.audit(&query))
             .map(|answer| answer.framed())
-            .map_err(|e| error(engram_binding::shown(&e)))
+            .map_err(|e| error(engram_binding::store_failure(&e)))
     }
 
     /// The agents whose domains hold anything: a JSON array.
     fn domains(&self, py: Python<'_>) -> PyResult<String> {
         let store = self.store()?;
         py.detach(|| store.domains())
-            .map_err(|e| error(engram_binding::shown(&e)))
+            .map_err(|e| error(engram_binding::store_failure(&e)))
     }
 
     /// Breaks `agent`'s maintenance lock: `{"agent_id","unlocked"}`.
     fn unlock(&self, py: Python<'_>, agent: String) -> PyResult<String> {
         let store = self.store()?;
         py.detach(|| store.unlock(&agent))
-            .map_err(|e| error(engram_binding::shown(&e)))
+            .map_err(|e| error(engram_binding::store_failure(&e)))
     }
 
     /// Lets the store go.
@@ -132,6 +132,9 @@ struct NativeDomain {
     handle: Mutex<Option<Handle>>,
     /// The [`thread_key`] of the thread whose call is under way; 0 when none.
     caller: AtomicU64,
+    /// Whether the domain was closed from its own call's algorithm or
+    /// store: it closes as that call answers.
+    closing: AtomicBool,
 }
 
 #[pymethods]
@@ -161,6 +164,7 @@ impl NativeDomain {
         Ok(NativeDomain {
             handle: Mutex::new(Some(handle)),
             caller: AtomicU64::new(0),
+            closing: AtomicBool::new(false),
         })
     }
 
@@ -168,7 +172,7 @@ impl NativeDomain {
     /// `forget`, `domains`, `unlock`) with `args`; `input` names the input
     /// in an input failure; `time` is the caller's clock, when the domain
     /// has one. Answers the framed answer, a failure of the host among them
-    /// (`S`, `K` or `F`).
+    /// (`S`, `K`, `F`, or `C` for a closed domain).
     #[pyo3(signature = (name, input, args, time=None))]
     fn call(
         &self,
@@ -180,34 +184,34 @@ impl NativeDomain {
     ) -> PyResult<String> {
         let me = thread_key();
         if self.caller.load(Ordering::SeqCst) == me {
-            return Err(error(
-                "a call of this domain is under way: the summarizer, ranker, tokenizer or store may not call its own domain",
-            ));
+            return Ok(engram_binding::busy());
         }
-        py.detach(|| {
-            let mut handle = locked(&self.handle);
-            let handle = handle
-                .as_mut()
-                .ok_or_else(|| "the domain is closed".to_owned())?;
+        Ok(py.detach(|| {
+            let mut held = locked(&self.handle);
+            let Some(handle) = held.as_mut() else {
+                return engram_binding::closed();
+            };
             self.caller.store(me, Ordering::SeqCst);
             let answer = handle.call(name, input, args, time);
             self.caller.store(0, Ordering::SeqCst);
-            Ok(answer.unwrap_or_else(|failure: Failure| failure.framed()))
-        })
-        .map_err(|why: String| error(why))
+            if self.closing.swap(false, Ordering::SeqCst) {
+                drop(held.take());
+            }
+            answer.unwrap_or_else(|failure: Failure| failure.framed())
+        }))
     }
 
     /// Closes the domain once a call under way has answered: its
     /// maintenance lock goes, and its store when no other domain holds it.
-    fn close(&self, py: Python<'_>) -> PyResult<()> {
+    /// Closed from the call's own summarizer, ranker, tokenizer, embedder
+    /// or store, it closes as that call answers.
+    fn close(&self, py: Python<'_>) {
         if self.caller.load(Ordering::SeqCst) == thread_key() {
-            return Err(error(
-                "a call of this domain is under way: it may not be closed from its own summarizer, ranker, tokenizer or store",
-            ));
+            self.closing.store(true, Ordering::SeqCst);
+            return;
         }
         let handle = py.detach(|| locked(&self.handle).take());
         drop(handle);
-        Ok(())
     }
 }
 
@@ -502,5 +506,6 @@ fn native(module: &Bound<'_, PyModule>) -> PyResult<()> {
         "POSTGRES_DEFAULTS",
         engram::backend::postgres_defaults::json(),
     )?;
+    module.add("MESSAGES", engram_binding::messages::json())?;
     Ok(())
 }

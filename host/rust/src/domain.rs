@@ -555,10 +555,6 @@ pub struct Stopped(String);
 
 impl std::fmt::Display for Stopped {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "{}; its instance was stopped, and the next call gets a fresh one",
-            self.0
-        )
+        write!(f, "{}; {}", self.0, engram_model::messages::STOPPED)
     }
 }

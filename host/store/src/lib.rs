@@ -31,7 +31,7 @@ pub use memory::MemoryBackend;
 pub use postgres::{PostgresBackend, PostgresOptions, SCHEMA_VERSION as POSTGRES_SCHEMA_VERSION};
 pub use scope::{Limits, Scope};
 #[cfg(feature = "sqlite")]
-pub use sqlite::{SqliteBackend, SqliteOptions, Synchronous};
+pub use sqlite::{EMPTY_PATH, SqliteBackend, SqliteOptions, Synchronous};
 
 use engram_model::audit::{AuditEntry, AuditSink, MemoryAudit};
 #[cfg(feature = "sqlite")]

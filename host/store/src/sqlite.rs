@@ -58,6 +58,9 @@ fn schema_after(from: i32) -> String {
     crate::schema::after(&SCHEMA_VERSIONS, from)
 }
 
+/// Why an empty path is refused as a SQLite store: every host's words.
+pub const EMPTY_PATH: &str = "a SQLite store's path is empty: name a file";
+
 /// How hard SQLite works to make a commit durable (`PRAGMA synchronous`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Synchronous {
@@ -154,7 +157,10 @@ impl SqliteBackend {
     /// A read that fails while opening (an I/O error, or what SQLite takes
     /// for damage) is tried once more: an I/O error of a moment is not the
     /// file's state.
+    ///
+    /// An empty path is refused ([`EMPTY_PATH`]).
     pub fn open_with(path: impl AsRef<Path>, options: &SqliteOptions) -> Result<Self> {
+        anyhow::ensure!(!path.as_ref().as_os_str().is_empty(), EMPTY_PATH);
         let deadline = std::time::Instant::now() + options.busy_timeout;
         let mut pause = Duration::from_millis(1);
         let mut retried = false;

@@ -313,7 +313,8 @@ struct Settings {
 impl Settings {
     /// The settings the host answers, checked.
     fn read() -> Result<Self, String> {
-        let settings = engram_store::settings::Settings::parse(&store::settings())?;
+        let settings = engram_store::settings::Settings::parse(&store::settings())
+            .map_err(|why| format!("invalid: {why}"))?;
         Ok(Settings {
             agent: settings.agent,
             mode: match settings.mode {

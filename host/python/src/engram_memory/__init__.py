@@ -16,7 +16,7 @@ seeds' names, so a request that works with ``engram write`` works here::
 Answers are the lines the command line prints, parsed. Invalid input raises
 :class:`InputError` (nothing ran); a refused plan, cycle or maintenance call
 raises :class:`RefusedError` with the refusal in ``answer``; a call during
-which the engine stopped raises :class:`EngineStopped`, and the next call
+which the engine stopped raises :class:`StoppedError`, and the next call
 gets a fresh instance. Every call releases the GIL while the Rust host works.
 """
 
@@ -51,6 +51,8 @@ __all__ = [
     "InputError",
     "RefusedError",
     "EngineStopped",
+    "StoppedError",
+    "ClosedError",
     "StoreError",
     "LockError",
     "AlgorithmError",
@@ -71,13 +73,24 @@ __all__ = [
 ]
 
 
+#: The words every package says of a domain's state (the Rust host's).
+_MESSAGES: Mapping[str, str] = json.loads(_native.MESSAGES)
+
+
 class EngramError(Exception):
-    """Every error of a call of this package."""
+    """Every error of a call of this package. ``kind`` names the kind of
+    failure as every package names it (the JavaScript package's errors
+    have the same kinds and words)."""
+
+    kind = "engram"
 
 
 class InputError(EngramError, ValueError):
-    """The input is not a valid request: nothing ran. The message names the
-    input (and the line of a batch) and the problem."""
+    """The input is not a valid request (or a domain's settings, or a
+    store's options): nothing ran. The message names the input (and the
+    line of a batch) and the problem."""
+
+    kind = "input"
 
 
 class RefusedError(EngramError):
@@ -85,25 +98,45 @@ class RefusedError(EngramError):
     ``answer`` is the line the command line prints for it, parsed
     (``{"plan_error": …}``, ``{"cycle_error": …}``, ``{"error": …}``)."""
 
+    kind = "refused"
+
     def __init__(self, line: str) -> None:
         super().__init__(line)
         self.answer: Any = json.loads(line)
 
 
-class EngineStopped(EngramError):
+class StoppedError(EngramError):
     """The engine instance stopped during the call (a trap, or a call of the
     host that failed where the contract has no error to give): the call did
     not answer, and the domain's next call gets a fresh instance. A single
     write or read that stopped so is audited FAILED with why."""
 
+    kind = "stopped"
+
+
+#: The name :class:`StoppedError` had first.
+EngineStopped = StoppedError
+
 
 class LockError(EngramError, RuntimeError):
-    """The domain's maintenance lock is held by someone else, or was broken."""
+    """The domain's maintenance lock is held by someone else, or was broken;
+    or a call of the domain is under way on this thread (from its own
+    summarizer, ranker, tokenizer, embedder or store): try again later."""
+
+    kind = "locked"
 
 
 class StoreError(EngramError):
     """A store that cannot be opened or used: the message, one line, names
     the store and why."""
+
+    kind = "store"
+
+
+class ClosedError(EngramError):
+    """The domain (or the store) was closed: nothing ran."""
+
+    kind = "closed"
 
 
 class AlgorithmError(Exception):
@@ -198,11 +231,13 @@ def _failure(framed: str) -> Exception:
     if kind == "R":
         return RefusedError(text)
     if kind == "S":
-        return EngineStopped(text)
+        return StoppedError(text)
     if kind == "K":
         return LockError(text)
     if kind == "F":
         return StoreError(text)
+    if kind == "C":
+        return ClosedError(text)
     return EngramError(f"the host answered something other than an answer: {framed[:80]}")
 
 
@@ -223,12 +258,11 @@ def _lines(framed: str) -> list[Any]:
 
 
 def _native_error(error: RuntimeError) -> Exception:
-    """A failure the native module raised (its message framed), as the
-    error of this package it is."""
+    """A failure the native module raised (its message framed: ``I``,
+    ``K``, ``F`` or ``C``, then the words), as the error of this package it
+    is."""
     message = str(error)
-    if message[:1] == "I":
-        return ValueError(message[1:])
-    if message[:1] in ("K", "F", "S"):
+    if message[:1] in ("I", "S", "K", "F", "C"):
         return _failure(message)
     return EngramError(message)
 
@@ -402,11 +436,24 @@ class Store:
         self.close()
 
 
-def _open(spec: str | None, options: Mapping[str, Any] | None = None) -> Any:
+def _crossing(call: Callable[[], Any]) -> Any:
+    """Runs ``call``, a call of the native module: text that is not
+    Unicode refused as :class:`InputError`, what the module raised as the
+    error of this package it is."""
     try:
-        return _native.NativeStore.open(spec, _compact(options or {}))
+        return call()
+    except UnicodeEncodeError:
+        # A lone surrogate: refused, never rewritten.
+        raise InputError(_MESSAGES["not_unicode"]) from None
     except RuntimeError as error:
-        raise StoreError(str(error)) from None
+        raise _native_error(error) from None
+
+
+def _open(spec: str | None, options: Mapping[str, Any] | None = None) -> Any:
+    """The Rust host's store ``spec`` names, opened with ``options``: its
+    options or path refused as :class:`InputError`, a store that cannot
+    open as :class:`StoreError`."""
+    return _crossing(lambda: _native.NativeStore.open(spec, _compact(options or {})))
 
 
 def _ms(seconds: float | None) -> int | None:
@@ -431,16 +478,7 @@ class SqliteStore(Store):
     ) -> None:
         self.path = os.fspath(path)
         options = {"synchronous": synchronous, "busyTimeout": _ms(busy_timeout)}
-        try:
-            native = _native.NativeStore.open(
-                self.path, _compact({"sqlite": {k: v for k, v in options.items() if v is not None}})
-            )
-        except RuntimeError as error:
-            message = str(error)
-            if message.startswith("synchronous must be"):
-                raise ValueError(message) from None
-            raise StoreError(message) from None
-        super().__init__(native)
+        super().__init__(_open(self.path, {"sqlite": {k: v for k, v in options.items() if v is not None}}))
 
 
 POSTGRES_DEFAULTS: Mapping[str, float] = {
@@ -551,7 +589,7 @@ class Engram:
 
     def _native(self) -> Any:
         if self._closed:
-            raise EngramError("the store is closed")
+            raise ClosedError(_MESSAGES["store_closed"])
         return self.store._native
 
     def open(
@@ -578,7 +616,7 @@ class Engram:
         removes it), None until removed otherwise."""
         native = self._native()
         if not isinstance(agent, str):
-            raise ValueError("an agent id must be a string")
+            raise InputError("an agent id must be a string")
         summarizer = summarizer or self._summarizer
         ranker = ranker or self._ranker
         tokenizer = tokenizer or self._tokenizer
@@ -604,10 +642,9 @@ class Engram:
             settings["embedder"] = {"name": embedder.name, "dimension": embedder.dimension}
         settings.update((name, value) for name, value in vars(self._limits).items() if value is not None)
         dispatch = _dispatcher(summarizer, ranker, tokenizer, embedder) if given else None
-        try:
-            domain = _native.NativeDomain.open(native, _compact(settings), dispatch, given, self._clock is not None)
-        except RuntimeError as error:
-            raise _native_error(error) from None
+        domain = _crossing(
+            lambda: _native.NativeDomain.open(native, _compact(settings), dispatch, given, self._clock is not None)
+        )
         return Domain(domain, agent, mode, input, self._clock)
 
     def audit(
@@ -623,11 +660,11 @@ class Engram:
         """The audit trail, oldest first, in the ``engram audit`` line form:
         the newest ``limit`` (100) entries that match."""
         query = _args(agent=agent, operation=operation, outcome=outcome, since=since, until=until, limit=limit)
-        return _value(self._native().audit(query))
+        return _value(_crossing(lambda: self._native().audit(query)))
 
     def domains(self) -> list[str]:
         """The agents whose domains hold anything, in key order."""
-        return json.loads(self._native().domains())
+        return json.loads(_crossing(lambda: self._native().domains()))
 
     def export(self, agents: Iterable[str] | None = None) -> list[dict]:
         """Domains (every one when ``agents`` is None) as export lines
@@ -673,10 +710,7 @@ class Engram:
     def unlock(self, agent: str) -> dict:
         """Breaks the maintenance lock of an agent, whoever holds it (a lock
         left behind by a process that died)."""
-        try:
-            return json.loads(self._native().unlock(agent))
-        except RuntimeError as error:
-            raise StoreError(str(error)) from None
+        return json.loads(_crossing(lambda: self._native().unlock(agent)))
 
     def close(self) -> None:
         """Closes a store this object opened."""
@@ -719,12 +753,9 @@ class Domain:
     def _call(self, name: str, args: str, input: str = "") -> str:
         """The call ``name`` of the call surface: its framed answer."""
         if self._closed:
-            raise EngramError("the domain is closed")
+            raise ClosedError(_MESSAGES["closed"])
         now = None if self._clock is None else int(self._clock())
-        try:
-            framed = self._native.call(name, input, args, now)
-        except RuntimeError as error:
-            raise EngramError(str(error)) from None
+        framed: str = _crossing(lambda: self._native.call(name, input, args, now))
         if framed[:1] == "S":
             # The instance stopped: the cycles begun in it are gone.
             for cycle in list(self._cycles):
@@ -912,13 +943,16 @@ class Domain:
         return _value(self._call("forget", ""))
 
     def close(self) -> None:
-        """Drops the instance and releases the maintenance lock."""
+        """Drops the instance and releases the maintenance lock, once a call
+        under way has answered (closed from that call's summarizer, ranker,
+        tokenizer, embedder or store: as it answers). Later calls raise
+        :class:`ClosedError`."""
         if self._closed:
             return
         for cycle in list(self._cycles):
             cycle.close()
-        self._closed = True
         self._native.close()
+        self._closed = True
 
     def __enter__(self) -> Domain:
         return self
