@@ -31,7 +31,9 @@ pub fn ready() {
 }
 
 /// Asserts that a `node --test` run (spec reporter) passed something and
-/// failed and skipped nothing; the number passed.
+/// that every test it ran passed: none failed, was skipped, cancelled or
+/// left to do (a `todo` test that fails does not fail the run); the number
+/// passed.
 pub fn all_passed(what: &str, output: &Output) -> u64 {
     let report = String::from_utf8_lossy(&output.stdout);
     let count = |name: &str| -> Option<u64> {
@@ -40,10 +42,13 @@ pub fn all_passed(what: &str, output: &Output) -> u64 {
             .find_map(|line| line.strip_prefix(&format!("ℹ {name} ")))
             .and_then(|n| n.trim().parse().ok())
     };
-    let (pass, fail, skipped) = (count("pass"), count("fail"), count("skipped"));
+    let [tests, pass, fail, skipped, cancelled, todo] =
+        ["tests", "pass", "fail", "skipped", "cancelled", "todo"].map(count);
     assert!(
-        pass.is_some_and(|n| n > 0) && fail == Some(0) && skipped == Some(0),
-        "{what}: pass {pass:?}, fail {fail:?}, skipped {skipped:?}\n{report}"
+        pass.is_some_and(|n| n > 0)
+            && tests == pass
+            && [fail, skipped, cancelled, todo] == [Some(0); 4],
+        "{what}: tests {tests:?}, pass {pass:?}, fail {fail:?}, skipped {skipped:?}, cancelled {cancelled:?}, todo {todo:?}\n{report}"
     );
     pass.unwrap()
 }

@@ -177,6 +177,10 @@ pub struct Report {
     pub failed: u64,
     pub skipped: u64,
     pub errors: u64,
+    /// Tests marked to fail that failed, and that passed: a test marked so
+    /// proves nothing, and counts as neither.
+    pub xfailed: u64,
+    pub xpassed: u64,
     /// The skips for want of PostgreSQL.
     pub postgres_skips: u64,
     /// The skips for any other reason.
@@ -228,6 +232,8 @@ pub fn pytest(tests: &[&str], engram: &Path, figures: &str) -> Report {
         failed: count("failed"),
         skipped: count("skipped"),
         errors: count("error"),
+        xfailed: count("xfailed"),
+        xpassed: count("xpassed"),
         postgres_skips,
         other_skips,
     }
@@ -249,13 +255,17 @@ impl Report {
                 && self.passed > 0
                 && self.failed == 0
                 && skips_allowed
-                && self.errors == 0,
-            "{what}: passed {}, failed {}, skipped {} ({} of them PostgreSQL cases), errors {}\n{}",
+                && self.errors == 0
+                && self.xfailed == 0
+                && self.xpassed == 0,
+            "{what}: passed {}, failed {}, skipped {} ({} of them PostgreSQL cases), errors {}, xfailed {}, xpassed {}\n{}",
             self.passed,
             self.failed,
             self.skipped,
             self.postgres_skips,
             self.errors,
+            self.xfailed,
+            self.xpassed,
             self.text
         );
         if self.skipped == 0 {
