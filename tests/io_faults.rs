@@ -697,12 +697,51 @@ fn b5_d1_a_committed_turn_whose_answer_cannot_be_printed_says_so_and_names_its_r
     );
 }
 
+/// A line strace wrote with `-f -o`, without the thread id in front.
+fn traced_call(line: &str) -> &str {
+    line.trim_start_matches(|c: char| c.is_ascii_digit())
+        .trim_start()
+}
+
+/// The `pread64` calls strace wrote to `trace`, in order: each one's file
+/// descriptor, offset and return value, and whether strace injected its
+/// answer.
+fn preads(trace: &Path) -> Vec<(String, u64, i64, bool)> {
+    std::fs::read_to_string(trace)
+        .unwrap()
+        .lines()
+        .filter_map(|line| {
+            let call = traced_call(line).strip_prefix("pread64(")?;
+            // strace pads a short call with spaces before its ` = `.
+            let (args, answer) = call.rsplit_once(" = ")?;
+            let args = args.trim_end().strip_suffix(')')?;
+            let fd = args.split(',').next()?.trim().to_owned();
+            let offset = args.rsplit(',').next()?.trim().parse().ok()?;
+            let returned = answer.split_whitespace().next()?.parse().ok()?;
+            Some((fd, offset, returned, answer.contains("(INJECTED)")))
+        })
+        .collect()
+}
+
+/// The file descriptor of the first `openat` in `trace` that opened `name`.
+fn opened_fd(trace: &Path, name: &str) -> String {
+    std::fs::read_to_string(trace)
+        .unwrap()
+        .lines()
+        .map(traced_call)
+        .filter(|line| line.starts_with("openat(") && line.contains(&format!("{name}\"")))
+        .find_map(|line| line.rsplit_once(" = ").map(|(_, fd)| fd.trim().to_owned()))
+        .unwrap_or_else(|| panic!("{name} is never opened"))
+}
+
 #[test]
 fn a_short_read_of_the_header_is_read_again_and_never_called_no_database() {
     // `pread` answers 0 bytes (end of file) for the header of a store that
     // holds a write: once, it is read again and the store answers; from then
     // on, the one line names a failed read, never "not a SQLite database":
-    // a user told so may delete a healthy store.
+    // a user told so may delete a healthy store. A dry run under strace
+    // says which `pread` is the header's first read (the dynamic loader's
+    // come first); each run checks the injected one was that read.
     let strace = strace();
     let dir = tempfile::tempdir().unwrap();
     let store = written(dir.path(), "kept.db");
@@ -711,36 +750,66 @@ fn a_short_read_of_the_header_is_read_again_and_never_called_no_database() {
         r#"{"record_type":"STATE","selector":{"Latest":{"limit":5}},"request_id":"q"}"#,
     )
     .unwrap();
-    let mut answered = 0;
-    // (The first two `pread`s are the dynamic loader's, reading the C
-    // library: the store's header is read from the third on.)
-    for when in ["3", "3..4", "4", "3+", "5+"] {
-        let inject = format!("inject=pread64:retval=0:when={when}");
-        let under_strace = [strace, "-f", "-o", "/dev/null", "-e", &inject];
-        let read = ["read", "--agent", "alice", "q.json"];
-        let out = engram(&under_strace, &store, &read, dir.path())
-            .output()
-            .unwrap();
+    let trace = dir.path().join("trace");
+    let read = ["read", "--agent", "alice", "q.json"];
+    let traced = |inject: &str| {
+        let trace = trace.to_str().unwrap();
+        let mut prefix = vec![strace, "-f", "-o", trace, "-e", "trace=openat,pread64"];
+        if !inject.is_empty() {
+            prefix.extend(["-e", inject]);
+        }
+        engram(&prefix, &store, &read, dir.path()).output().unwrap()
+    };
+    let dry = traced("");
+    assert!(dry.status.success(), "{dry:?}");
+    let fd = opened_fd(&trace, "kept.db");
+    let header = preads(&trace)
+        .iter()
+        .position(|(read_fd, offset, _, _)| *read_fd == fd && *offset == 0)
+        .expect("the store's header is read")
+        + 1;
+
+    // Once: read again, and the store answers.
+    let out = traced(&format!("inject=pread64:retval=0:when={header}"));
+    assert!(out.status.success(), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("mission.current"));
+    let calls = preads(&trace);
+    let injected = calls
+        .iter()
+        .position(|call| call.3)
+        .expect("the fault was injected");
+    assert_eq!(
+        (&calls[injected].0, calls[injected].1),
+        (&fd, 0),
+        "the injected read is the header's"
+    );
+    assert!(
+        calls[injected + 1..]
+            .iter()
+            .any(|(read_fd, offset, returned, _)| *read_fd == fd && *offset == 0 && *returned > 0),
+        "and the header is read again, whole"
+    );
+
+    // Every read from then on: one line naming a failed read.
+    for when in [format!("{header}+"), format!("{header}..{}", header + 1)] {
+        let out = traced(&format!("inject=pread64:retval=0:when={when}"));
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(
-            !stderr.contains("not a SQLite database"),
+            !stderr.contains("not a SQLite database") && !stderr.contains("not an Engram store"),
             "pread {when}: {stderr}"
         );
-        assert!(
-            !stderr.contains("not an Engram store"),
-            "pread {when}: {stderr}"
-        );
-        match out.status.code() {
-            Some(0) => {
-                answered += 1;
-                assert!(String::from_utf8_lossy(&out.stdout).contains("mission.current"));
-            }
-            _ => {
-                one_line_naming(&out, "kept.db");
-                assert!(stderr.contains("read"), "pread {when}: {stderr}");
-                assert!(stderr.contains("I/O error"), "pread {when}: {stderr}");
-            }
+        if !out.status.success() {
+            one_line_naming(&out, "kept.db");
+            assert!(
+                stderr.contains("read") && stderr.contains("I/O error"),
+                "pread {when}: {stderr}"
+            );
+        } else {
+            assert!(String::from_utf8_lossy(&out.stdout).contains("mission.current"));
         }
+        assert!(
+            preads(&trace).iter().any(|call| call.3),
+            "pread {when}: injected"
+        );
     }
-    assert!(answered > 0, "a short read of a moment must be read again");
 }

@@ -505,3 +505,64 @@ fn the_package_command_serves_the_http_api_as_engram_serve_does() {
     let passed = support::javascript::all_passed("engram serve of the Python package", &output);
     eprintln!("engram serve of the Python package: {passed} passed");
 }
+
+#[test]
+fn the_defaults_and_words_each_package_reads_are_the_rust_hosts_value_for_value() {
+    // The PostgreSQL connection's defaults and the words of a domain's
+    // state, as Python and Node hand them to their callers, against the
+    // Rust host's own: the same numbers (Python in seconds, Node in ms) and
+    // the same words, not only the same names.
+    support::javascript::ready();
+    let rust: serde_json::Value =
+        serde_json::from_str(&engram::backend::postgres_defaults::json()).unwrap();
+    let mut py = Command::new(installed());
+    py.args([
+        "-c",
+        "import json\n\
+         from engram_memory import POSTGRES_DEFAULTS, _native\n\
+         print(json.dumps({'postgres': dict(POSTGRES_DEFAULTS), 'messages': json.loads(_native.MESSAGES)}))",
+    ]);
+    let out = run(py, "python: the defaults");
+    let python: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let index = support::javascript::package().join("gen/limits.js");
+    let mut node = Command::new(support::javascript::node());
+    node.args([
+        "--input-type=module",
+        "-e",
+        &format!(
+            "import {{ DEFAULT_POSTGRES_OPTIONS, MESSAGES }} from {:?};
+             console.log(JSON.stringify({{ postgres: DEFAULT_POSTGRES_OPTIONS, messages: MESSAGES }}));",
+            index.to_str().unwrap()
+        ),
+    ]);
+    let out = run(node, "node: the defaults");
+    let javascript: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+
+    let rust = rust.as_object().unwrap();
+    assert!(rust.len() > 1);
+    for (name, ms) in rust {
+        let ms = ms.as_u64().unwrap();
+        assert!(ms > 0, "{name}");
+        assert_eq!(javascript["postgres"][name].as_u64(), Some(ms), "{name}");
+        let snake: String = name
+            .chars()
+            .flat_map(|c| {
+                if c.is_ascii_uppercase() {
+                    vec!['_', c.to_ascii_lowercase()]
+                } else {
+                    vec![c]
+                }
+            })
+            .collect();
+        let seconds = python["postgres"][&snake].as_f64().unwrap();
+        assert_eq!((seconds * 1000.0).round() as u64, ms, "{snake}");
+    }
+    assert_eq!(python["postgres"].as_object().unwrap().len(), rust.len());
+    assert_eq!(
+        javascript["postgres"].as_object().unwrap().len(),
+        rust.len()
+    );
+    let messages = python["messages"].as_object().unwrap();
+    assert!(messages.contains_key("closed") && messages.contains_key("not_unicode"));
+    assert_eq!(python["messages"], javascript["messages"]);
+}

@@ -7,8 +7,8 @@ use crate::bindings::engram::memory::domain;
 use crate::bindings::engram::memory::embedder::Model;
 use crate::bindings::engram::memory::persistence::{self, Entry, Op, Precondition, StorageError};
 use crate::bindings::engram::memory::types::{
-    EntityType, EventPayload, FactPayload, MemoryRecord, SourceActor, SourceComponent, StoredFact,
-    StoredState, WriteSource,
+    EntityType, EventPayload, Fact, FactPayload, MemoryRecord, SourceActor, SourceComponent,
+    StoredFact, StoredState, WriteSource,
 };
 use crate::{Stored, decode, encode, encode_record, get, keys, load_with, vectors};
 use serde::{Deserialize, Serialize};
@@ -138,31 +138,11 @@ fn try_write_all(
     trail: &impl Fn(&[Written]) -> Vec<audit::Entry>,
 ) -> Result<Option<Committed>, String> {
     let mut batch = Batch::default();
-    // Everything the batch is sure to read, in one call: the sequence
-    // counter, each request id's idempotency entry, each new record id (to
-    // see it is free) and, for a FACT, the transaction clock, its key's
-    // current version and its key's tier. (Replacing a current version
-    // reads that version next.)
     let ids: Vec<String> = writes
         .iter()
         .map(|_| keys::record_id(domain::id_entropy()))
         .collect();
-    let mut wanted = vec![keys::SEQ.to_vec()];
-    if writes.iter().any(|w| is_ingested(w.record)) {
-        wanted.push(vectors::MODEL.to_vec());
-    }
-    for (write, id) in writes.iter().zip(&ids) {
-        wanted.push(keys::idempotency(write.request_id));
-        wanted.push(keys::record(id));
-        if let MemoryRecord::Fact(fact) = write.record {
-            wanted.extend([
-                keys::CLOCK.to_vec(),
-                keys::fact_key(&fact.key),
-                keys::tier(&fact.key),
-            ]);
-        }
-    }
-    batch.read_ahead(wanted)?;
+    read_ahead(&mut batch, writes, &ids)?;
     let seq_value = batch.get(keys::SEQ)?;
     let mut clock = if writes
         .iter()
@@ -189,29 +169,14 @@ fn try_write_all(
         }
         seq += 1;
         let id = fresh_id(&mut batch, ids.next())?;
-        // An import may commit without raising the counter (it keeps the
-        // sequence numbers it is given), so the request id is checked
-        // itself.
-        batch
-            .preconditions
-            .push(Precondition::Absent(idempotency_key.clone()));
-        let entry = Idempotency {
-            stored_id: id.clone(),
-            component: write.source.component,
-            actor: write.source.actor,
-        };
-        batch.put(idempotency_key, encode(&entry));
         let expire_after = *expire_after.get_or_insert_with(domain::expire_after);
-        lay_out(&mut batch, write.record, &id, seq, &mut clock, expire_after)?;
-        if is_ingested(write.record) {
-            lay_vector(
-                &mut batch,
-                write.embedded.as_ref(),
-                &id,
-                seq,
-                first_seq == 0,
-            )?;
-        }
+        let at = Placed {
+            id: &id,
+            seq,
+            fresh_domain: first_seq == 0,
+            expire_after,
+        };
+        lay_out_new(&mut batch, write, idempotency_key, &at, &mut clock)?;
         written.push(Written::New(id));
     }
     clock.keep(&mut batch);
@@ -242,6 +207,73 @@ fn try_write_all(
         Err(StorageError::Conflict) => Ok(None),
         Err(StorageError::Unavailable(why)) => Err(format!("storage unavailable: {why}")),
     }
+}
+
+/// Reads into `batch`, in one call, everything writing `writes` (with the
+/// new record ids `ids`) is sure to read: the sequence counter, each
+/// request id's idempotency entry, each new record id (to see it is free)
+/// and, for a FACT, the transaction clock, its key's current version and
+/// its key's tier; the domain's embedding model when one is an ingested
+/// memory. (Replacing a current version reads that version next.)
+fn read_ahead(batch: &mut Batch, writes: &[Write<'_>], ids: &[String]) -> Result<(), String> {
+    let mut wanted = vec![keys::SEQ.to_vec()];
+    if writes.iter().any(|w| is_ingested(w.record)) {
+        wanted.push(vectors::MODEL.to_vec());
+    }
+    for (write, id) in writes.iter().zip(ids) {
+        wanted.push(keys::idempotency(write.request_id));
+        wanted.push(keys::record(id));
+        if let MemoryRecord::Fact(fact) = write.record {
+            wanted.extend([
+                keys::CLOCK.to_vec(),
+                keys::fact_key(&fact.key),
+                keys::tier(&fact.key),
+            ]);
+        }
+    }
+    batch.read_ahead(wanted)
+}
+
+/// Where a new record goes: its id and sequence number, whether the domain
+/// held nothing before this batch, and how long the host keeps it.
+struct Placed<'a> {
+    id: &'a str,
+    seq: u64,
+    fresh_domain: bool,
+    expire_after: Option<u64>,
+}
+
+/// Lays out a write that is not a replay: its idempotency entry (under
+/// `idempotency_key`, conditioned on its absence: an import may commit
+/// without raising the counter, as it keeps the sequence numbers it is
+/// given), the record with its indexes, and an ingested memory's vector.
+fn lay_out_new(
+    batch: &mut Batch,
+    write: &Write<'_>,
+    idempotency_key: Vec<u8>,
+    at: &Placed<'_>,
+    clock: &mut Clock,
+) -> Result<(), String> {
+    batch
+        .preconditions
+        .push(Precondition::Absent(idempotency_key.clone()));
+    let entry = Idempotency {
+        stored_id: at.id.to_owned(),
+        component: write.source.component,
+        actor: write.source.actor,
+    };
+    batch.put(idempotency_key, encode(&entry));
+    lay_out(batch, write.record, at.id, at.seq, clock, at.expire_after)?;
+    if is_ingested(write.record) {
+        lay_vector(
+            batch,
+            write.embedded.as_ref(),
+            at.id,
+            at.seq,
+            at.fresh_domain,
+        )?;
+    }
+    Ok(())
 }
 
 /// Whether a record is an ingested memory, which has a summary vector
@@ -396,6 +428,84 @@ fn decode_clock(value: Option<Vec<u8>>) -> Result<Option<i64>, String> {
         .transpose()
 }
 
+/// Lays out a new FACT version's key entries: its key's tier (a key keeps
+/// the tier of its first version, MT-1), the version it supersedes closed,
+/// its lookup indexes and its key's current-version entry. Answers its
+/// transaction time: later than the one it supersedes and than any the
+/// domain gave before (MT-2).
+fn lay_out_fact(
+    batch: &mut Batch,
+    fact: &Fact,
+    id: &str,
+    seq: u64,
+    clock: &mut Clock,
+) -> Result<i64, String> {
+    let key_entry = keys::fact_key(&fact.key);
+    let current = batch.get(&key_entry)?;
+    let tier = version_tier(batch, &fact.payload)?;
+    let key_tier = crate::key_tier(&fact.key, |k| batch.get(k))?;
+    if current.is_none() && tier > key_tier {
+        batch.put(keys::tier(&fact.key), vec![tier]);
+    } else if tier > key_tier {
+        return Err(format!(
+            "the version's privacy tier ({}) is above key {:?}'s ({}); a key's tier \
+             never rises: write it under a new key (MT-1)",
+            crate::tier_name(tier),
+            fact.key,
+            crate::tier_name(key_tier),
+        ));
+    }
+    let now = match current {
+        Some(current) => supersede(batch, fact, &current, clock)?,
+        None => clock.tick(batch, None)?,
+    };
+    for entry in fact_indexes(&fact.key, &fact.payload) {
+        batch.put(entry, id.as_bytes().to_vec());
+    }
+    batch.put(key_entry, keys::current(id, seq));
+    Ok(now)
+}
+
+/// Closes the current version of `fact`'s key (`current`, its key entry)
+/// in transaction time (MT-2): it stays readable by id, is found through
+/// its version entry from now on (a key laid out by earlier builds has
+/// it), and the lookup indexes it alone had go. Answers the new version's
+/// transaction time.
+fn supersede(
+    batch: &mut Batch,
+    fact: &Fact,
+    current: &[u8],
+    clock: &mut Clock,
+) -> Result<i64, String> {
+    let (current_id, current_seq) =
+        keys::indexed(current).ok_or("a fact-key index entry is damaged")?;
+    let current_id = current_id.to_owned();
+    if let Some(current_seq) = current_seq {
+        batch.put(
+            keys::version(&fact.key, current_seq),
+            current_id.as_bytes().to_vec(),
+        );
+    }
+    let Some((Stored::Fact(mut previous), previous_expiry)) =
+        load_with(&current_id, |k| batch.get(k))?
+    else {
+        return Err("a fact-key index entry points nowhere".into());
+    };
+    let now = clock.tick(batch, Some(previous.created_at))?;
+    // The lookup indexes follow the current version.
+    let replaced = fact_indexes(&fact.key, &previous.fact.payload);
+    let kept = fact_indexes(&fact.key, &fact.payload);
+    for entry in replaced.into_iter().filter(|e| !kept.contains(e)) {
+        batch.delete(entry);
+    }
+    previous.superseded_at = Some(now);
+    batch.put(
+        keys::record(&current_id),
+        encode_record(&Stored::Fact(previous), previous_expiry),
+    );
+    Ok(now)
+}
+
 /// Adds a new record, its indexes and, for a FACT, the closing of the
 /// version it supersedes; a record kept `expire_after` milliseconds only
 /// gets its expiry and an expiry-index entry.
@@ -416,63 +526,7 @@ fn lay_out(
     let expires_at;
     let stored = match record.clone() {
         MemoryRecord::Fact(fact) => {
-            let key_entry = keys::fact_key(&fact.key);
-            let current = batch.get(&key_entry)?;
-            // A key keeps the tier of its first version (MT-1).
-            let tier = version_tier(batch, &fact.payload)?;
-            let key_tier = crate::key_tier(&fact.key, |k| batch.get(k))?;
-            if current.is_none() && tier > key_tier {
-                batch.put(keys::tier(&fact.key), vec![tier]);
-            } else if tier > key_tier {
-                return Err(format!(
-                    "the version's privacy tier ({}) is above key {:?}'s ({}); a key's tier \
-                     never rises: write it under a new key (MT-1)",
-                    crate::tier_name(tier),
-                    fact.key,
-                    crate::tier_name(key_tier),
-                ));
-            }
-            // The version's transaction time: later than the one it
-            // supersedes and than any the domain gave before (MT-2).
-            let now;
-            if let Some(current) = current {
-                // Close the current version in transaction time (MT-2); it
-                // stays readable by id.
-                let (current_id, current_seq) =
-                    keys::indexed(&current).ok_or("a fact-key index entry is damaged")?;
-                let current_id = current_id.to_owned();
-                // The superseded version is found through its version entry
-                // from now on (a key laid out by earlier builds has it).
-                if let Some(current_seq) = current_seq {
-                    batch.put(
-                        keys::version(&fact.key, current_seq),
-                        current_id.as_bytes().to_vec(),
-                    );
-                }
-                let Some((Stored::Fact(mut previous), previous_expiry)) =
-                    load_with(&current_id, |k| batch.get(k))?
-                else {
-                    return Err("a fact-key index entry points nowhere".into());
-                };
-                now = clock.tick(batch, Some(previous.created_at))?;
-                // The lookup indexes follow the current version.
-                let replaced = fact_indexes(&fact.key, &previous.fact.payload);
-                let kept = fact_indexes(&fact.key, &fact.payload);
-                for entry in replaced.into_iter().filter(|e| !kept.contains(e)) {
-                    batch.delete(entry);
-                }
-                previous.superseded_at = Some(now);
-                batch.put(
-                    keys::record(&current_id),
-                    encode_record(&Stored::Fact(previous), previous_expiry),
-                );
-            } else {
-                now = clock.tick(batch, None)?;
-            }
-            for entry in fact_indexes(&fact.key, &fact.payload) {
-                batch.put(entry, id.as_bytes().to_vec());
-            }
-            batch.put(key_entry, keys::current(id, seq));
+            let now = lay_out_fact(batch, &fact, id, seq, clock)?;
             expires_at = expiry(now);
             Stored::Fact(StoredFact {
                 id: id.to_owned(),

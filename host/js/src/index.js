@@ -269,7 +269,7 @@ export async function open(agent, options = {}) {
       mode: options.mode ?? 'online',
       store: opened.store,
       owned: opened.owned,
-      input: options.input ?? 'request',
+      input: options.input,
       async: options.async === true,
     });
     const embedder = options.embedder;
@@ -289,9 +289,6 @@ export async function open(agent, options = {}) {
     throw error;
   }
 }
-
-/** The `export` page size. */
-const EXPORT_PAGE = 1000;
 
 /**
  * One agent's memory domain. Every call answers plain objects: the lines
@@ -368,7 +365,8 @@ export class Domain {
     const list = Array.isArray(request);
     const batch = list || options.batch === true;
     const text = list ? request.map(toText).join('\n') : toText(request);
-    const framed = this._call(batch ? batchCall : call, text, options.input ?? this.#input);
+    // No input named: the call surface names it (`request`).
+    const framed = this._call(batch ? batchCall : call, text, options.input ?? this.#input ?? '');
     return then(framed, batch ? linesOf : valueOf);
   }
 
@@ -548,7 +546,8 @@ export class Domain {
   export() {
     const all = [];
     const page = (start) =>
-      then(this._call('export', stringify({ start, limit: EXPORT_PAGE })), (framed) => {
+      // A page of the call surface's size (engram_model::surface::EXPORT_PAGE).
+      then(this._call('export', stringify({ start })), (framed) => {
         const { lines: got, next } = valueOf(framed);
         all.push(...got);
         return next === null || next === undefined ? all : page(next);

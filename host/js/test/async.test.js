@@ -89,9 +89,21 @@ for (const [driver, makeStore] of Object.entries(MODEL_STORES)) {
       assert.deepEqual(asked, ['I booked the Hotel Avenida in Lisbon for May.']);
       const recalled = await domain.recall('Which hotel did I book in Lisbon?');
       assert.deepEqual(recalled.memories.map((m) => [m.id, m.summary]), [[remembered.committed[0], 'The user booked a hotel in Lisbon.']]);
-      // Calls made together are answered each, in turn.
-      const many = await Promise.all(['Rome', 'Oslo', 'Lima'].map((city, i) => domain.remember(`I flew to ${city}.`, 'Nice.', { request_id: `t${i}` })));
-      assert.deepEqual(many.map((m) => m.request_id), ['t0', 't1', 't2']);
+      // Calls made together are answered each, in turn: in the order they
+      // were made (each promise settles after the one before), and each
+      // summarized once, in that order too.
+      asked.length = 0;
+      const settled = [];
+      const many = await Promise.all(
+        ['Rome', 'Oslo', 'Lima'].map((city, i) =>
+          domain.remember(`I flew to ${city}.`, 'Nice.', { request_id: `t${i}` }).then((m) => {
+            settled.push(m.request_id);
+            return m;
+          }),
+        ),
+      );
+      assert.deepEqual(settled, ['t0', 't1', 't2']);
+      assert.deepEqual(asked, ['I flew to Rome.', 'I flew to Oslo.', 'I flew to Lima.']);
       assert.equal(new Set(many.flatMap((m) => m.committed)).size, 3);
       // A summarizer whose model fails fails the cycle: nothing is stored.
       const failing = await open('bob', { store, async: true, summarizer: async () => Promise.reject(new Error('the model is down')) });

@@ -227,6 +227,10 @@ const CYCLE_SESSION: &str = "js";
 /// read-limit ceiling.
 pub const EXPORT_PAGE: u32 = 1_000;
 
+/// What an input failure of `write` and `read` names the input when the
+/// caller names none (the language packages' requests).
+pub const DEFAULT_INPUT: &str = "request";
+
 /// How many memories a commit of `reembed` makes vectors for, unless the
 /// caller says: one batch of the embedder's a commit is kept small enough
 /// that a kill loses little work.
@@ -369,13 +373,19 @@ impl<E: Engine> Session<E> {
         }
     }
 
-    /// `write` and `read`, one request or a batch.
+    /// `write` and `read`, one request or a batch; an `input` left empty
+    /// is named [`DEFAULT_INPUT`].
     fn io_call(
         &mut self,
         name: &str,
         input: &str,
         args: &str,
     ) -> Result<Result<String, Refusal>, E::Fault> {
+        let input = if input.is_empty() {
+            DEFAULT_INPUT
+        } else {
+            input
+        };
         let engine = &mut self.engine;
         match name {
             "write" | "write-batch" => {

@@ -9,6 +9,7 @@ mod settings;
 pub use cycles::Cycle;
 
 use crate::engine::{Shared, Slot};
+use crate::limits::Exceeded;
 use crate::state::{DomainState, tier_rank};
 use crate::{AuditEntry, Backend, TurnError};
 use crate::{RecallArgs, Recalled, RememberArgs, Remembered};
@@ -131,9 +132,10 @@ impl Domain {
                 None => Ok(answer),
             },
             Err(error) => {
+                let exceeded = live.store.data_mut().limits.take_exceeded();
                 self.live = None;
                 self.restarts += 1;
-                let error = self.stopped(anyhow::Error::from(error));
+                let error = self.stopped(anyhow::Error::from(error), exceeded);
                 if let Some(audited) = audited {
                     // Best effort: the trail itself may be what failed.
                     let scope = &self.state.scope;
@@ -178,24 +180,22 @@ impl Domain {
         answer
     }
 
-    /// Names why an instance was stopped (S-TRAP).
-    fn stopped(&self, error: anyhow::Error) -> anyhow::Error {
-        let why = match error.downcast_ref::<wasmtime::Trap>() {
-            Some(wasmtime::Trap::Interrupt) => match self.shared.config.call_timeout {
+    /// Names why an instance was stopped (S-TRAP): by its trap, or by the
+    /// limit its limiter refused a growth past (`exceeded`).
+    fn stopped(&self, error: anyhow::Error, exceeded: Option<Exceeded>) -> anyhow::Error {
+        let why = match (error.downcast_ref::<wasmtime::Trap>(), exceeded) {
+            (Some(wasmtime::Trap::Interrupt), _) => match self.shared.config.call_timeout {
                 Some(limit) => format!("the call ran past its time limit of {limit:?}"),
                 None => "the call was interrupted".to_owned(),
             },
-            Some(_) => "the engine trapped".to_owned(),
-            // What the store's limiter answers a growth past the limits.
-            None if format!("{error:#}").contains("growing memory") => format!(
-                "the engine needed more than its memory limit of {} bytes",
-                self.shared.memory_bytes
-            ),
-            None if format!("{error:#}").contains("growing table") => format!(
-                "the engine needed more than its table limit of {} elements",
-                self.shared.config.max_table_elements
-            ),
-            None => "a call of the host failed".to_owned(),
+            (_, Some(Exceeded::Memory(bytes))) => {
+                format!("the engine needed more than its memory limit of {bytes} bytes")
+            }
+            (_, Some(Exceeded::Table(elements))) => {
+                format!("the engine needed more than its table limit of {elements} elements")
+            }
+            (Some(_), None) => "the engine trapped".to_owned(),
+            (None, None) => "a call of the host failed".to_owned(),
         };
         error.context(Stopped(why))
     }

@@ -218,11 +218,10 @@ impl Engram {
             embedder: config.embedder.clone(),
             tier_ceiling: types::PrivacyTier::Private,
             expire_after: None,
-            limits: wasmtime::StoreLimitsBuilder::new()
-                .memory_size(self.shared.memory_bytes)
-                .table_elements(config.max_table_elements as usize)
-                .trap_on_grow_failure(true)
-                .build(),
+            limits: crate::limits::Growth::new(
+                self.shared.memory_bytes,
+                config.max_table_elements as usize,
+            ),
         };
         Domain::start(self.shared.clone(), state, lock, slot)
     }

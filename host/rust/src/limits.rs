@@ -8,6 +8,88 @@ use std::time::Duration;
 
 pub use crate::json::{fact_payload_size, record_size, summary_size};
 
+/// Which of an instance's limits a growth it asked for ran past.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Exceeded {
+    /// Its linear memory, past this many bytes.
+    Memory(usize),
+    /// A table, past this many elements.
+    Table(usize),
+}
+
+/// An instance's limiter: its memory and table sizes, every growth past
+/// them refused as a trap, and which one was refused kept, so that a
+/// stopped instance is named by what stopped it, never by an error's words.
+#[derive(Clone, Debug)]
+pub(crate) struct Growth {
+    memory_bytes: usize,
+    table_elements: usize,
+    exceeded: Option<Exceeded>,
+}
+
+impl Growth {
+    pub(crate) fn new(memory_bytes: usize, table_elements: usize) -> Self {
+        Growth {
+            memory_bytes,
+            table_elements,
+            exceeded: None,
+        }
+    }
+
+    /// The limit a growth ran past since the last time asked, if one did.
+    pub(crate) fn take_exceeded(&mut self) -> Option<Exceeded> {
+        self.exceeded.take()
+    }
+
+    /// Whether growing to `desired` stays within `limit` and the item's
+    /// own `maximum`; past them, `exceeded` is kept and the growth traps.
+    fn allow(
+        &mut self,
+        desired: usize,
+        limit: usize,
+        maximum: Option<usize>,
+        exceeded: Exceeded,
+    ) -> wasmtime::Result<bool> {
+        if desired > limit || maximum.is_some_and(|max| desired > max) {
+            self.exceeded = Some(exceeded);
+            return Err(wasmtime::Error::msg(format!("{exceeded:?}")));
+        }
+        Ok(true)
+    }
+}
+
+impl wasmtime::ResourceLimiter for Growth {
+    fn memory_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        let limit = self.memory_bytes;
+        self.allow(desired, limit, maximum, Exceeded::Memory(limit))
+    }
+
+    fn memory_grow_failed(&mut self, error: wasmtime::Error) -> wasmtime::Result<()> {
+        self.exceeded = Some(Exceeded::Memory(self.memory_bytes));
+        Err(error)
+    }
+
+    fn table_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        let limit = self.table_elements;
+        self.allow(desired, limit, maximum, Exceeded::Table(limit))
+    }
+
+    fn table_grow_failed(&mut self, error: wasmtime::Error) -> wasmtime::Result<()> {
+        self.exceeded = Some(Exceeded::Table(self.table_elements));
+        Err(error)
+    }
+}
+
 /// Advances an engine's epoch every `tick` on a thread of its own, until
 /// dropped. The thread holds only a weak reference to the engine.
 pub(crate) struct Ticker {

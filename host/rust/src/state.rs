@@ -10,7 +10,6 @@ use crate::bindings::engram::memory::{
 use crate::{Candidate, Embedder, Mode, Ranker, Role, Summarizer, Tokenizer, backend, types};
 use engram_store::Scope;
 use std::sync::Arc;
-use wasmtime::StoreLimits;
 
 /// What one engine instance may reach: its agent's part of the store (the
 /// [`Scope`] every host shares), its algorithms, and how it was opened.
@@ -24,7 +23,7 @@ pub(crate) struct DomainState {
     pub(crate) embedder: Option<Arc<dyn Embedder>>,
     pub(crate) tier_ceiling: types::PrivacyTier,
     pub(crate) expire_after: Option<u64>,
-    pub(crate) limits: StoreLimits,
+    pub(crate) limits: crate::limits::Growth,
 }
 
 engram_store::engine_entry_from_wit!(wit_audit, types);

@@ -77,22 +77,7 @@ impl Settings {
     pub fn parse(text: &str) -> Result<Self, String> {
         let json: Value =
             serde_json::from_str(text).map_err(|e| format!("the settings are not JSON: {e}"))?;
-        let Some(object) = json.as_object() else {
-            return Err("the settings are not a JSON object".into());
-        };
-        if let Some(unknown) = object
-            .keys()
-            .find(|key| !KEYS.contains(&key.as_str()) && !LIMIT_KEYS.contains(&key.as_str()))
-        {
-            return Err(format!(
-                "the settings have no key {unknown:?}: they are {}",
-                KEYS.iter()
-                    .chain(&LIMIT_KEYS)
-                    .copied()
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ));
-        }
+        known_keys_only(&json)?;
         let word = |name: &str| match &json[name] {
             Value::Null => Ok(None),
             Value::String(word) => Ok(Some(word.as_str())),
@@ -158,6 +143,28 @@ impl Settings {
             expire_after,
             embedder,
         })
+    }
+}
+
+/// Refuses settings that are not an object, or that hold a key that is no
+/// setting (a misspelled limit), naming it and the known ones.
+fn known_keys_only(json: &Value) -> Result<(), String> {
+    let Some(object) = json.as_object() else {
+        return Err("the settings are not a JSON object".into());
+    };
+    match object
+        .keys()
+        .find(|key| !KEYS.contains(&key.as_str()) && !LIMIT_KEYS.contains(&key.as_str()))
+    {
+        Some(unknown) => Err(format!(
+            "the settings have no key {unknown:?}: they are {}",
+            KEYS.iter()
+                .chain(&LIMIT_KEYS)
+                .copied()
+                .collect::<Vec<_>>()
+                .join(", ")
+        )),
+        None => Ok(()),
     }
 }
 

@@ -602,7 +602,7 @@ class Engram:
         ranker: Ranker | None = None,
         tokenizer: Tokenizer | None = None,
         embedder: Embedder | None = None,
-        input: str = "request",
+        input: str | None = None,
         expire_after_ms: int | None = None,
     ) -> Domain:
         """The memory domain of one agent: an engine instance of its own
@@ -731,7 +731,7 @@ class Domain:
     command line prints, parsed. Several threads may share it: its calls
     take turns."""
 
-    def __init__(self, native: Any, agent: str, mode: str, input: str, clock: Callable[[], int] | None) -> None:
+    def __init__(self, native: Any, agent: str, mode: str, input: str | None, clock: Callable[[], int] | None) -> None:
         self._native = native
         self._agent = agent
         self._mode = mode
@@ -768,7 +768,8 @@ class Domain:
             text = "\n".join(_text(r) for r in request)
         else:
             text, many = _text(request), bool(batch)
-        framed = self._call(f"{call}-batch" if many else call, text, input or self._input)
+        # No input named: the call surface names it (``request``).
+        framed = self._call(f"{call}-batch" if many else call, text, input or self._input or "")
         return _lines(framed) if many else _value(framed)
 
     def write(
