@@ -93,6 +93,13 @@ fn vectors(fx: &Fixture, agent: &str) -> usize {
     keys_tagged(fx, agent, b"Q")
 }
 
+/// Asserts the domain of the re-embedding tests recalls a memory of the
+/// friends met at the market.
+fn assert_recalls_the_market(domain: &mut engram::Domain) {
+    let recalled = domain.recall("Who did I meet at the market?").unwrap();
+    assert!(!recalled.memories.is_empty(), "{recalled:?}");
+}
+
 /// The reason of the newest retrieval entry of the trail.
 fn last_retrieval(fx: &Fixture) -> String {
     fx.trail()
@@ -216,13 +223,7 @@ fn s_vector_another_model_is_refused_naming_both_until_reembed_rebuilds_across_c
     drop(maintenance);
     assert_eq!(vectors(&fx, "alice"), 5, "the old model's vectors are gone");
     let mut alice = with(fx.open("alice"), &new);
-    assert!(
-        !alice
-            .recall("Who did I meet at the market?")
-            .unwrap()
-            .memories
-            .is_empty()
-    );
+    assert_recalls_the_market(&mut alice);
     let embedder: Arc<dyn Embedder> = old;
     assert!(fx.open("alice").with_embedder(Some(embedder)).is_err());
     let mut offline = fx.open("alice");
@@ -648,13 +649,7 @@ fn s_vector_a_reembedding_killed_mid_way_resumes_and_embeds_each_memory_once() {
         alice.vector_model().unwrap().unwrap().unwrap().name,
         "words-32"
     );
-    assert!(
-        !alice
-            .recall("Who did I meet at the market?")
-            .unwrap()
-            .memories
-            .is_empty()
-    );
+    assert_recalls_the_market(&mut alice);
 }
 
 #[test]
