@@ -752,7 +752,7 @@ fn the_python_sdist_builds_with_cargo_and_runs() {
             "CARGO_TARGET_DIR",
             Path::new(env!("CARGO_TARGET_TMPDIR")).parent().unwrap(),
         );
-    engram_build::rust_target::without_host_flags(&mut install);
+    engram_dist::as_shipped(&mut install);
     run(&mut install, "pip install the sdist", NEEDS_PYTHON);
     eprintln!(
         "measured: the sdist built and installed in {:.0} s",

@@ -102,7 +102,8 @@ fn install() -> PathBuf {
             "PATH",
             with_first(python.parent().expect("the environment's bin")),
         );
-    engram_build::rust_target::without_host_flags(&mut install);
+    // As the addon's build: what ships, without line tables.
+    engram_dist::as_shipped(&mut install);
     run(install, "pip install host/python");
     python
 }

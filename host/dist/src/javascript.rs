@@ -157,7 +157,7 @@ pub fn build_addon(platform: &Platform) -> Result<PathBuf> {
         .current_dir(crate::workspace())
         .args(["--release", "--locked", "--package", "engram-node"])
         .args(["--message-format", "json-render-diagnostics"]);
-    engram_build::rust_target::without_host_flags(&mut command);
+    crate::as_shipped(&mut command);
     let what = format!("building the Node addon for {}", platform.name);
     let output = crate::run(&mut command, &what, "the addon's build needs cargo")?;
     crate::native::built_library(&output.stdout, "engram_node")

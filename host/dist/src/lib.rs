@@ -68,6 +68,16 @@ pub fn zig_path(python_bin: PathBuf) -> Result<std::ffi::OsString> {
     Ok(std::env::join_paths(paths)?)
 }
 
+/// `command`, a release build of what ships (the Node addon, the Python
+/// module, the sdist's build), without the release profile's line tables:
+/// what ships is stripped of them (`strip = "symbols"`), so making them
+/// is time lost; every such build the same, so that they share their
+/// crates.
+pub fn as_shipped(command: &mut Command) -> &mut Command {
+    engram_build::rust_target::without_host_flags(command);
+    command.env("CARGO_PROFILE_RELEASE_DEBUG", "false")
+}
+
 /// Runs `command` (`what` names the step), its output captured: the output
 /// when it succeeds; otherwise an error that names the step and says why,
 /// with what the command printed. A program missing from the `PATH` is

@@ -56,7 +56,7 @@ fn build(platform: &Platform) -> Result<Built> {
         // A Python extension module: libpython is the interpreter's, not
         // linked (PyO3 reads this as maturin sets it).
         .env("PYO3_BUILD_EXTENSION_MODULE", "1");
-    engram_build::rust_target::without_host_flags(&mut command);
+    crate::as_shipped(&mut command);
     let what = format!("building the native libraries for {}", platform.name);
     let output = crate::run(&mut command, &what, "the build needs cargo")?;
     let library = |name: &str| {

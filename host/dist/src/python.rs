@@ -44,7 +44,7 @@ fn maturin() -> Result<(Command, std::ffi::OsString)> {
     let path = crate::zig_path(python_bin)?;
     let mut command = Command::new(exe);
     command.current_dir(package()).env("PATH", &path);
-    engram_build::rust_target::without_host_flags(&mut command);
+    crate::as_shipped(&mut command);
     Ok((command, path))
 }
 
