@@ -541,6 +541,12 @@ pub fn closed() -> String {
     format!("C{}", messages::CLOSED)
 }
 
+/// A call of a closed store, framed as a call's failures are: `C`, then
+/// every package's words ([`engram_model::messages::STORE_CLOSED`]).
+pub fn store_closed() -> String {
+    format!("C{}", messages::STORE_CLOSED)
+}
+
 /// A call made from the call under way's own summarizer, ranker,
 /// tokenizer, embedder or store, framed as a lock's failure: `K`, then why
 /// ([`engram_model::messages::BUSY`]).

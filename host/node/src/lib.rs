@@ -59,7 +59,7 @@ impl NativeStore {
         self.store
             .borrow()
             .clone()
-            .ok_or_else(|| error(format!("C{}", engram_binding::messages::STORE_CLOSED)))
+            .ok_or_else(|| error(engram_binding::store_closed()))
     }
 }
 

@@ -54,7 +54,7 @@ impl NativeStore {
     fn store(&self) -> PyResult<Store> {
         locked(&self.store)
             .clone()
-            .ok_or_else(|| error(format!("C{}", engram_binding::messages::STORE_CLOSED)))
+            .ok_or_else(|| error(engram_binding::store_closed()))
     }
 
     fn of(store: Store) -> Self {

@@ -52,7 +52,10 @@ impl Growth {
     ) -> wasmtime::Result<bool> {
         if desired > limit || maximum.is_some_and(|max| desired > max) {
             self.exceeded = Some(exceeded);
-            return Err(wasmtime::Error::msg(format!("{exceeded:?}")));
+            return Err(wasmtime::Error::msg(match exceeded {
+                Exceeded::Memory(bytes) => format!("growing memory past {bytes} bytes"),
+                Exceeded::Table(elements) => format!("growing a table past {elements} elements"),
+            }));
         }
         Ok(true)
     }
