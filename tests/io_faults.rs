@@ -585,6 +585,25 @@ fn b5_d1_a_cycle_whose_line_cannot_be_printed_stops_before_it_commits() {
     }
 }
 
+/// The outcomes of the writes of `agent`'s trail in `store`, oldest first:
+/// `(request_id, outcome, stored_id)`.
+fn written_outcomes(store: &Path, agent: &str, dir: &Path) -> Vec<(String, String, String)> {
+    let audit = engram(&[], store, &["audit", "--agent", agent], dir)
+        .output()
+        .unwrap();
+    assert!(audit.status.success(), "{audit:?}");
+    String::from_utf8(audit.stdout)
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str::<serde_json::Value>(line).unwrap())
+        .filter(|entry| entry["operation"] == "WRITE")
+        .map(|entry| {
+            let field = |name: &str| entry[name].as_str().unwrap_or_default().to_owned();
+            (field("request_id"), field("outcome"), field("stored_id"))
+        })
+        .collect()
+}
+
 /// `/dev/full`: every write to it fails with ENOSPC.
 fn full() -> Stdio {
     Stdio::from(std::fs::File::create("/dev/full").expect("/dev/full"))
@@ -619,15 +638,31 @@ fn an_unwritable_standard_error_never_turns_a_failure_into_a_panic() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(4), "{out:?}");
+    // The first run committed: its write is in the trail before any retry.
+    let first = written_outcomes(&store, "a", dir.path());
+    assert_eq!(
+        first
+            .iter()
+            .map(|(id, outcome, _)| (id.as_str(), outcome.as_str()))
+            .collect::<Vec<_>>(),
+        [("turn-1#persist", "ACCEPTED")],
+        "{first:?}"
+    );
     let again = engram(&[], &store, &remember, dir.path())
         .args(["--request-id", "turn-1"])
         .output()
         .unwrap();
     let answer: serde_json::Value = serde_json::from_slice(&again.stdout).unwrap();
     assert_eq!(
-        answer["committed"].as_array().map(Vec::len),
-        Some(1),
+        answer["committed"],
+        serde_json::json!([first[0].2]),
         "{answer}"
+    );
+    let after = written_outcomes(&store, "a", dir.path());
+    assert_eq!(after.len(), 2, "{after:?}");
+    assert_eq!(
+        after[1].1, "REPLAYED",
+        "the retry stored nothing: {after:?}"
     );
 }
 
@@ -648,13 +683,16 @@ fn b5_d1_a_committed_turn_whose_answer_cannot_be_printed_says_so_and_names_its_r
     one_line_naming(&out, "turn-1");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("was committed"), "{stderr}");
+    let kept = written_outcomes(&store, "a", dir.path());
+    assert_eq!(kept.len(), 1, "committed before any retry: {kept:?}");
+    assert_eq!(kept[0].1, "ACCEPTED", "{kept:?}");
     let again = engram(&[], &store, &remember, dir.path())
         .args(["--request-id", "turn-1"])
         .output()
         .unwrap();
     let first: serde_json::Value = serde_json::from_slice(&again.stdout).unwrap();
     let ids = first["committed"].clone();
-    assert_eq!(ids.as_array().map(Vec::len), Some(1), "{first}");
+    assert_eq!(ids, serde_json::json!([kept[0].2]), "{first}");
 
     let plan = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../samples/plan.json");
     std::fs::write(
@@ -678,6 +716,18 @@ fn b5_d1_a_committed_turn_whose_answer_cannot_be_printed_says_so_and_names_its_r
     one_line_naming(&out, "batch-1");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("was committed"), "{stderr}");
+    let kept = written_outcomes(&store, "a", dir.path());
+    let accepted = |entries: &[(String, String, String)]| {
+        entries
+            .iter()
+            .filter(|(id, outcome, _)| id.starts_with("batch-1") && outcome == "ACCEPTED")
+            .count()
+    };
+    assert_eq!(
+        accepted(&kept),
+        1,
+        "the batch's turn committed before any retry: {kept:?}"
+    );
     let again = engram(&[], &store, &batch, dir.path()).output().unwrap();
     let line: serde_json::Value = serde_json::from_slice(&again.stdout).unwrap();
     assert_eq!(line["request_id"], "batch-1", "{line}");

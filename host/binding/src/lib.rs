@@ -225,6 +225,50 @@ impl Store {
         domains(&self.storage)
     }
 
+    /// The store-wide maintenance call `name` (`export`, `import` or
+    /// `expire`, [`engram::surface::maintain`]) with `args`, each domain
+    /// opened for maintenance with `settings` (JSON, a domain's but for
+    /// `agent` and `mode`, which are each domain's) and what the caller
+    /// supplies, at the caller's `time` when the domains take it: the
+    /// framed answer, a failure of the host among them.
+    pub fn maintain(
+        &self,
+        name: &str,
+        args: &str,
+        settings: &str,
+        plugins: Plugins,
+        time: Option<i64>,
+    ) -> String {
+        let template = match serde_json::from_str::<serde_json::Value>(settings) {
+            Ok(serde_json::Value::Object(template)) => template,
+            Ok(_) => return Answer::Input("the settings are not a JSON object".into()).framed(),
+            Err(e) => return Answer::Input(format!("the settings are not JSON: {e}")).framed(),
+        };
+        let settings_of = |agent: &str| {
+            let mut settings = template.clone();
+            settings.insert("agent".into(), agent.into());
+            settings.insert("mode".into(), Access::Maintenance.word().into());
+            Settings::parse(&serde_json::Value::Object(settings).to_string())
+        };
+        // The settings checked once, as any domain's (an agent's id is
+        // checked with its domain).
+        let opening = match settings_of("-").and_then(|settings| Opening::of(&settings, plugins)) {
+            Ok(opening) => opening,
+            Err(why) => return Answer::Input(why).framed(),
+        };
+        let open = |agent: &str| {
+            let settings = settings_of(agent).map_err(anyhow::Error::msg)?;
+            let (domain, clock) = opening.clone().open(self, &settings)?;
+            if let Some(clock) = clock {
+                clock.set(time);
+            }
+            Ok(domain)
+        };
+        engram::surface::maintain(&self.storage, name, args, open)
+            .map(Answer::framed)
+            .unwrap_or_else(|error| Failure::of(&error).framed())
+    }
+
     /// Breaks the maintenance lock of `agent`'s domain, whoever holds it:
     /// `{"agent_id","unlocked"}`.
     pub fn unlock(&self, agent: &str) -> Result<String> {
@@ -497,6 +541,9 @@ pub enum OpenError {
     Invalid(String),
     /// Someone else holds the domain's maintenance lock: who, since when.
     Locked(String),
+    /// The contract refuses it: the domain's vectors are another model's
+    /// than the embedder's (S-VECTOR), both named.
+    Refused(String),
     /// The store or the engine failed: why, on one line.
     Failed(String),
 }
@@ -504,9 +551,10 @@ pub enum OpenError {
 impl std::fmt::Display for OpenError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            OpenError::Invalid(why) | OpenError::Locked(why) | OpenError::Failed(why) => {
-                f.write_str(why)
-            }
+            OpenError::Invalid(why)
+            | OpenError::Locked(why)
+            | OpenError::Refused(why)
+            | OpenError::Failed(why) => f.write_str(why),
         }
     }
 }
@@ -515,14 +563,15 @@ impl std::error::Error for OpenError {}
 
 impl OpenError {
     /// The failure framed as a call's are ([`Failure::framed`]): `I`
-    /// (invalid settings), `K` (locked) or `F` (failed), then why.
+    /// (invalid settings), `K` (locked) or `F` (failed), then why; `R`
+    /// (refused) then its line, `{"error"}`.
     pub fn framed(&self) -> String {
-        let kind = match self {
-            OpenError::Invalid(_) => 'I',
-            OpenError::Locked(_) => 'K',
-            OpenError::Failed(_) => 'F',
-        };
-        format!("{kind}{self}")
+        match self {
+            OpenError::Invalid(why) => Answer::Input(why.clone()).framed(),
+            OpenError::Locked(why) => Failure::Locked(why.clone()).framed(),
+            OpenError::Refused(why) => Failure::Refused(why.clone()).framed(),
+            OpenError::Failed(why) => Failure::Failed(why.clone()).framed(),
+        }
     }
 }
 
@@ -554,38 +603,56 @@ pub fn busy() -> String {
     format!("K{}", messages::BUSY)
 }
 
-/// One agent's domain, open: its calls by name.
-pub struct Handle {
-    session: Session<Domain>,
-    storage: Storage,
-    agent: String,
-    /// The caller's clock's time for the call under way, when it has one.
-    time: Option<Arc<CallTime>>,
+/// What a domain is opened with besides its settings: the caller's
+/// algorithms, its embedder with the settings' model, and whether calls
+/// come with the caller's time.
+#[derive(Clone)]
+struct Opening {
+    plugins: Plugins,
+    embedder: Option<Arc<dyn Embedder>>,
 }
 
-impl Handle {
-    /// Opens the domain `settings` (JSON, [`engram_store::settings`]) name
-    /// in `store`, with what the caller supplies.
-    pub fn open(store: &Store, settings: &str, plugins: Plugins) -> Result<Self, OpenError> {
-        let settings = Settings::parse(settings).map_err(OpenError::Invalid)?;
-        let failed = |e: anyhow::Error| match Failure::of(&e) {
-            Failure::Locked(why) => OpenError::Locked(why),
-            other => OpenError::Failed(other.message().to_owned()),
+impl Opening {
+    /// Checks that an embedder comes with its model in `settings` and a
+    /// model with its embedder: why not, when not.
+    fn of(settings: &Settings, mut plugins: Plugins) -> Result<Self, String> {
+        let embedder = match (plugins.embedder.take(), settings.embedder.clone()) {
+            (Some(dispatch), Some((name, dimension))) => Some(Arc::new(DispatchedEmbedder {
+                dispatch: Dispatched(dispatch),
+                model: Model { name, dimension },
+            }) as Arc<dyn Embedder>),
+            (None, None) => None,
+            (Some(_), None) => {
+                return Err(
+                    "an embedder needs its model in the settings: \"embedder\": {\"name\",\"dimension\"}".into(),
+                );
+            }
+            (None, Some(_)) => {
+                return Err(
+                    "the settings name an embedder's model, but no embedder was given".into(),
+                );
+            }
         };
-        let engine = engine(settings.limits.max_memory_bytes).map_err(failed)?;
+        Ok(Opening { plugins, embedder })
+    }
+
+    /// Opens the domain of `settings` in `store`: the domain, and the
+    /// caller's time it reads when calls come with one.
+    fn open(self, store: &Store, settings: &Settings) -> Result<(Domain, Option<Arc<CallTime>>)> {
+        let Opening { plugins, embedder } = self;
+        let engine = engine(settings.limits.max_memory_bytes)?;
         let mode = match settings.mode {
             Access::Online => Mode::Online,
             Access::Maintenance => Mode::Maintenance,
         };
-        let storage = store.storage.clone();
+        let storage = &store.storage;
         let mut domain = engine
             .open(
                 &settings.agent,
                 mode,
                 storage.backend.clone(),
                 storage.audit.clone(),
-            )
-            .map_err(failed)?
+            )?
             .restrict_to(tier(settings.tier_ceiling))
             .with_limits(settings.limits);
         domain.set_expire_after(settings.expire_after);
@@ -598,25 +665,8 @@ impl Handle {
         if let Some(tokenizer) = plugins.tokenizer {
             domain = domain.with_tokenizer(tokenizer);
         }
-        let embedder = match (plugins.embedder, settings.embedder) {
-            (Some(dispatch), Some((name, dimension))) => Some(Arc::new(DispatchedEmbedder {
-                dispatch: Dispatched(dispatch),
-                model: Model { name, dimension },
-            }) as Arc<dyn Embedder>),
-            (None, None) => None,
-            (Some(_), None) => {
-                return Err(OpenError::Invalid(
-                    "an embedder needs its model in the settings: \"embedder\": {\"name\",\"dimension\"}".into(),
-                ));
-            }
-            (None, Some(_)) => {
-                return Err(OpenError::Invalid(
-                    "the settings name an embedder's model, but no embedder was given".into(),
-                ));
-            }
-        };
         if embedder.is_some() {
-            domain = domain.with_embedder(embedder).map_err(failed)?;
+            domain = domain.with_embedder(embedder)?;
         }
         let time = plugins
             .clock
@@ -625,10 +675,37 @@ impl Handle {
             let time = time.clone();
             domain = domain.with_clock(Arc::new(move || time.get()));
         }
+        Ok((domain, time))
+    }
+}
+
+/// One agent's domain, open: its calls by name.
+pub struct Handle {
+    session: Session<Domain>,
+    storage: Storage,
+    agent: String,
+    mode: Access,
+    /// The caller's clock's time for the call under way, when it has one.
+    time: Option<Arc<CallTime>>,
+}
+
+impl Handle {
+    /// Opens the domain `settings` (JSON, [`engram_store::settings`]) name
+    /// in `store`, with what the caller supplies.
+    pub fn open(store: &Store, settings: &str, plugins: Plugins) -> Result<Self, OpenError> {
+        let settings = Settings::parse(settings).map_err(OpenError::Invalid)?;
+        let opening = Opening::of(&settings, plugins).map_err(OpenError::Invalid)?;
+        let (domain, time) = opening
+            .open(store, &settings)
+            .map_err(|e| match Failure::of(&e) {
+                Failure::Locked(why) => OpenError::Locked(why),
+                other => OpenError::Failed(other.message().to_owned()),
+            })?;
         Ok(Handle {
             session: Session::new(domain),
-            storage,
+            storage: store.storage.clone(),
             agent: settings.agent,
+            mode: settings.mode,
             time,
         })
     }
@@ -636,6 +713,17 @@ impl Handle {
     /// The agent whose domain this is.
     pub fn agent(&self) -> &str {
         &self.agent
+    }
+
+    /// How the domain is open: `online` or `maintenance`.
+    pub fn mode(&self) -> &'static str {
+        self.mode.word()
+    }
+
+    /// How many times the domain's engine instance stopped and was let go
+    /// (the next call makes a fresh one).
+    pub fn restarts(&mut self) -> u64 {
+        self.session.engine().restarts()
     }
 
     /// Makes the call `name` with `args` (`input` names the input in an

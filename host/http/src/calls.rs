@@ -772,11 +772,18 @@ pub fn export_page(
 /// The HTTP answer of a host's failure, by its kind (`S` the instance
 /// stopped, `K` a maintenance lock kept the call out, `F` the store or the
 /// host failed; the binding's framing): 503 with `retry-after` for a lock,
-/// 500 otherwise, each `{"host_error"}`.
+/// 500 otherwise, each `{"host_error"}`; a domain the contract refuses to
+/// open (`R`, its line: another model's vectors) 409 with its line, as a
+/// refused call.
 pub fn failure(framed: &str) -> Refusal {
     let (kind, why) = framed.split_at(framed.len().min(1));
     match kind {
         "K" => Refusal::new(503, "host_error", why).with_header("retry-after", "1"),
+        "R" => Refusal {
+            status: 409,
+            body: why.to_owned(),
+            headers: Vec::new(),
+        },
         _ => Refusal::new(500, "host_error", why),
     }
 }

@@ -96,8 +96,9 @@ export function closedError() {
 
 /**
  * The error of a failure framed by the Rust host (`I` input, `S` stopped,
- * `K` locked, `F` store, `C` closed, then the words); undefined for any
- * other text. A refusal (`R`) is an answer's, made where answers are read.
+ * `K` locked, `F` store, `C` closed, then the words; `R` refused, then its
+ * line: a domain that may not open); undefined for any other text. The
+ * refusal of a call is its answer's, made where answers are read.
  * @param {string} framed
  * @returns {EngramError | undefined}
  */
@@ -106,6 +107,8 @@ export function ofFrame(framed) {
   switch (framed.charCodeAt(0)) {
     case 0x49: // I
       return new EngramInputError(text);
+    case 0x52: // R
+      return new EngramRefusedError(text, JSON.parse(text));
     case 0x53: // S
       return new EngramStoppedError(text);
     case 0x4b: // K

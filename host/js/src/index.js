@@ -266,7 +266,6 @@ export async function open(agent, options = {}) {
         : await WasmSession.open(opened.store, settings, options);
     const domain = new Domain(session, {
       agent,
-      mode: options.mode ?? 'online',
       store: opened.store,
       owned: opened.owned,
       input: options.input,
@@ -280,7 +279,7 @@ export async function open(agent, options = {}) {
         await then(domain._call('vector-model', stringify(modelOf(embedder))), valueOf);
       } catch (error) {
         await domain.close();
-        throw error instanceof EngramRefusedError ? new EngramStoreError(error.answer.error) : error;
+        throw error;
       }
     }
     return domain;
@@ -299,7 +298,6 @@ export async function open(agent, options = {}) {
 export class Domain {
   #session;
   #agent;
-  #mode;
   #store;
   #owned;
   #input;
@@ -307,10 +305,9 @@ export class Domain {
   #closed = false;
 
   /** @internal */
-  constructor(session, { agent, mode, store, owned, input, async }) {
+  constructor(session, { agent, store, owned, input, async }) {
     this.#session = session;
     this.#agent = agent;
-    this.#mode = mode;
     this.#store = store;
     this.#owned = owned;
     this.#input = input;
@@ -327,7 +324,7 @@ export class Domain {
 
   /** How the domain was opened: `online` or `maintenance`. */
   get mode() {
-    return this.#mode;
+    return this.#session.mode;
   }
 
   /** The store the domain lives in. */
@@ -544,15 +541,7 @@ export class Domain {
    * @returns {object[]}
    */
   export() {
-    const all = [];
-    const page = (start) =>
-      // A page of the call surface's size (engram_model::surface::EXPORT_PAGE).
-      then(this._call('export', stringify({ start })), (framed) => {
-        const { lines: got, next } = valueOf(framed);
-        all.push(...got);
-        return next === null || next === undefined ? all : page(next);
-      });
-    return page(undefined);
+    return then(this._call('export', stringify({ all: true })), (framed) => valueOf(framed).lines);
   }
 
   /**
@@ -734,7 +723,7 @@ export async function auditTrail(store, query = {}) {
  * @returns {Promise<object[]>}
  */
 export async function exportStore(store, options = {}) {
-  return (await eachMaintenanceDomain(store, options, (domain) => domain.export())).flat();
+  return maintainStore(store, 'export', { agents: options.agents }, options, (domain) => domain.export());
 }
 
 /**
@@ -746,35 +735,7 @@ export async function exportStore(store, options = {}) {
  * @returns {Promise<object[]>}
  */
 export async function expireStore(store, options = {}) {
-  return eachMaintenanceDomain(store, options, (domain) => domain.expire());
-}
-
-/**
- * Runs `f` with each domain of a store (every domain when `agents` is
- * absent) opened for maintenance, under its maintenance lock, closed
- * after: the answers, in order.
- * @template T
- * @param {unknown} store
- * @param {{agents?: string[]} & OpenOptions} options
- * @param {(domain: Domain) => T} f
- * @returns {Promise<T[]>}
- */
-async function eachMaintenanceDomain(store, options, f) {
-  const opened = await storeOf(store, options);
-  try {
-    const answers = [];
-    for (const agent of options.agents ?? (await domains(opened.store, options))) {
-      const domain = await open(agent, { ...options, store: opened.store, mode: 'maintenance' });
-      try {
-        answers.push(await f(domain));
-      } finally {
-        await domain.close();
-      }
-    }
-    return answers;
-  } finally {
-    await release(opened);
-  }
+  return maintainStore(store, 'expire', { agents: options.agents }, options, (domain) => domain.expire());
 }
 
 /**
@@ -787,19 +748,35 @@ async function eachMaintenanceDomain(store, options, f) {
  * @returns {Promise<object[]>}
  */
 export async function importStore(store, lines, options = {}) {
+  return maintainStore(store, 'import', { lines }, options, (domain, group) => domain.import(group));
+}
+
+/**
+ * The store-wide maintenance call `name` with `args`: in the Rust host for
+ * a store it opened (engram::surface::maintain, every domain opened for
+ * maintenance there); for a store written in JavaScript, where each domain
+ * is an instance of the components, `each(domain, lines)` on each domain
+ * opened for maintenance here, in the same order. Answers what each domain
+ * answered, flat.
+ */
+async function maintainStore(store, name, args, options, each) {
   const opened = await storeOf(store, options);
   try {
-    const groups = [];
-    for (const line of lines) {
-      const last = groups.at(-1);
-      if (last !== undefined && last.agent === line.agent_id) last.lines.push(line);
-      else groups.push({ agent: line.agent_id, lines: [line] });
+    if (opened.kind === 'native') {
+      const settings = settingsOf(undefined, { ...options, mode: 'maintenance' });
+      return valueOf(await opened.store._maintain(name, stringify(args), settings, options));
     }
+    const runs =
+      name === 'import'
+        ? runsOf(args.lines)
+        : (args.agents ?? (await domains(opened.store, options))).map((agent) => ({ agent, lines: undefined }));
     const answers = [];
-    for (const group of groups) {
-      const domain = await open(group.agent, { ...options, store: opened.store, mode: 'maintenance' });
+    for (const run of runs) {
+      const domain = await open(run.agent, { ...options, store: opened.store, mode: 'maintenance' });
       try {
-        answers.push(await domain.import(group.lines));
+        const answer = await each(domain, run.lines);
+        if (name === 'export') answers.push(...answer);
+        else answers.push(answer);
       } finally {
         await domain.close();
       }
@@ -808,6 +785,17 @@ export async function importStore(store, lines, options = {}) {
   } finally {
     await release(opened);
   }
+}
+
+/** Export lines as the runs of consecutive lines of one agent (engram_model::surface::import_runs). */
+function runsOf(lines) {
+  const runs = [];
+  for (const line of lines) {
+    const last = runs.at(-1);
+    if (last !== undefined && last.agent === line.agent_id) last.lines.push(line);
+    else runs.push({ agent: line.agent_id, lines: [line] });
+  }
+  return runs;
 }
 
 /**

@@ -47,6 +47,23 @@ export class NativeStore {
     return JSON.parse(crossing(() => this._inner.domains()));
   }
 
+  /**
+   * The store-wide maintenance call `name` (`export`, `import` or
+   * `expire`) with `args` (JSON), each domain opened for maintenance with
+   * `settings` (JSON) and the caller's algorithms and clock in `options`:
+   * a framed answer (a promise of it with `async`).
+   * @internal
+   */
+  _maintain(name, args, settings, options) {
+    const { async, algorithms, given, clock } = plugins(options);
+    const time = timeOf(clock);
+    return crossing(() =>
+      async
+        ? this._inner.maintainAsync(name, args, settings, algorithms, given, clock !== undefined, time)
+        : this._inner.maintain(name, args, settings, algorithms, given, clock !== undefined, time),
+    );
+  }
+
   /** Lets the store go: domains opened in it keep it until they close. */
   close() {
     this.#inner?.close();
@@ -84,6 +101,28 @@ function crossing(f) {
 
 /** The names of the algorithms a caller may give, as the addon takes them. */
 const ALGORITHMS = ['summarizer', 'ranker', 'tokenizer', 'embedder'];
+
+/**
+ * What the addon takes of a caller's options: whether calls answer
+ * promises, the dispatcher of the algorithms given and their names, and
+ * the caller's clock.
+ */
+function plugins(options) {
+  const async = options.async === true;
+  const given = ALGORITHMS.filter((name) => options[name] !== undefined);
+  const algorithms = given.length === 0 ? undefined : dispatcher(options, async);
+  const clock = typeof options.clock === 'function' ? options.clock : undefined;
+  return { async, algorithms, given, clock };
+}
+
+/** The time of the caller's `clock` for a call, when it has one; a time that is no number refused. */
+function timeOf(clock) {
+  const time = clock === undefined ? undefined : Number(clock());
+  if (time !== undefined && !Number.isFinite(time)) {
+    throw new EngramInputError(`the clock answered ${time}: a time is a number of ms since the epoch`);
+  }
+  return time;
+}
 
 /** What each algorithm's call is named in the dispatcher. */
 const KINDS = { summarize: 'summarizer', rank: 'ranker', 'count-tokens': 'tokenizer', embed: 'embedder' };
@@ -165,17 +204,14 @@ export class NativeSession {
    * @returns {NativeSession}
    */
   static open(store, settings, options) {
-    const async = options.async === true;
-    const given = ALGORITHMS.filter((name) => options[name] !== undefined);
-    const algorithms = given.length === 0 ? undefined : dispatcher(options, async);
-    const clock = typeof options.clock === 'function';
+    const { async, algorithms, given, clock } = plugins(options);
     const { NativeDomain } = addon();
     const inner = crossing(() =>
       async
-        ? NativeDomain.openAsync(store._inner, settings, algorithms, given, clock)
-        : NativeDomain.open(store._inner, settings, algorithms, given, clock),
+        ? NativeDomain.openAsync(store._inner, settings, algorithms, given, clock !== undefined)
+        : NativeDomain.open(store._inner, settings, algorithms, given, clock !== undefined),
     );
-    return new NativeSession(inner, async, clock ? options.clock : undefined);
+    return new NativeSession(inner, async, clock);
   }
 
   /** @internal */
@@ -194,6 +230,11 @@ export class NativeSession {
     return 0;
   }
 
+  /** How the domain is open, as the host says: `online` or `maintenance`. */
+  get mode() {
+    return this.#inner.mode;
+  }
+
   /**
    * @param {string} name
    * @param {string} input
@@ -201,10 +242,7 @@ export class NativeSession {
    * @returns {string | Promise<string>}
    */
   call(name, input, args) {
-    const time = this.#clock === undefined ? undefined : Number(this.#clock());
-    if (time !== undefined && !Number.isFinite(time)) {
-      throw new EngramInputError(`the clock answered ${time}: a time is a number of ms since the epoch`);
-    }
+    const time = timeOf(this.#clock);
     if (this.#async) return this.#inner.callAsync(name, input, args, time);
     return this.#inner.call(name, input, args, time);
   }

@@ -158,6 +158,11 @@ export class WasmSession {
     return this.#generation;
   }
 
+  /** How the domain is open: `maintenance` while it holds its maintenance lock, else `online`. */
+  get mode() {
+    return this.#held === undefined ? 'online' : 'maintenance';
+  }
+
   /** Runs `steps` (see {@link drive}) at once, or awaiting, as this domain's calls answer. */
   #drive(steps) {
     return drive(steps, this.#async);

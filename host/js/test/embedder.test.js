@@ -121,12 +121,15 @@ for (const { name, makeStore, async } of DRIVERS) {
       assert.deepEqual(await alice.vectorModel(), { name: 'letters-8', dimension: 8 });
     }
     const second = countingEmbedder({ name: 'letters-5', dimension: 5, async });
-    // Every driver refuses the domain as it opens, in the words of every host.
+    // Every driver refuses the domain as it opens, in the words of every
+    // host: a refusal of the contract, its line `{error}`.
     await assert.rejects(
       open('alice', { store, embedder: second, async }),
       (error) => {
+        assert.ok(error instanceof EngramRefusedError, `${error.name}: ${error.message}`);
+        assert.equal(error.kind, 'refused');
         assert.match(
-          error.message,
+          error.answer.error,
           /the domain's vectors were made by letters-8 \(8 dimensions\), the host's embedder is letters-5 \(5 dimensions\): run maintenance reembed/,
         );
         return true;

@@ -17,7 +17,7 @@
 //! | `cycle-output` | `{"cycle","step"}` | the step's output, or `null` |
 //! | `cycle-commit` | `{"cycle"}` | `{"committed":[…]}` |
 //! | `cycle-drop` | `{"cycle"}` | `null` |
-//! | `export` | `{"start","limit"}` (`start` the `next` of the page before, in hex) | `{"lines":[{"agent_id","item"}…],"next"}` |
+//! | `export` | `{"start","limit"}` (`start` the `next` of the page before, in hex), or `{"all":true}` (every page, `next` null) | `{"lines":[{"agent_id","item"}…],"next"}` |
 //! | `import` | a JSON array of export lines of this agent, or bare items | `{"agent_id","items","new"}` |
 //! | `expire` | nothing | `{"agent_id","expired"}` |
 //!
@@ -291,6 +291,9 @@ struct ExportArgs {
     start: Option<String>,
     #[serde(default)]
     limit: Option<u32>,
+    /// Every item, page after page, in one answer (`next` null).
+    #[serde(default)]
+    all: bool,
 }
 
 #[derive(Deserialize, Default)]
@@ -549,6 +552,19 @@ impl<E: Engine> Session<E> {
         Ok(Ok(match name {
             "export" => {
                 let args: ExportArgs = try_input!(parse_optional_args(name, args));
+                if args.all {
+                    if args.start.is_some() || args.limit.is_some() {
+                        return Ok(Err(Refusal::Input(
+                            "export: \"all\" takes neither \"start\" nor \"limit\"".into(),
+                        )));
+                    }
+                    let mut lines = Vec::new();
+                    try_refused!(export_all(engine, |line| {
+                        lines.push(line);
+                        Ok(())
+                    })?);
+                    return Ok(Ok(line(&ExportAnswer { lines, next: None })));
+                }
                 let start = match args.start.as_deref().map(from_hex) {
                     None => None,
                     Some(Some(start)) => Some(start),
@@ -789,6 +805,109 @@ pub fn turn_inputs(
         return Err("the plan summarizes the turn: give \"response\" (the model's answer)".into());
     }
     Ok(())
+}
+
+/// Every item of `engine`'s domain as its export line, page after page
+/// ([`EXPORT_PAGE`] items a page), each to `each`: what every host's
+/// export of a whole domain runs. A refusal (a domain not opened for
+/// maintenance) is the engine's line.
+pub fn export_all<E: Engine>(
+    engine: &mut E,
+    mut each: impl FnMut(ExportLine) -> Result<(), E::Fault>,
+) -> Result<Result<(), Value>, E::Fault> {
+    let agent_id = engine.agent();
+    let mut start: Option<Vec<u8>> = None;
+    loop {
+        let (items, next) = match engine.export_page(start.as_deref(), EXPORT_PAGE)? {
+            Ok(page) => page,
+            Err(refused) => return Ok(Err(refused)),
+        };
+        for item in items {
+            each(ExportLine {
+                agent_id: agent_id.clone(),
+                item,
+            })?;
+        }
+        match next {
+            Some(next) => start = Some(next),
+            None => return Ok(Ok(())),
+        }
+    }
+}
+
+/// Export lines as the runs of consecutive lines of one agent, each its
+/// agent and its items in order: what an import of a whole store imports
+/// into one domain after another.
+pub fn import_runs(lines: Vec<ExportLine>) -> Vec<(String, Vec<ExportItem>)> {
+    let mut runs: Vec<(String, Vec<ExportItem>)> = Vec::new();
+    for line in lines {
+        match runs.last_mut() {
+            Some((agent, items)) if *agent == line.agent_id => items.push(line.item),
+            _ => runs.push((line.agent_id, vec![line.item])),
+        }
+    }
+    runs
+}
+
+/// A refusal of a store-wide maintenance call: the agent whose domain
+/// refused, and the engine's line.
+pub type DomainRefusal = (String, Value);
+
+/// Exports the domains of `agents`, each opened by `open` for maintenance
+/// (under its maintenance lock), every item as its export line to `each`,
+/// in order: what `engram maintenance export` and every package's export
+/// of a store run.
+pub fn export_domains<E: Engine>(
+    agents: &[String],
+    mut open: impl FnMut(&str) -> Result<E, E::Fault>,
+    mut each: impl FnMut(ExportLine) -> Result<(), E::Fault>,
+) -> Result<Result<(), DomainRefusal>, E::Fault> {
+    for agent in agents {
+        let mut domain = open(agent)?;
+        if let Err(refused) = export_all(&mut domain, &mut each)? {
+            return Ok(Err((agent.clone(), refused)));
+        }
+    }
+    Ok(Ok(()))
+}
+
+/// Imports export lines, each run of lines of one agent into its domain
+/// opened by `open` for maintenance, in the engine's batches; one
+/// `{"agent_id","items","new"}` a run to `each`: what `engram maintenance
+/// import` and every package's import into a store run.
+pub fn import_lines<E: Engine>(
+    lines: Vec<ExportLine>,
+    mut open: impl FnMut(&str) -> Result<E, E::Fault>,
+    mut each: impl FnMut(Value) -> Result<(), E::Fault>,
+) -> Result<Result<(), DomainRefusal>, E::Fault> {
+    for (agent, items) in import_runs(lines) {
+        let mut domain = open(&agent)?;
+        let count = items.len();
+        match domain.import(items)? {
+            Ok(new) => each(json!({"agent_id": agent, "items": count, "new": new}))?,
+            Err(refused) => return Ok(Err((agent, refused))),
+        }
+    }
+    Ok(Ok(()))
+}
+
+/// Removes the expired records of the domains of `agents`, each opened by
+/// `open` for maintenance; one `{"agent_id","expired"}` a domain to
+/// `each`: what `engram maintenance expire` and every package's expiry of
+/// a store run.
+pub fn expire_domains<E: Engine>(
+    agents: &[String],
+    mut open: impl FnMut(&str) -> Result<E, E::Fault>,
+    mut each: impl FnMut(Value) -> Result<(), E::Fault>,
+) -> Result<Result<(), DomainRefusal>, E::Fault> {
+    for agent in agents {
+        let mut domain = open(agent)?;
+        match domain.expire()? {
+            Ok(expired) => each(json!({"agent_id": agent, "expired": expired}))?,
+            Err(refused) => return Ok(Err((agent.clone(), refused))),
+        }
+    }
+    Ok(Ok(()))
 }
 
 /// Runs a cycle stage by stage, a line per stage that has steps, then

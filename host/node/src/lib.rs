@@ -101,6 +101,61 @@ impl NativeStore {
         self.store()?.unlock(&agent).map_err(|e| store_failure(&e))
     }
 
+    /// The store-wide maintenance call `name` (`export`, `import` or
+    /// `expire`) with `args` (JSON), each domain opened for maintenance
+    /// with `settings` (a domain's, JSON) and the caller's algorithms as
+    /// [`NativeDomain::open`] takes them, at the caller's `time`: the
+    /// framed answer, a failure of the host among them.
+    #[napi]
+    #[allow(clippy::too_many_arguments)]
+    pub fn maintain(
+        &self,
+        env: Env,
+        name: String,
+        args: String,
+        settings: String,
+        algorithms: Option<Function<Args, String>>,
+        given: Vec<String>,
+        clock: bool,
+        time: Option<f64>,
+    ) -> napi::Result<String> {
+        let caller = Caller::of_sync(&env, algorithms)?;
+        let plugins = plugins(caller, &given, clock);
+        Ok(self
+            .store()?
+            .maintain(&name, &args, &settings, plugins, time.map(|t| t as i64)))
+    }
+
+    /// [`NativeStore::maintain`] on a thread of its own, the caller's
+    /// algorithms answering promises: a promise of the framed answer.
+    #[napi]
+    #[allow(clippy::too_many_arguments)]
+    pub fn maintain_async<'env>(
+        &self,
+        env: &'env Env,
+        name: String,
+        args: String,
+        settings: String,
+        algorithms: Option<Function<Args, Promise<String>>>,
+        given: Vec<String>,
+        clock: bool,
+        time: Option<f64>,
+    ) -> napi::Result<Object<'env>> {
+        let caller = Caller::of_async(algorithms, &Arc::new(AtomicUsize::new(0)))?;
+        let plugins = plugins(caller, &given, clock);
+        let store = self.store()?;
+        let (answer, promise): (Answer, _) = env.create_deferred()?;
+        std::thread::Builder::new()
+            .name("engram-maintenance".into())
+            .spawn(move || {
+                let framed =
+                    store.maintain(&name, &args, &settings, plugins, time.map(|t| t as i64));
+                answer.resolve(Box::new(move |_| Ok(framed)));
+            })
+            .map_err(|e| error(format!("starting the maintenance thread: {e}")))?;
+        Ok(promise)
+    }
+
     /// Lets the store go.
     #[napi]
     pub fn close(&self) {
@@ -139,6 +194,44 @@ struct RawEnv(napi::sys::napi_env);
 // The environment is used only on its own thread (checked before each use).
 unsafe impl Send for RawEnv {}
 unsafe impl Sync for RawEnv {}
+
+impl Caller {
+    /// The caller's dispatcher, if any, as a thread other than the
+    /// JavaScript thread calls it, its promises counted in `waiting`.
+    fn of_async(
+        algorithms: Option<Function<Args, Promise<String>>>,
+        waiting: &Arc<AtomicUsize>,
+    ) -> napi::Result<Option<Self>> {
+        algorithms
+            .map(|function| {
+                Ok(Caller::Async {
+                    function: function
+                        .build_threadsafe_function()
+                        .callee_handled::<false>()
+                        .weak::<true>()
+                        .build()?,
+                    waiting: waiting.clone(),
+                })
+            })
+            .transpose()
+    }
+
+    /// The caller's dispatcher, if any, as the JavaScript thread calls it.
+    fn of_sync(
+        env: &Env,
+        algorithms: Option<Function<Args, String>>,
+    ) -> napi::Result<Option<Self>> {
+        algorithms
+            .map(|function| {
+                Ok(Caller::Sync {
+                    env: RawEnv(env.raw()),
+                    function: function.create_ref()?,
+                    thread: std::thread::current().id(),
+                })
+            })
+            .transpose()
+    }
+}
 
 impl Dispatch for Caller {
     fn dispatch(&self, kind: &str, args: String) -> Result<String, String> {
@@ -238,6 +331,8 @@ enum Runner {
 #[napi]
 pub struct NativeDomain {
     runner: Runner,
+    /// How the domain is open: `online` or `maintenance`.
+    mode: &'static str,
 }
 
 #[napi]
@@ -256,17 +351,11 @@ impl NativeDomain {
         given: Vec<String>,
         clock: bool,
     ) -> napi::Result<Self> {
-        let caller = match algorithms {
-            Some(function) => Some(Caller::Sync {
-                env: RawEnv(env.raw()),
-                function: function.create_ref()?,
-                thread: std::thread::current().id(),
-            }),
-            None => None,
-        };
+        let caller = Caller::of_sync(&env, algorithms)?;
         let handle = Handle::open(&store.store()?, &settings, plugins(caller, &given, clock))
             .map_err(|e| error(e.framed()))?;
         Ok(NativeDomain {
+            mode: handle.mode(),
             runner: Runner::Here {
                 handle: RefCell::new(Some(Box::new(handle))),
                 closing: Cell::new(false),
@@ -287,17 +376,7 @@ impl NativeDomain {
         clock: bool,
     ) -> napi::Result<Self> {
         let waiting = Arc::new(AtomicUsize::new(0));
-        let caller = match algorithms {
-            Some(function) => Some(Caller::Async {
-                function: function
-                    .build_threadsafe_function()
-                    .callee_handled::<false>()
-                    .weak::<true>()
-                    .build()?,
-                waiting: waiting.clone(),
-            }),
-            None => None,
-        };
+        let caller = Caller::of_async(algorithms, &waiting)?;
         let (jobs, queue) = mpsc::channel::<Job>();
         let (opened, opening) = mpsc::channel();
         let store = store.store()?;
@@ -307,7 +386,7 @@ impl NativeDomain {
             .spawn(move || {
                 let mut handle = match Handle::open(&store, &settings, thread_plugins) {
                     Ok(handle) => {
-                        let _ = opened.send(Ok(()));
+                        let _ = opened.send(Ok(handle.mode()));
                         handle
                     }
                     Err(e) => {
@@ -337,16 +416,23 @@ impl NativeDomain {
                 }
             })
             .map_err(|e| error(format!("starting the domain's thread: {e}")))?;
-        opening
+        let mode = opening
             .recv()
             .map_err(|_| error("the domain's thread stopped while opening it"))?
             .map_err(|e| error(e.framed()))?;
         Ok(NativeDomain {
+            mode,
             runner: Runner::Thread {
                 jobs: RefCell::new(Some(jobs)),
                 waiting,
             },
         })
+    }
+
+    /// How the domain is open: `online` or `maintenance`.
+    #[napi(getter)]
+    pub fn mode(&self) -> &'static str {
+        self.mode
     }
 
     /// Makes the call `name` (the binding's: a surface call, `audit`,

@@ -111,6 +111,30 @@ impl NativeStore {
             .map_err(|e| error(engram_binding::store_failure(&e)))
     }
 
+    /// The store-wide maintenance call `name` (`export`, `import` or
+    /// `expire`) with `args` (JSON), each domain opened for maintenance
+    /// with `settings` (a domain's, JSON) and the caller's algorithms as
+    /// [`NativeDomain::open`] takes them, at the caller's `time`: the framed
+    /// answer, a failure of the host among them.
+    #[pyo3(signature = (name, args, settings, algorithms=None, given=Vec::new(), clock=false, time=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn maintain(
+        &self,
+        py: Python<'_>,
+        name: &str,
+        args: &str,
+        settings: &str,
+        algorithms: Option<Py<PyAny>>,
+        given: Vec<String>,
+        clock: bool,
+        time: Option<i64>,
+    ) -> PyResult<String> {
+        let store = self.store()?;
+        let dispatch = algorithms.map(|f| Arc::new(PyDispatch(f)) as Arc<dyn Dispatch>);
+        let plugins = Plugins::dispatched(dispatch, &given, clock);
+        Ok(py.detach(|| store.maintain(name, args, settings, plugins, time)))
+    }
+
     /// Lets the store go.
     fn close(&self) {
         locked(&self.store).take();
@@ -135,6 +159,9 @@ struct NativeDomain {
     /// Whether the domain was closed from its own call's algorithm or
     /// store: it closes as that call answers.
     closing: AtomicBool,
+    /// How the domain is open: `online` or `maintenance`.
+    #[pyo3(get)]
+    mode: &'static str,
 }
 
 #[pymethods]
@@ -162,6 +189,7 @@ impl NativeDomain {
             .detach(|| Handle::open(&store, &settings, plugins))
             .map_err(|e| error(e.framed()))?;
         Ok(NativeDomain {
+            mode: handle.mode(),
             handle: Mutex::new(Some(handle)),
             caller: AtomicU64::new(0),
             closing: AtomicBool::new(false),
@@ -199,6 +227,13 @@ impl NativeDomain {
             }
             answer.unwrap_or_else(|failure: Failure| failure.framed())
         }))
+    }
+
+    /// How many times the domain's engine instance stopped and was let go
+    /// (the next call makes a fresh one); 0 once closed.
+    #[getter]
+    fn restarts(&self, py: Python<'_>) -> u64 {
+        py.detach(|| locked(&self.handle).as_mut().map_or(0, Handle::restarts))
     }
 
     /// Closes the domain once a call under way has answered: its

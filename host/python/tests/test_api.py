@@ -122,13 +122,16 @@ def test_a_trail_the_store_cannot_append_to_fails_the_call_and_the_next_call_has
     store.append_audit = flaky  # type: ignore[method-assign]
     with Engram(store) as mem:
         alice = mem.open("alice")
+        assert alice._native.restarts == 0
         failing["on"] = True
         with pytest.raises(EngineStopped, match="the trail is gone"):
             alice.read({"record_type": "STATE", "selector": {"Latest": {"limit": 1}}, "request_id": "r1"})
         failing["on"] = False
+        assert alice._native.restarts == 1, "the stopped instance was let go: the next call makes a fresh one"
         assert alice.read({"record_type": "STATE", "selector": {"Latest": {"limit": 1}}, "request_id": "r2"}) == {
             "records": []
         }
+        assert alice._native.restarts == 1, "the fresh instance answered"
         assert "ACCEPTED" in alice.write(state("w", 1))
 
 

@@ -120,9 +120,10 @@ def test_s_vector_a_changed_model_is_refused_naming_both_until_reembed(tmp_path:
         alice.remember(*KITTEN, request_id="t1")
         alice.remember(*FLIGHT, request_id="t2")
     with Engram(path, embedder=new.embedder) as mem:
-        with pytest.raises(EngramError) as refused:
+        with pytest.raises(RefusedError) as refused:
             mem.open("alice")
-        message = str(refused.value)
+        assert refused.value.kind == "refused"
+        message = refused.value.answer["error"]
         assert "words-16 (16 dimensions)" in message and "words-32 (32 dimensions)" in message, message
         assert "reembed" in message
         with mem.open("alice", mode="maintenance") as alice:

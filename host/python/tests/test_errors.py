@@ -178,3 +178,38 @@ def test_a_call_of_a_domain_from_its_own_algorithm_is_a_lock_error() -> None:
         alice.remember("I parked on level 3.", "Noted.")
         alice.recall("Where did I park?")
         assert len(seen) == 1 and isinstance(seen[0], LockError) and "under way" in str(seen[0])
+
+
+def test_io_w7_a_store_wide_maintenance_call_fails_by_kind_and_does_nothing_after(tmp_path: Path) -> None:
+    # proves IO-W7: export, import and expire of a store take each domain's
+    # maintenance lock, in the Rust host (one crossing): a lock someone else
+    # holds is a LockError naming it, a line that is no export line an
+    # InputError, and a store-wide call answers what each domain answered.
+    with Engram(str(tmp_path / "engram.db")) as mem:
+        mem.open("alice").remember("I live in Lisbon", "Noted.")
+        mem.open("bob").remember("I live in Porto", "Noted.")
+        exported = mem.export()
+        assert {line["agent_id"] for line in exported} == {"alice", "bob"}
+        assert mem.export(["bob"]) == [line for line in exported if line["agent_id"] == "bob"]
+
+        with mem.open("bob", mode="maintenance"):
+            with pytest.raises(LockError) as locked:
+                mem.export()
+            assert "locked for maintenance" in str(locked.value)
+            with pytest.raises(LockError):
+                mem.expire(["bob"])
+        with pytest.raises(InputError) as invalid:
+            mem.import_([{"agent_id": "carol", "item": {"kind": "no such kind"}}])
+        assert invalid.value.kind == "input"
+
+    with Engram(str(tmp_path / "copy.db")) as copy:
+        answers = copy.import_(exported)
+        assert [(a["agent_id"], a["items"], a["new"]) for a in answers] == [
+            (agent, n, n)
+            for agent, n in (
+                ("alice", sum(line["agent_id"] == "alice" for line in exported)),
+                ("bob", sum(line["agent_id"] == "bob" for line in exported)),
+            )
+        ]
+        assert copy.export() == exported
+        assert copy.expire() == [{"agent_id": "alice", "expired": 0}, {"agent_id": "bob", "expired": 0}]

@@ -213,7 +213,7 @@ def test_io_w8_a_python_process_and_the_command_line_writing_one_postgres_domain
     store = with_schema(url(), pg_schema("mixed"))
     count = 150
     acknowledged = python_and_cli_writing(engram_bin, store, count)
-    check_every_write_kept(store, acknowledged, reads=count)
+    check_every_write_kept(store, acknowledged, reads=count, writers=2)
 
 
 # proves IO-W2 IO-W8 IO-G1: threads of one process and two processes writing one PostgreSQL domain: every write
@@ -260,7 +260,7 @@ def test_io_w8_threads_and_processes_writing_one_postgres_domain_keep_every_writ
         acknowledged.update(line.split() for line in out.splitlines())
     assert len(acknowledged) == 4 * count, f"only {len(acknowledged)} of {4 * count} writes were ACCEPTED"
     assert len(set(acknowledged.values())) == 4 * count, "an id was handed out twice"
-    check_every_write_kept(store, acknowledged, reads=4 * count)
+    check_every_write_kept(store, acknowledged, reads=4 * count, writers=4)
 
 
 def test_sqlite_paths_are_not_urls(tmp_path: Path) -> None:

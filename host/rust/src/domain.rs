@@ -553,6 +553,20 @@ impl Domain {
 #[derive(Debug)]
 pub struct Stopped(String);
 
+/// The domain's vectors were made by another model than its embedder's
+/// (S-VECTOR): an online domain refuses to open with it, naming both. Find
+/// it with `error.downcast_ref::<ModelChanged>()`.
+#[derive(Debug)]
+pub struct ModelChanged(pub String);
+
+impl std::fmt::Display for ModelChanged {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ModelChanged {}
+
 impl std::fmt::Display for Stopped {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}; {}", self.0, engram_model::messages::STOPPED)

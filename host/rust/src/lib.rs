@@ -61,7 +61,7 @@ mod state;
 pub mod surface;
 
 pub use config::Config;
-pub use domain::{Cycle, Domain, Stopped};
+pub use domain::{Cycle, Domain, ModelChanged, Stopped};
 pub use endpoint::{EndpointEmbedder, endpoint_embedder};
 pub use engine::Engram;
 pub use engram_model::embedding::{ENDPOINT_TIMEOUT, Endpoint};

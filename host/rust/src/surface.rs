@@ -7,7 +7,8 @@
 use crate::audit::AuditQuery;
 use crate::{Domain, Storage};
 use anyhow::Result;
-use engram_model::surface::{Answer, Session};
+use engram_model::json::ExportLine;
+use engram_model::surface::{Answer, Session, expire_domains, export_domains, import_lines};
 use serde_json::json;
 
 /// The answer of the call `name` with `args` (`input` names the input in
@@ -70,6 +71,9 @@ pub enum Failure {
     Stopped(String),
     /// A maintenance lock someone else holds kept the call out.
     Locked(String),
+    /// The contract refused it: the domain's vectors are another model's
+    /// than the embedder's ([`crate::ModelChanged`]).
+    Refused(String),
     /// The store, or the host around the engine, failed.
     Failed(String),
 }
@@ -82,6 +86,8 @@ impl Failure {
             Failure::Stopped(why)
         } else if error.downcast_ref::<crate::maintenance::Locked>().is_some() {
             Failure::Locked(why)
+        } else if let Some(changed) = error.downcast_ref::<crate::ModelChanged>() {
+            Failure::Refused(changed.to_string())
         } else {
             Failure::Failed(why)
         }
@@ -90,16 +96,23 @@ impl Failure {
     /// What failed, on one line.
     pub fn message(&self) -> &str {
         match self {
-            Failure::Stopped(why) | Failure::Locked(why) | Failure::Failed(why) => why,
+            Failure::Stopped(why)
+            | Failure::Locked(why)
+            | Failure::Refused(why)
+            | Failure::Failed(why) => why,
         }
     }
 
     /// The failure framed as the answers are: `S` (stopped), `K` (locked)
-    /// or `F` (failed), then why.
+    /// or `F` (failed), then why; `R` (refused) then its line,
+    /// `{"error"}`.
     pub fn framed(&self) -> String {
         let kind = match self {
             Failure::Stopped(_) => 'S',
             Failure::Locked(_) => 'K',
+            Failure::Refused(why) => {
+                return Answer::Refused(json!({ "error": why }).to_string()).framed();
+            }
             Failure::Failed(_) => 'F',
         };
         format!("{kind}{}", self.message())
@@ -113,3 +126,88 @@ impl std::fmt::Display for Failure {
 }
 
 impl std::error::Error for Failure {}
+
+/// The store-wide maintenance call `name` (`export`, `import` or
+/// `expire`) with `args` (JSON: `{"agents"}` for `export` and `expire`,
+/// every domain when absent or null; `{"lines"}`, export lines, for
+/// `import`), each domain opened by `open` for maintenance: the answer, a
+/// JSON array of what each domain answered (the export lines of an
+/// export), or the input failure of `args`, or the refusal line of the
+/// domain that refused (`{"agent_id", …}`), nothing after it done.
+pub fn maintain(
+    storage: &Storage,
+    name: &str,
+    args: &str,
+    open: impl FnMut(&str) -> Result<Domain>,
+) -> Result<Answer> {
+    #[derive(serde::Deserialize, Default)]
+    #[serde(deny_unknown_fields)]
+    struct Args {
+        #[serde(default)]
+        agents: Option<Vec<String>>,
+        #[serde(default)]
+        lines: Option<Vec<ExportLine>>,
+    }
+    if !matches!(name, "export" | "import" | "expire") {
+        return Ok(Answer::Input(format!(
+            "{name}: not a maintenance call of a store (export, import, expire)"
+        )));
+    }
+    let args: Args = if args.trim().is_empty() {
+        Args::default()
+    } else {
+        match serde_json::from_str(args) {
+            Ok(args) => args,
+            Err(e) => return Ok(Answer::Input(format!("{name}: not valid arguments: {e}"))),
+        }
+    };
+    let mut answers = Vec::new();
+    let done = match (name, args.lines) {
+        ("import", Some(lines)) if args.agents.is_none() => import_lines(lines, open, |answer| {
+            answers.push(answer);
+            Ok(())
+        })?,
+        ("import", _) => {
+            return Ok(Answer::Input(
+                "import: give the export lines as \"lines\"".into(),
+            ));
+        }
+        (_, Some(_)) => {
+            return Ok(Answer::Input(format!("{name}: \"lines\" is for import")));
+        }
+        (_, None) => {
+            let agents = match args.agents {
+                Some(agents) => agents,
+                None => crate::maintenance::domains(storage.backend.as_ref())?,
+            };
+            if name == "export" {
+                export_domains(&agents, open, |line| {
+                    answers.push(serde_json::to_value(line)?);
+                    Ok(())
+                })?
+            } else {
+                expire_domains(&agents, open, |answer| {
+                    answers.push(answer);
+                    Ok(())
+                })?
+            }
+        }
+    };
+    Ok(match done {
+        Ok(()) => Answer::Value(serde_json::Value::Array(answers).to_string()),
+        Err((agent, refused)) => Answer::Refused(refused_in(&agent, refused).to_string()),
+    })
+}
+
+/// A domain's refusal line with the agent whose domain it is in front.
+fn refused_in(agent: &str, refused: serde_json::Value) -> serde_json::Value {
+    let mut line = serde_json::Map::new();
+    line.insert("agent_id".into(), agent.into());
+    match refused {
+        serde_json::Value::Object(fields) => line.extend(fields),
+        other => {
+            line.insert("error".into(), other);
+        }
+    }
+    serde_json::Value::Object(line)
+}

@@ -29,6 +29,16 @@ pub enum Access {
     Maintenance,
 }
 
+impl Access {
+    /// The word of the settings for it: `online` or `maintenance`.
+    pub fn word(self) -> &'static str {
+        match self {
+            Access::Online => "online",
+            Access::Maintenance => "maintenance",
+        }
+    }
+}
+
 /// A domain's settings, checked.
 #[derive(Clone, Debug)]
 pub struct Settings {

@@ -259,10 +259,10 @@ def _lines(framed: str) -> list[Any]:
 
 def _native_error(error: RuntimeError) -> Exception:
     """A failure the native module raised (its message framed: ``I``,
-    ``K``, ``F`` or ``C``, then the words), as the error of this package it
-    is."""
+    ``K``, ``F`` or ``C``, then the words, or ``R`` then the refusal's
+    line), as the error of this package it is."""
     message = str(error)
-    if message[:1] in ("I", "S", "K", "F", "C"):
+    if message[:1] in ("I", "R", "S", "K", "F", "C"):
         return _failure(message)
     return EngramError(message)
 
@@ -596,8 +596,8 @@ class Engram:
         self,
         agent: str,
         *,
-        mode: str = "online",
-        tier_ceiling: str = "private",
+        mode: str | None = None,
+        tier_ceiling: str | None = None,
         summarizer: Summarizer | None = None,
         ranker: Ranker | None = None,
         tokenizer: Tokenizer | None = None,
@@ -608,19 +608,37 @@ class Engram:
         """The memory domain of one agent: an engine instance of its own
         whose keys the host scopes to that agent (IO-W6). ``mode``
         ``"maintenance"`` takes the domain's maintenance lock until
-        :meth:`Domain.close` (only MAINTENANCE may write then);
-        ``tier_ceiling`` is the highest privacy tier reads may return;
-        ``input`` names the input in input errors; ``expire_after_ms``
-        keeps what this domain writes for that many milliseconds only
-        (from then on no read answers it, and :meth:`Domain.expire`
-        removes it), None until removed otherwise."""
+        :meth:`Domain.close` (only MAINTENANCE may write then; ``"online"``
+        when None); ``tier_ceiling`` is the highest privacy tier reads may
+        return (``"private"`` when None); ``input`` names the input in
+        input errors; ``expire_after_ms`` keeps what this domain writes for
+        that many milliseconds only (from then on no read answers it, and
+        :meth:`Domain.expire` removes it), None until removed otherwise."""
         native = self._native()
         if not isinstance(agent, str):
             raise InputError("an agent id must be a string")
-        summarizer = summarizer or self._summarizer
-        ranker = ranker or self._ranker
-        tokenizer = tokenizer or self._tokenizer
-        embedder = embedder or self._embedder
+        settings, dispatch, given = self._opening(
+            {"agent": agent, "mode": mode, "tier_ceiling": tier_ceiling, "expire_after_ms": expire_after_ms},
+            summarizer or self._summarizer,
+            ranker or self._ranker,
+            tokenizer or self._tokenizer,
+            embedder or self._embedder,
+        )
+        domain = _crossing(
+            lambda: _native.NativeDomain.open(native, settings, dispatch, given, self._clock is not None)
+        )
+        return Domain(domain, agent, domain.mode, input, self._clock)
+
+    def _opening(
+        self,
+        settings: dict[str, Any],
+        summarizer: Summarizer | None,
+        ranker: Ranker | None,
+        tokenizer: Tokenizer | None,
+        embedder: Embedder | None,
+    ) -> tuple[str, Any, list[str]]:
+        """A domain's settings (JSON, with this process and the store's
+        limits), the dispatcher of the algorithms given and their names."""
         given = [
             name
             for name, algorithm in (
@@ -631,21 +649,29 @@ class Engram:
             )
             if algorithm is not None
         ]
-        settings: dict[str, Any] = {
-            "agent": agent,
-            "mode": mode,
-            "tier_ceiling": tier_ceiling,
-            "pid": os.getpid(),
-            "expire_after_ms": expire_after_ms,
-        }
+        settings = {**settings, "pid": os.getpid()}
         if embedder is not None:
             settings["embedder"] = {"name": embedder.name, "dimension": embedder.dimension}
         settings.update((name, value) for name, value in vars(self._limits).items() if value is not None)
         dispatch = _dispatcher(summarizer, ranker, tokenizer, embedder) if given else None
-        domain = _crossing(
-            lambda: _native.NativeDomain.open(native, _compact(settings), dispatch, given, self._clock is not None)
+        return _compact(settings), dispatch, given
+
+    def _maintain(self, name: str, args: str) -> list[dict]:
+        """The store-wide maintenance call ``name`` with ``args``, each
+        domain opened for maintenance with the store's algorithms."""
+        native = self._native()
+        settings, dispatch, given = self._opening(
+            {},
+            self._summarizer,
+            self._ranker,
+            self._tokenizer,
+            self._embedder,
         )
-        return Domain(domain, agent, mode, input, self._clock)
+        clock = self._clock
+        now = None if clock is None else int(clock())
+        return _value(
+            _crossing(lambda: native.maintain(name, args, settings, dispatch, given, clock is not None, now))
+        )
 
     def audit(
         self,
@@ -669,37 +695,19 @@ class Engram:
     def export(self, agents: Iterable[str] | None = None) -> list[dict]:
         """Domains (every one when ``agents`` is None) as export lines
         ``{"agent_id", "item"}``, each under its maintenance lock."""
-        lines: list[dict] = []
-        for agent in list(agents) if agents is not None else self.domains():
-            with self.open(agent, mode="maintenance") as domain:
-                lines.extend(domain.export())
-        return lines
+        return self._maintain("export", _args(agents=None if agents is None else list(agents)))
 
     def import_(self, lines: Iterable[Mapping[str, Any]]) -> list[dict]:
         """Imports export lines, each run of lines of one agent into its
         domain under its maintenance lock: one ``{"agent_id", "items",
         "new"}`` per run."""
-        groups: list[list[Mapping[str, Any]]] = []
-        for line in lines:
-            if groups and groups[-1][0]["agent_id"] == line["agent_id"]:
-                groups[-1].append(line)
-            else:
-                groups.append([line])
-        answers = []
-        for group in groups:
-            with self.open(group[0]["agent_id"], mode="maintenance") as domain:
-                answers.append(domain.import_(group))
-        return answers
+        return self._maintain("import", _args(lines=[dict(line) for line in lines]))
 
     def expire(self, agents: Iterable[str] | None = None) -> list[dict]:
         """Removes the records whose expiry has passed from domains (every
         one when ``agents`` is None), each under its maintenance lock: one
         ``{"agent_id", "expired"}`` per domain."""
-        answers = []
-        for agent in list(agents) if agents is not None else self.domains():
-            with self.open(agent, mode="maintenance") as domain:
-                answers.append(domain.expire())
-        return answers
+        return self._maintain("expire", _args(agents=None if agents is None else list(agents)))
 
     def forget(self, agent: str) -> dict:
         """Forgets an agent: removes every key of its domain under its
@@ -901,14 +909,8 @@ class Domain:
     def export(self) -> builtins.list[dict]:
         """Every item of a domain opened for maintenance, as export lines
         ``{"agent_id", "item"}``."""
-        lines: builtins.list[dict] = []
-        start = None
-        while True:
-            page = _value(self._call("export", _args(start=start)))
-            lines.extend(page["lines"])
-            start = page["next"]
-            if start is None:
-                return lines
+        lines: builtins.list[dict] = _value(self._call("export", _args(all=True)))["lines"]
+        return lines
 
     def import_(self, lines: Iterable[Any]) -> dict:
         """Imports items into a domain opened for maintenance: export lines

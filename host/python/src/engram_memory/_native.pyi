@@ -11,9 +11,21 @@ class NativeStore:
     def audit(self, query: str) -> str: ...
     def domains(self) -> str: ...
     def unlock(self, agent: str) -> str: ...
+    def maintain(
+        self,
+        name: str,
+        args: str,
+        settings: str,
+        algorithms: Callable[[str, str], str] | None = None,
+        given: list[str] = ...,
+        clock: bool = False,
+        time: int | None = None,
+    ) -> str: ...
     def close(self) -> None: ...
 
 class NativeDomain:
+    mode: str
+    restarts: int
     @staticmethod
     def open(
         store: NativeStore,

@@ -2,21 +2,16 @@
 //! maintenance lock (IO-W7).
 
 use super::args::Maintenance;
-use super::output::print_lines;
+use super::output::{print_lines, write_lines};
 use super::{BAD_INPUT, Exit, FAILURE, OK, REFUSED, failure, open_in, open_store};
 use crate::binding as engram;
 use crate::platform::{self, Progress, Store};
 use engram::Mode;
-use engram::export::{ExportedItem, MaintenanceError};
 use engram::json::ExportLine as Line;
 use engram::types::PrivacyTier;
 use engram_mcp::graph as knowledge_graph;
 use std::io::{BufRead, BufWriter, Write};
 use std::path::PathBuf;
-
-// Items one export call returns at most: the default read-limit ceiling
-// of the engine the CLI opens.
-use engram_model::surface::EXPORT_PAGE;
 
 /// Runs one maintenance command on the store `store` names.
 pub(super) fn run(store: &str, command: Maintenance) -> Result<u8, Exit> {
@@ -96,26 +91,12 @@ fn forget(store: &str, agent: &str) -> Result<u8, Exit> {
 /// none is named), a line per domain.
 fn expire(store: &str, agents: Vec<String>) -> Result<u8, Exit> {
     let storage = open_store(store, false)?;
-    for agent in agents_or_all(&storage, agents)? {
-        let mut domain = open_in(&storage, &agent, Mode::Maintenance, PrivacyTier::Private)?;
-        let expired = engram_model::size::expire_all(
-            |limit| {
-                domain
-                    .expire(limit)
-                    .map_err(Err)
-                    .and_then(|a| a.map_err(Ok))
-            },
-            |e| match e {
-                Ok(MaintenanceError::LimitOutOfBounds(ceiling)) => Some(*ceiling),
-                _ => None,
-            },
-        )
-        .map_err(|e| match e {
-            Ok(refusal) => refused_expiry(&agent, refusal),
-            Err(error) => failure(error),
-        })?;
-        print_value(&serde_json::json!({"agent_id": agent, "expired": expired}))?;
-    }
+    let agents = agents_or_all(&storage, agents)?;
+    engram_model::surface::expire_domains(&agents, maintenance_domain(&storage), |answer| {
+        Ok(write_lines(vec![answer.to_string()])?)
+    })
+    .map_err(failure)?
+    .map_err(|refused| refused_in(refused, "expired records could not be removed"))?;
     Ok(OK)
 }
 
@@ -141,22 +122,23 @@ fn reembed(store: &str, agents: Vec<String>, batch: u32) -> Result<u8, Exit> {
     Ok(OK)
 }
 
-fn refused(agent: &str, e: MaintenanceError) -> Exit {
-    let why = match e {
-        MaintenanceError::InvalidItem(why) => why,
-        other => format!("{other:?}"),
-    };
-    Exit(
-        REFUSED,
-        format!("{agent}: nothing of the batch was imported: {why}"),
-    )
+/// Opens each agent's domain for maintenance in `storage`, as every
+/// command of the store opens it.
+fn maintenance_domain(storage: &Store) -> impl FnMut(&str) -> anyhow::Result<engram::Domain> {
+    |agent| {
+        open_in(storage, agent, Mode::Maintenance, PrivacyTier::Private)
+            .map_err(|Exit(_, why)| anyhow::anyhow!(why))
+    }
 }
 
-fn refused_expiry(agent: &str, e: MaintenanceError) -> Exit {
-    Exit(
-        REFUSED,
-        format!("{agent}: expired records could not be removed: {e:?}"),
-    )
+/// The refusal of a domain of a store-wide call: its agent, what could not
+/// be done, and the engine's words.
+fn refused_in((agent, refused): engram_model::surface::DomainRefusal, what: &str) -> Exit {
+    let why = match refused.get("error") {
+        Some(serde_json::Value::String(why)) => why.clone(),
+        _ => refused.to_string(),
+    };
+    Exit(REFUSED, format!("{agent}: {what}: {why}"))
 }
 
 fn export(storage: &Store, agents: &[String], out: Option<PathBuf>) -> Result<u8, Exit> {
@@ -169,29 +151,14 @@ fn export(storage: &Store, agents: &[String], out: Option<PathBuf>) -> Result<u8
     };
     let mut sink = BufWriter::new(sink);
     let bar = Progress::new(None, "exporting");
-    for agent in agents {
-        let mut domain = open_in(storage, agent, Mode::Maintenance, PrivacyTier::Private)?;
-        let mut start: Option<Vec<u8>> = None;
-        loop {
-            let page = domain
-                .export_page(start.as_deref(), EXPORT_PAGE)
-                .map_err(failure)?
-                .map_err(|e| refused(agent, e))?;
-            for item in page.items {
-                let line = Line {
-                    agent_id: agent.clone(),
-                    item: item.into(),
-                };
-                serde_json::to_writer(&mut sink, &line).map_err(failure)?;
-                sink.write_all(b"\n").map_err(failure)?;
-                bar.inc(1);
-            }
-            match page.next {
-                Some(next) => start = Some(next),
-                None => break,
-            }
-        }
-    }
+    engram_model::surface::export_domains(agents, maintenance_domain(storage), |line| {
+        serde_json::to_writer(&mut sink, &line)?;
+        sink.write_all(b"\n")?;
+        bar.inc(1);
+        Ok(())
+    })
+    .map_err(failure)?
+    .map_err(|refused| refused_in(refused, "the domain could not be exported"))?;
     sink.flush().map_err(failure)?;
     bar.finish_and_clear();
     Ok(OK)
@@ -239,27 +206,15 @@ fn read_lines(file: Option<PathBuf>) -> Result<Vec<Line>, Exit> {
 
 fn import(storage: &Store, lines: Vec<Line>) -> Result<u8, Exit> {
     let bar = Progress::new(Some(lines.len() as u64), "importing");
-    let mut groups: Vec<(String, Vec<ExportedItem>)> = Vec::new();
-    for line in lines {
-        match groups.last_mut() {
-            Some((agent, items)) if *agent == line.agent_id => items.push(line.item.into()),
-            _ => groups.push((line.agent_id, vec![line.item.into()])),
-        }
-    }
     let mut answers = Vec::new();
-    for (agent, items) in groups {
-        let mut domain = open_in(storage, &agent, Mode::Maintenance, PrivacyTier::Private)?;
-        let mut new = 0;
-        for batch in engram::json::import_batches(&items) {
-            new += domain
-                .import(batch)
-                .map_err(failure)?
-                .map_err(|e| refused(&agent, e))?;
-            bar.inc(batch.len() as u64);
-        }
-        answers.push(serde_json::json!({"agent_id": agent, "items": items.len(), "new": new}));
-    }
+    engram_model::surface::import_lines(lines, maintenance_domain(storage), |answer| {
+        bar.inc(answer["items"].as_u64().unwrap_or_default());
+        answers.push(answer.to_string());
+        Ok(())
+    })
+    .map_err(failure)?
+    .map_err(|refused| refused_in(refused, "nothing of the batch was imported"))?;
     bar.finish_and_clear();
-    print_lines(answers.iter().map(ToString::to_string).collect())?;
+    print_lines(answers)?;
     Ok(OK)
 }

@@ -156,14 +156,15 @@ impl Domain {
             .vector_model()?
             .map_err(|e| anyhow::anyhow!("reading the domain's model: {e:?}"))?;
         match domain {
-            Some(domain) if domain != host => anyhow::bail!(
+            Some(domain) if domain != host => Err(crate::ModelChanged(format!(
                 "agent {:?}: {}",
                 self.agent_id(),
                 engram_model::json::model_changed(
                     (&domain.name, domain.dimension),
                     (&host.name, host.dimension)
                 )
-            ),
+            ))
+            .into()),
             _ => Ok(()),
         }
     }
