@@ -267,7 +267,7 @@ fn stem(lower: &str) -> String {
 /// [`Summary`] and a binding's `ranker` and `summarizer` types (the modules
 /// named, of any binding of the WIT: the wasmtime host's or a component's).
 #[macro_export]
-macro_rules! wit_conversions {
+macro_rules! ranker_summarizer_conversions {
     ($ranker:path, $summarizer:path) => {
         const _: () = {
             use $ranker as ranker;
@@ -299,12 +299,12 @@ macro_rules! wit_conversions {
 /// `summarizer.summarize` ([`ExtractiveSummarizer`], its answer refused with
 /// the reason `$refusal` gives, a `fn(&Summary) -> Option<String>`) and
 /// `ranker.rank` ([`Bm25Ranker`]), over the binding's `ranker` and
-/// `summarizer` export modules; with [`wit_conversions!`]. The tokenizer is
-/// [`wit_tokenizer!`]'s.
+/// `summarizer` export modules; with [`ranker_summarizer_conversions!`].
+/// The tokenizer is [`wit_tokenizer!`]'s.
 #[macro_export]
 macro_rules! wit_guests {
     ($guest:ty, $ranker:path, $summarizer:path, $refusal:expr) => {
-        $crate::wit_conversions!($ranker, $summarizer);
+        $crate::ranker_summarizer_conversions!($ranker, $summarizer);
         const _: () = {
             use $crate::{Ranker as _, Summarizer as _};
             use $ranker as ranker;

@@ -310,7 +310,7 @@ fn run<C: Cycles, T>(
 /// `anyhow::Result`: `begin_cycle`, `run_stage`, `step_output`,
 /// `commit_cycle`, `drop_cycle`, `time`, `set_time` and `entropy`, with the
 /// binding's `cycle` module and its `json` conversions
-/// ([`wit_conversions!`](crate::wit_conversions)) in scope. The Rust
+/// ([`json_wit_conversions!`](crate::json_wit_conversions)) in scope. The Rust
 /// library and the `wasm32-wasip2` command are such bindings.
 #[macro_export]
 macro_rules! domain_cycles {
