@@ -416,13 +416,14 @@ pub fn call(
         }
         "cycle" => {
             let mode = online(&mut body, true)?;
+            // The plan goes on as the caller gave it, an object or JSON
+            // text: the surface parses it once.
             let plan = match body.take("plan") {
-                Some(Value::String(plan)) => plan,
-                Some(plan @ Value::Object(_)) => plan.to_string(),
+                Some(plan @ (Value::String(_) | Value::Object(_))) => plan,
                 _ => return Err(Refusal::input("a cycle needs a plan")),
             };
             let mut args = Map::new();
-            args.insert("plan".into(), Value::String(plan));
+            args.insert("plan".into(), plan);
             body.move_into(&mut args, &["message", "response", "session", "request_id"]);
             made(
                 mode,
@@ -876,6 +877,18 @@ mod tests {
                 "{op} takes an unlisted field"
             );
         }
+    }
+
+    #[test]
+    fn a_cycles_plan_goes_on_as_given_to_be_parsed_once() {
+        let plan = r#"{"metadata":{},"steps":[]}"#;
+        let object = call("alice", "cycle", &format!(r#"{{"plan":{plan}}}"#), false).unwrap();
+        assert_eq!(object.name, "run-cycle");
+        assert_eq!(object.args, format!(r#"{{"plan":{plan}}}"#));
+        let text = serde_json::to_string(plan).unwrap();
+        let given = call("alice", "cycle", &format!(r#"{{"plan":{text}}}"#), false).unwrap();
+        assert_eq!(given.args, format!(r#"{{"plan":{text}}}"#));
+        assert!(call("alice", "cycle", r#"{"plan":3}"#, false).is_err());
     }
 
     #[test]
