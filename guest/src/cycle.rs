@@ -256,61 +256,45 @@ impl CycleResource {
             component: SourceComponent::Cognition,
             actor: SourceActor::System,
         };
-        let entry = |request_id: &str, outcome: Outcome| audit::Entry {
-            request_id: request_id.to_owned(),
-            operation: Operation::Write,
-            source: Some(source.clone()),
-            record_type: Some(RecordType::Event),
-            outcome,
+        let entry = |request_id: &str, outcome: Outcome| write_entry(&source, request_id, outcome);
+        let requests = self.staged_writes(staged);
+        let reject_all = |why: &String| {
+            for (request_id, _) in &requests {
+                audit::append(&entry(request_id, Outcome::Rejected(why.clone())));
+            }
         };
-        let requests: Vec<(String, MemoryRecord)> = staged
-            .iter()
-            .map(|(step, memory, timestamp)| {
-                let record = MemoryRecord::Event(Event {
-                    timestamp: *timestamp,
-                    payload: EventPayload::Ingested(memory.clone()),
-                });
-                (format!("{}#{step}", self.request_id), record)
-            })
-            .collect();
         // The staged summaries' vectors, one call, checked against the
         // domain's model before anything is written (S-VECTOR); a failure
         // is audited as every write's, like a refused commit.
         let mut embedded = match embed_staged(staged) {
             Ok(embedded) => embedded.into_iter(),
             Err((error, why)) => {
-                for (request_id, _) in &requests {
-                    audit::append(&entry(request_id, Outcome::Rejected(why.clone())));
-                }
+                reject_all(&why);
                 return Err(error);
             }
         };
-        let answer = if domain::mode() != AccessMode::Online {
-            Err("COGNITION may not write while the domain is in maintenance mode (IO-W7)".into())
-        } else if let Some(why) = requests
-            .iter()
-            .find_map(|(_, record)| validate::record(record).err())
-        {
-            Err(format!("invalid record: {why}"))
-        } else {
-            let writes: Vec<Write<'_>> = requests
-                .iter()
-                .map(|(request_id, record)| Write {
-                    request_id,
-                    source: &source,
-                    record,
-                    by_cycle: true,
-                    embedded: embedded.next(),
-                })
-                .collect();
-            // The entries of what the cycle stores go into its commit.
-            writer::write_all(&writes, |written| {
-                requests
+        let answer = match commit_refusal(&requests) {
+            Some(why) => Err(why),
+            None => {
+                let writes: Vec<Write<'_>> = requests
                     .iter()
-                    .zip(written)
-                    .map(|((request_id, _), w)| entry(request_id, crate::accepted(w)))
-                    .collect()
-            })
+                    .map(|(request_id, record)| Write {
+                        request_id,
+                        source: &source,
+                        record,
+                        by_cycle: true,
+                        embedded: embedded.next(),
+                    })
+                    .collect();
+                // The entries of what the cycle stores go into its commit.
+                writer::write_all(&writes, |written| {
+                    requests
+                        .iter()
+                        .zip(written)
+                        .map(|((request_id, _), w)| entry(request_id, crate::accepted(w)))
+                        .collect()
+                })
+            }
         };
         match answer {
             Ok(committed) => {
@@ -322,19 +306,58 @@ impl CycleResource {
                 Ok(committed
                     .written
                     .into_iter()
-                    .map(|w| match w {
-                        Written::New(id) | Written::Replayed(id) => id,
-                    })
+                    .map(Written::into_id)
                     .collect())
             }
             Err(reason) => {
-                for (request_id, _) in &requests {
-                    audit::append(&entry(request_id, Outcome::Rejected(reason.clone())));
-                }
+                reject_all(&reason);
                 Err(CycleError::CommitFailed)
             }
         }
     }
+
+    /// The records of the staged memories, each with its request id: the
+    /// cycle's, `#` and the step's name.
+    fn staged_writes(
+        &self,
+        staged: &[(String, IngestedMemory, i64)],
+    ) -> Vec<(String, MemoryRecord)> {
+        staged
+            .iter()
+            .map(|(step, memory, timestamp)| {
+                let record = MemoryRecord::Event(Event {
+                    timestamp: *timestamp,
+                    payload: EventPayload::Ingested(memory.clone()),
+                });
+                (format!("{}#{step}", self.request_id), record)
+            })
+            .collect()
+    }
+}
+
+/// The audit entry of a write of a cycle's.
+fn write_entry(source: &WriteSource, request_id: &str, outcome: Outcome) -> audit::Entry {
+    audit::Entry {
+        request_id: request_id.to_owned(),
+        operation: Operation::Write,
+        source: Some(source.clone()),
+        record_type: Some(RecordType::Event),
+        outcome,
+    }
+}
+
+/// Why a cycle may not commit `requests`: the domain is in maintenance
+/// mode (IO-W7), or a record is not valid.
+fn commit_refusal(requests: &[(String, MemoryRecord)]) -> Option<String> {
+    if domain::mode() != AccessMode::Online {
+        return Some(
+            "COGNITION may not write while the domain is in maintenance mode (IO-W7)".into(),
+        );
+    }
+    requests
+        .iter()
+        .find_map(|(_, record)| validate::record(record).err())
+        .map(|why| format!("invalid record: {why}"))
 }
 
 fn summarize(message: &str, response: Option<&str>) -> Result<Summarized, CycleError> {
@@ -535,7 +558,30 @@ fn gather_and_rank(
     question: &str,
     top_k: u32,
 ) -> Result<(Vec<RetrievedMemory>, Gathered), Failure> {
-    let storage = |why: String| (CycleError::StorageUnavailable, why);
+    let Found {
+        ids,
+        similarity,
+        gathered,
+    } = gather_by_words_and_meaning(keywords, question)?;
+    let candidates = candidates(&ids, &similarity)?;
+    if candidates.is_empty() {
+        return Ok((Vec::new(), gathered));
+    }
+    Ok((ranked(keywords, &candidates, top_k)?, gathered))
+}
+
+/// The candidates' ids as they were gathered.
+struct Found {
+    ids: Vec<String>,
+    /// The similarity of each found by meaning, or scored by it.
+    similarity: HashMap<String, f32>,
+    gathered: Gathered,
+}
+
+/// The ids of the candidates: those the keywords' index entries give,
+/// then, when the host embeds, those nearest in meaning to `question` (a
+/// share of the candidate limit), with their similarity.
+fn gather_by_words_and_meaning(keywords: &[String], question: &str) -> Result<Found, Failure> {
     let limit = domain::candidate_limit().max(1);
     let meaning = meaning(question)?;
     let dense = if meaning.is_some() {
@@ -559,6 +605,20 @@ fn gather_and_rank(
         similarity.extend(of_known);
         gathered.by_meaning = Some(more);
     }
+    Ok(Found {
+        ids,
+        similarity,
+        gathered,
+    })
+}
+
+/// The candidates `ids` name that have not expired, newest first, so
+/// every ranker sees them in one stable order.
+fn candidates(
+    ids: &[String],
+    similarity: &HashMap<String, f32>,
+) -> Result<Vec<Candidate>, Failure> {
+    let storage = |why: String| (CycleError::StorageUnavailable, why);
     let mut candidates = Vec::with_capacity(ids.len());
     let mut now = Now::default();
     // Every candidate's record in as few calls as the host allows.
@@ -566,7 +626,7 @@ fn gather_and_rank(
     records
         .read_ahead(ids.iter().map(|id| keys::record(id)).collect())
         .map_err(storage)?;
-    for id in &ids {
+    for id in ids {
         match load_with(id, |key| records.get(key)).map_err(storage)? {
             // An expired memory is no candidate: its index entries wait
             // for maintenance to remove them.
@@ -593,12 +653,18 @@ fn gather_and_rank(
             }
         }
     }
-    // Newest first, so every ranker sees the candidates in one stable order.
     candidates.sort_by(|a, b| b.timestamp.cmp(&a.timestamp).then_with(|| b.id.cmp(&a.id)));
-    if candidates.is_empty() {
-        return Ok((Vec::new(), gathered));
-    }
-    let ranked = ranker::rank(keywords, &candidates, top_k).map_err(|why| {
+    Ok(candidates)
+}
+
+/// The ranker's `top_k` of `candidates`, best first; its answer is
+/// checked: no more than asked, no id twice, none not a candidate's.
+fn ranked(
+    keywords: &[String],
+    candidates: &[Candidate],
+    top_k: u32,
+) -> Result<Vec<RetrievedMemory>, Failure> {
+    let ranked = ranker::rank(keywords, candidates, top_k).map_err(|why| {
         (
             CycleError::RankerFailed(why.clone()),
             format!("ranker failed: {why}"),
@@ -629,7 +695,7 @@ fn gather_and_rank(
             timestamp: candidate.timestamp,
         });
     }
-    Ok((memories, gathered))
+    Ok(memories)
 }
 
 /// The prompt: the memory lines of `context` that fit `budget` (all of them

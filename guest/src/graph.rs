@@ -11,8 +11,8 @@ use crate::bindings::exports::engram::memory::graph::{
 };
 use crate::bindings::exports::engram::memory::io::{ReadError, WriteRequest, WriteResult};
 use crate::{
-    Answer, Engine, Refused, Stored, answered, audit_fact_read, bounded, get, id_text, keys, load,
-    load_facts, request_id_given, validate, write,
+    Answer, Engine, Refused, Stored, answered, audited_fact_read, bounded, get, id_text, keys,
+    load, load_facts, request_id_given, validate, write,
 };
 use std::collections::HashSet;
 
@@ -46,11 +46,7 @@ impl Guest for Engine {
                 None => Ok(None),
             }
         });
-        audit_fact_read(
-            &request_id,
-            answer.as_ref().map(|f| usize::from(f.is_some())),
-        );
-        answer.map_err(|refused| refused.error)
+        audited_fact_read(&request_id, answer, |f| usize::from(f.is_some()))
     }
 
     fn list(
@@ -74,16 +70,9 @@ impl Guest for Engine {
                 start = keys::fact_key(after);
                 start.push(0);
             }
-            load_facts(
-                &start,
-                &end,
-                limit,
-                Direction::Ascending,
-                &mut Answer::new(),
-            )
+            facts_in(&start, &end, limit)
         });
-        audit_fact_read(&request_id, answer.as_ref().map(Vec::len));
-        answer.map_err(|refused| refused.error)
+        audited_fact_read(&request_id, answer, Vec::len)
     }
 
     fn entities_of_type(
@@ -95,33 +84,28 @@ impl Guest for Engine {
             let limit = bounded(limit)?;
             let (start, end) =
                 keys::entity_type_range(crate::writer::entity_type_byte(entity_type));
-            load_facts(
-                &start,
-                &end,
-                limit,
-                Direction::Ascending,
-                &mut Answer::new(),
-            )
+            facts_in(&start, &end, limit)
         });
-        audit_fact_read(&request_id, answer.as_ref().map(Vec::len));
-        answer.map_err(|refused| refused.error)
+        audited_fact_read(&request_id, answer, Vec::len)
     }
 
     fn traverse(request: TraverseRequest) -> Result<Traversal, ReadError> {
         let answer = request_id_given(&request.request_id).and_then(|()| traverse(&request));
-        audit_fact_read(
-            &request.request_id,
-            answer.as_ref().map(|t| t.nodes.len() + t.edges.len()),
-        );
-        answer.map_err(|refused| refused.error)
+        audited_fact_read(&request.request_id, answer, |t| {
+            t.nodes.len() + t.edges.len()
+        })
     }
 
     fn relationships_of(request: RelationshipsRequest) -> Result<Vec<StoredFact>, ReadError> {
         let answer =
             request_id_given(&request.request_id).and_then(|()| relationships_of(&request));
-        audit_fact_read(&request.request_id, answer.as_ref().map(Vec::len));
-        answer.map_err(|refused| refused.error)
+        audited_fact_read(&request.request_id, answer, Vec::len)
     }
+}
+
+/// The facts of a key range in key order, `limit` of them at most.
+fn facts_in(start: &[u8], end: &[u8], limit: u32) -> Result<Vec<StoredFact>, Refused> {
+    load_facts(start, end, limit, Direction::Ascending, &mut Answer::new())
 }
 
 fn relationships_of(request: &RelationshipsRequest) -> Result<Vec<StoredFact>, Refused> {

@@ -8,16 +8,15 @@ use crate::bindings::exports::engram::memory::history::{
 };
 use crate::bindings::exports::engram::memory::io::ReadError;
 use crate::{
-    Answer, Engine, Now, Refused, audit_fact_read, bounded, facts, get, keys, load_facts, load_ids,
-    request_id_given, validate,
+    Answer, Engine, Now, Refused, audited_fact_read, bounded, facts, get, keys, load_facts,
+    load_ids, request_id_given, validate,
 };
 
 impl Guest for Engine {
     fn versions(request: VersionsRequest) -> Result<Vec<StoredFact>, ReadError> {
         let answer = checked(&request.request_id, &request.key)
             .and_then(|()| versions(&request.key, request.limit));
-        audit_fact_read(&request.request_id, answer.as_ref().map(Vec::len));
-        answer.map_err(|refused| refused.error)
+        audited_fact_read(&request.request_id, answer, Vec::len)
     }
 
     fn as_of(request: AsOfRequest) -> Result<Option<StoredFact>, ReadError> {
@@ -32,11 +31,9 @@ impl Guest for Engine {
                     }
                 })
             });
-        audit_fact_read(
-            &request.request_id,
-            answer.as_ref().map(|found| usize::from(found.is_some())),
-        );
-        answer.map_err(|refused| refused.error)
+        audited_fact_read(&request.request_id, answer, |found| {
+            usize::from(found.is_some())
+        })
     }
 }
 

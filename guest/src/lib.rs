@@ -293,18 +293,24 @@ fn request_id_given(request_id: &str) -> Result<(), Refused> {
     }
 }
 
-/// Audits a read of FACTs made through an extension of the IO.
-fn audit_fact_read(request_id: &str, answer: Result<usize, &Refused>) {
+/// Answers a read of FACTs made through an extension of the IO, audited:
+/// its facts, `found` of them, or why it was refused.
+fn audited_fact_read<T>(
+    request_id: &str,
+    answer: Result<T, Refused>,
+    found: impl FnOnce(&T) -> usize,
+) -> Result<T, ReadError> {
     audit::append(&audit::Entry {
         request_id: request_id.to_owned(),
         operation: Operation::Read,
         source: None,
         record_type: Some(RecordType::Fact),
-        outcome: match answer {
-            Ok(n) => Outcome::Returned(n as u32),
+        outcome: match &answer {
+            Ok(facts) => Outcome::Returned(found(facts) as u32),
             Err(refused) => Outcome::Failed(refused.reason.clone()),
         },
     });
+    answer.map_err(|refused| refused.error)
 }
 
 fn not_allowed(reason: &str) -> Refused {

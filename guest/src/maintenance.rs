@@ -391,6 +391,78 @@ fn model_is_the_domains(batch: &Batch, model: &Model) -> Result<(), Refusal> {
     }
 }
 
+/// Removes an expired version `seq` of a FACT, and its key's entry and
+/// lookup indexes when it is the current version (they follow it only).
+fn expire_fact_version(
+    batch: &mut Batch,
+    fact: &StoredFact,
+    seq: u64,
+    id: &str,
+) -> Result<(), Refusal> {
+    let key = &fact.fact.key;
+    batch.delete(keys::version(key, seq));
+    let key_entry = keys::fact_key(key);
+    let current = batch.get(&key_entry).map_err(fault)?;
+    if current
+        .as_deref()
+        .and_then(keys::indexed)
+        .is_some_and(|(current, _)| current == id)
+    {
+        batch.delete(key_entry);
+        for index in fact_indexes(key, &fact.fact.payload) {
+            batch.delete(index);
+        }
+    }
+    Ok(())
+}
+
+/// Removes an expired EVENT's indexes, and a memory's vectors in every
+/// `generation`, which moves the vectors' epoch on.
+fn expire_event(
+    batch: &mut Batch,
+    event: &Event,
+    seq: u64,
+    generations: &[u32],
+) -> Result<(), Refusal> {
+    for index in timed_indexes(&MemoryRecord::Event(event.clone()), seq) {
+        batch.delete(index);
+    }
+    if matches!(event.payload, EventPayload::Ingested(_)) && !generations.is_empty() {
+        for generation in generations {
+            batch.delete(vectors::key(*generation, seq));
+        }
+        // A vector removed: what instances kept is no longer the store's.
+        let epoch = batch.get(vectors::EPOCH).map_err(fault)?;
+        batch.put(
+            vectors::EPOCH.to_vec(),
+            vectors::next_epoch(epoch.as_deref()),
+        );
+    }
+    Ok(())
+}
+
+/// A FACT key with no version left after an expiry keeps nothing, not
+/// even its tier: `keys_left`, each key with how many versions it lost.
+fn drop_tiers_of_keys_left_bare(
+    batch: &mut Batch,
+    keys_left: Vec<(String, u32)>,
+) -> Result<(), Refusal> {
+    for (key, lost) in keys_left {
+        let (from, to) = keys::version_range(&key);
+        let versions = persistence::scan(&from, &to, lost + 1, Direction::Ascending)
+            .map_err(|e| fault(storage(e)))?;
+        // The current version, unless it expired now, is left too.
+        let mut left = batch.get(&keys::fact_key(&key)).map_err(fault)?.is_some();
+        for version in versions {
+            left |= batch.get(&version.key).map_err(fault)?.is_some();
+        }
+        if !left {
+            batch.delete(keys::tier(&key));
+        }
+    }
+    Ok(())
+}
+
 /// One call of a re-embedding (S-VECTOR): embeds at most `limit` ingested
 /// memories, oldest first, into a new generation, then makes it the
 /// domain's, then drops the old generation's vectors, `limit` at a time;
@@ -407,132 +479,18 @@ fn reembed(limit: u32) -> Result<(ReembedProgress, bool), Refusal> {
             )
         })?;
     let mut batch = Batch::default();
-    let domain_value = get(vectors::MODEL).map_err(fault)?;
-    let reembed_value = get(vectors::REEMBED).map_err(fault)?;
-    let domain = domain_value
-        .as_deref()
-        .map(vectors::decode_model)
-        .transpose()
-        .map_err(fault)?;
-    let under_way = reembed_value
-        .as_deref()
-        .map(vectors::decode_reembed)
-        .transpose()
-        .map_err(fault)?;
-    // The domain and the store may not change under the call.
-    batch.preconditions.push(held(vectors::MODEL, domain_value));
-    batch
-        .preconditions
-        .push(held(vectors::REEMBED, reembed_value));
-    let mut state = match under_way {
-        Some(state) if state.model == model => state,
-        // Another model's re-embedding was under way: start over with this
-        // one, in a generation after both.
-        Some(state) => vectors::Reembed {
-            generation: state.generation.wrapping_add(1),
-            model: model.clone(),
-            dropping: false,
-            cursor: Vec::new(),
-        },
-        None => match &domain {
-            Some(domain) if domain.model == model && domain.complete => {
-                let done = ReembedProgress {
-                    embedded: 0,
-                    done: true,
-                };
-                return Ok((done, false));
-            }
-            domain => vectors::Reembed {
-                generation: domain.as_ref().map_or(0, |d| d.generation.wrapping_add(1)),
-                model: model.clone(),
-                dropping: false,
-                cursor: Vec::new(),
-            },
-        },
-    };
-    let mut embedded = 0;
-    let finished;
-    if !state.dropping {
-        let (all_start, end) = keys::time_all(keys::EVENT);
-        let start = if state.cursor.is_empty() {
-            all_start
-        } else {
-            state.cursor.clone()
+    let Some(mut state) = reembedding(&model, &mut batch)? else {
+        let done = ReembedProgress {
+            embedded: 0,
+            done: true,
         };
-        let entries = persistence::scan(&start, &end, limit, Direction::Ascending)
-            .map_err(|e| fault(storage(e)))?;
-        let mut now = crate::Now::default();
-        let mut found: Vec<(u64, String, String)> = Vec::new();
-        for entry in &entries {
-            let seq = keys::time_seq(&entry.key)
-                .ok_or_else(|| fault(format!("a time-index entry is damaged: {:?}", entry.key)))?;
-            let id = String::from_utf8(entry.value.clone())
-                .map_err(|_| fault("a time-index entry is damaged".into()))?;
-            match load_with(&id, get).map_err(fault)? {
-                // An expired memory waits for expiry, with no vector.
-                Some((_, expires_at)) if now.passed(expires_at) => {}
-                Some((
-                    Stored::Event {
-                        event:
-                            Event {
-                                payload: EventPayload::Ingested(memory),
-                                ..
-                            },
-                        ..
-                    },
-                    _,
-                )) => found.push((seq, id, memory.summary)),
-                Some(_) => {}
-                None => return Err(fault(format!("time-index entry for {id} points nowhere"))),
-            }
-        }
-        let summaries: Vec<String> = found.iter().map(|(_, _, s)| s.clone()).collect();
-        let made = vectors::embed(&model, &summaries, vectors::PASSAGE).map_err(embedder_failed)?;
-        for ((seq, id, _), vector) in found.iter().zip(&made) {
-            batch.put(
-                vectors::key(state.generation, *seq),
-                vectors::value(id, vector),
-            );
-        }
-        embedded = found.len() as u32;
-        match entries.last() {
-            Some(last) if entries.len() as u32 == limit => {
-                let mut next = last.key.clone();
-                next.push(0);
-                state.cursor = next;
-                finished = false;
-            }
-            // Every memory has its vector: the generation is the domain's,
-            // and the vectors of any other go next.
-            _ => {
-                let made = vectors::DomainModel {
-                    generation: state.generation,
-                    model: model.clone(),
-                    complete: true,
-                };
-                batch.put(vectors::MODEL.to_vec(), vectors::encode_model(&made));
-                state.dropping = true;
-                finished = false;
-            }
-        }
+        return Ok((done, false));
+    };
+    let (embedded, finished) = if state.dropping {
+        (0, drop_other_generations(&state, limit, &mut batch)?)
     } else {
-        // Every vector of another generation goes, `limit` a call.
-        let (all, end) = vectors::all();
-        let (ours, after_ours) = vectors::range(state.generation);
-        let mut removed = 0;
-        for (start, end) in [(all, ours), (after_ours, end)] {
-            let entries = persistence::scan(&start, &end, limit - removed, Direction::Ascending)
-                .map_err(|e| fault(storage(e)))?;
-            removed += entries.len() as u32;
-            for entry in entries {
-                batch.delete(entry.key);
-            }
-            if removed == limit {
-                break;
-            }
-        }
-        finished = removed < limit;
-    }
+        (embed_next(&mut state, &model, limit, &mut batch)?, false)
+    };
     if finished {
         batch.delete(vectors::REEMBED.to_vec());
     } else {
@@ -552,6 +510,149 @@ fn reembed(limit: u32) -> Result<(ReembedProgress, bool), Refusal> {
         )),
         Err(StorageError::Unavailable(why)) => Err(fault(format!("storage unavailable: {why}"))),
     }
+}
+
+/// The re-embedding into `model` to go on with: the one under way, or a
+/// new one in a generation after the domain's and any other under way;
+/// none when the domain's vectors are all of `model` already. The batch
+/// is made to hold only while the domain's model and the re-embedding
+/// under way are as read.
+fn reembedding(model: &Model, batch: &mut Batch) -> Result<Option<vectors::Reembed>, Refusal> {
+    let domain_value = get(vectors::MODEL).map_err(fault)?;
+    let reembed_value = get(vectors::REEMBED).map_err(fault)?;
+    let domain = domain_value
+        .as_deref()
+        .map(vectors::decode_model)
+        .transpose()
+        .map_err(fault)?;
+    let under_way = reembed_value
+        .as_deref()
+        .map(vectors::decode_reembed)
+        .transpose()
+        .map_err(fault)?;
+    // The domain and the store may not change under the call.
+    batch.preconditions.push(held(vectors::MODEL, domain_value));
+    batch
+        .preconditions
+        .push(held(vectors::REEMBED, reembed_value));
+    let generation = match under_way {
+        Some(state) if state.model == *model => return Ok(Some(state)),
+        // Another model's re-embedding was under way: start over with this
+        // one, in a generation after both.
+        Some(state) => state.generation.wrapping_add(1),
+        None => match &domain {
+            Some(domain) if domain.model == *model && domain.complete => return Ok(None),
+            domain => domain.as_ref().map_or(0, |d| d.generation.wrapping_add(1)),
+        },
+    };
+    Ok(Some(vectors::Reembed {
+        generation,
+        model: model.clone(),
+        dropping: false,
+        cursor: Vec::new(),
+    }))
+}
+
+/// Embeds the next `limit` ingested memories of the re-embedding, oldest
+/// first, into its generation: how many. After the last the generation
+/// becomes the domain's, and the vectors of any other go next.
+fn embed_next(
+    state: &mut vectors::Reembed,
+    model: &Model,
+    limit: u32,
+    batch: &mut Batch,
+) -> Result<u32, Refusal> {
+    let (all_start, end) = keys::time_all(keys::EVENT);
+    let start = if state.cursor.is_empty() {
+        all_start
+    } else {
+        state.cursor.clone()
+    };
+    let entries = persistence::scan(&start, &end, limit, Direction::Ascending)
+        .map_err(|e| fault(storage(e)))?;
+    let found = summaries_to_embed(&entries)?;
+    let summaries: Vec<String> = found.iter().map(|(_, _, s)| s.clone()).collect();
+    let made = vectors::embed(model, &summaries, vectors::PASSAGE).map_err(embedder_failed)?;
+    for ((seq, id, _), vector) in found.iter().zip(&made) {
+        batch.put(
+            vectors::key(state.generation, *seq),
+            vectors::value(id, vector),
+        );
+    }
+    match entries.last() {
+        Some(last) if entries.len() as u32 == limit => {
+            let mut next = last.key.clone();
+            next.push(0);
+            state.cursor = next;
+        }
+        // Every memory has its vector: the generation is the domain's,
+        // and the vectors of any other go next.
+        _ => {
+            let made = vectors::DomainModel {
+                generation: state.generation,
+                model: model.clone(),
+                complete: true,
+            };
+            batch.put(vectors::MODEL.to_vec(), vectors::encode_model(&made));
+            state.dropping = true;
+        }
+    }
+    Ok(found.len() as u32)
+}
+
+/// The ingested memories of time-index `entries` that have not expired:
+/// each one's place in time, id and summary.
+fn summaries_to_embed(entries: &[Entry]) -> Result<Vec<(u64, String, String)>, Refusal> {
+    let mut now = crate::Now::default();
+    let mut found = Vec::new();
+    for entry in entries {
+        let seq = keys::time_seq(&entry.key)
+            .ok_or_else(|| fault(format!("a time-index entry is damaged: {:?}", entry.key)))?;
+        let id = String::from_utf8(entry.value.clone())
+            .map_err(|_| fault("a time-index entry is damaged".into()))?;
+        match load_with(&id, get).map_err(fault)? {
+            // An expired memory waits for expiry, with no vector.
+            Some((_, expires_at)) if now.passed(expires_at) => {}
+            Some((
+                Stored::Event {
+                    event:
+                        Event {
+                            payload: EventPayload::Ingested(memory),
+                            ..
+                        },
+                    ..
+                },
+                _,
+            )) => found.push((seq, id, memory.summary)),
+            Some(_) => {}
+            None => return Err(fault(format!("time-index entry for {id} points nowhere"))),
+        }
+    }
+    Ok(found)
+}
+
+/// Deletes the next `limit` vectors of generations other than the
+/// re-embedding's: whether none is left.
+fn drop_other_generations(
+    state: &vectors::Reembed,
+    limit: u32,
+    batch: &mut Batch,
+) -> Result<bool, Refusal> {
+    let (all, end) = vectors::all();
+    let (ours, after_ours) = vectors::range(state.generation);
+    let mut removed = 0;
+    for (start, end) in [(all, ours), (after_ours, end)] {
+        let entries = persistence::scan(&start, &end, limit - removed, Direction::Ascending)
+            .map_err(|e| fault(storage(e)))?;
+        removed += entries.len() as u32;
+        for entry in entries {
+            batch.delete(entry.key);
+        }
+        if removed == limit {
+            break;
+        }
+    }
+    Ok(removed < limit)
 }
 
 /// The precondition that a key still holds what was read.
@@ -649,43 +750,14 @@ fn expire(limit: u32) -> Result<u32, Refusal> {
         };
         match &record {
             Stored::Fact(fact) => {
+                expire_fact_version(&mut batch, fact, seq, &id)?;
                 let key = &fact.fact.key;
-                batch.delete(keys::version(key, seq));
-                let key_entry = keys::fact_key(key);
-                // The lookup indexes follow the current version only.
-                let current = batch.get(&key_entry).map_err(fault)?;
-                if current
-                    .as_deref()
-                    .and_then(keys::indexed)
-                    .is_some_and(|(current, _)| current == id)
-                {
-                    batch.delete(key_entry);
-                    for index in fact_indexes(key, &fact.fact.payload) {
-                        batch.delete(index);
-                    }
-                }
                 match keys_left.iter_mut().find(|(k, _)| k == key) {
                     Some((_, lost)) => *lost += 1,
                     None => keys_left.push((key.clone(), 1)),
                 }
             }
-            Stored::Event { event, .. } => {
-                for index in timed_indexes(&MemoryRecord::Event(event.clone()), seq) {
-                    batch.delete(index);
-                }
-                if matches!(event.payload, EventPayload::Ingested(_)) && !generations.is_empty() {
-                    for generation in &generations {
-                        batch.delete(vectors::key(*generation, seq));
-                    }
-                    // A vector removed: what instances kept is no longer
-                    // the store's.
-                    let epoch = batch.get(vectors::EPOCH).map_err(fault)?;
-                    batch.put(
-                        vectors::EPOCH.to_vec(),
-                        vectors::next_epoch(epoch.as_deref()),
-                    );
-                }
-            }
+            Stored::Event { event, .. } => expire_event(&mut batch, event, seq, &generations)?,
             Stored::State(state) => {
                 for index in timed_indexes(&MemoryRecord::State(state.state.clone()), seq) {
                     batch.delete(index);
@@ -700,20 +772,7 @@ fn expire(limit: u32) -> Result<u32, Refusal> {
             Outcome::Expired(id),
         ));
     }
-    // A key with no version left keeps nothing, not even its tier.
-    for (key, lost) in keys_left {
-        let (from, to) = keys::version_range(&key);
-        let versions = persistence::scan(&from, &to, lost + 1, Direction::Ascending)
-            .map_err(|e| fault(storage(e)))?;
-        // The current version, unless it expired now, is left too.
-        let mut left = batch.get(&keys::fact_key(&key)).map_err(fault)?.is_some();
-        for version in versions {
-            left |= batch.get(&version.key).map_err(fault)?.is_some();
-        }
-        if !left {
-            batch.delete(keys::tier(&key));
-        }
-    }
+    drop_tiers_of_keys_left_bare(&mut batch, keys_left)?;
     if trail.is_empty() {
         return Ok(0);
     }

@@ -54,6 +54,15 @@ pub enum Written {
     Replayed(String),
 }
 
+impl Written {
+    /// The id the record is stored under.
+    pub fn into_id(self) -> String {
+        match self {
+            Written::New(id) | Written::Replayed(id) => id,
+        }
+    }
+}
+
 /// What the idempotency table keeps for a request id: the id it was
 /// answered with and the source it came from. The record itself is compared
 /// with the stored one.

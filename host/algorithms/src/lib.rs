@@ -267,7 +267,7 @@ fn stem(lower: &str) -> String {
 /// [`Summary`] and a binding's `ranker` and `summarizer` types (the modules
 /// named, of any binding of the WIT: the wasmtime host's or a component's).
 #[macro_export]
-macro_rules! wit_conversions {
+macro_rules! ranker_summarizer_conversions {
     ($ranker:path, $summarizer:path) => {
         const _: () = {
             use $ranker as ranker;
@@ -299,12 +299,12 @@ macro_rules! wit_conversions {
 /// `summarizer.summarize` ([`ExtractiveSummarizer`], its answer refused with
 /// the reason `$refusal` gives, a `fn(&Summary) -> Option<String>`) and
 /// `ranker.rank` ([`Bm25Ranker`]), over the binding's `ranker` and
-/// `summarizer` export modules; with [`wit_conversions!`]. The tokenizer is
-/// [`wit_tokenizer!`]'s.
+/// `summarizer` export modules; with [`ranker_summarizer_conversions!`].
+/// The tokenizer is [`wit_tokenizer!`]'s.
 #[macro_export]
 macro_rules! wit_guests {
     ($guest:ty, $ranker:path, $summarizer:path, $refusal:expr) => {
-        $crate::wit_conversions!($ranker, $summarizer);
+        $crate::ranker_summarizer_conversions!($ranker, $summarizer);
         const _: () = {
             use $crate::{Ranker as _, Summarizer as _};
             use $ranker as ranker;
@@ -389,107 +389,11 @@ impl Ranker for Bm25Ranker {
         candidates: &[Candidate],
         k: u32,
     ) -> Result<Vec<String>, String> {
-        const K1: f64 = 1.2;
-        // Half the usual length normalization (0.75): a summary is a short
-        // statement whose length follows what was said (a thing of two
-        // words, a speaker's name), not verbosity, and the usual b ranked a
-        // memory lower for naming a two-word thing (the `recall` bench,
-        // seed 7: recall@10 65.6% at 0.75, 69.4% at 0.5).
-        const B: f64 = 0.5;
-        // A query keyword from another summarizer is normalized here too.
-        let query: HashSet<String> = query_keywords
-            .iter()
-            .flat_map(|k| {
-                let normalized = terms(k);
-                if normalized.is_empty() {
-                    vec![k.to_lowercase()]
-                } else {
-                    normalized
-                }
-            })
-            .collect();
-        let documents: Vec<HashMap<String, f64>> = candidates
-            .iter()
-            .map(|c| {
-                let mut counts: HashMap<String, f64> = HashMap::new();
-                let keyword_terms = c.keywords.iter().map(|k| k.to_lowercase());
-                for term in terms(&c.summary).into_iter().chain(keyword_terms) {
-                    *counts.entry(term).or_default() += 1.0;
-                }
-                counts
-            })
-            .collect();
-        let n = documents.len().max(1) as f64;
-        let lengths: Vec<f64> = documents.iter().map(|d| d.values().sum()).collect();
-        let average = (lengths.iter().sum::<f64>() / n).max(1.0);
-        let idf: HashMap<&String, f64> = query
-            .iter()
-            .map(|term| {
-                let df = documents.iter().filter(|d| d.contains_key(term)).count() as f64;
-                (term, ((n - df + 0.5) / (df + 0.5) + 1.0).ln())
-            })
-            .collect();
-        let mut scored: Vec<(f64, usize)> = documents
-            .iter()
-            .enumerate()
-            .map(|(i, d)| {
-                let score = idf
-                    .iter()
-                    .map(|(term, idf)| {
-                        let tf = d.get(*term).copied().unwrap_or(0.0);
-                        idf * tf * (K1 + 1.0) / (tf + K1 * (1.0 - B + B * lengths[i] / average))
-                    })
-                    .sum::<f64>();
-                // The share of the query's terms the memory holds
-                // (Lucene's classic coordination factor): a memory that
-                // holds every term of the question outranks one that holds
-                // fewer but more often. The IDF is the candidates', and they
-                // were gathered through the question's terms, so a term
-                // many of them hold (a name) weighs little though it is
-                // what tells them apart.
-                let held = idf.keys().filter(|term| d.contains_key(**term)).count();
-                (score * held as f64 / idf.len().max(1) as f64, i)
-            })
-            .filter(|(score, _)| *score > 0.0)
-            .collect();
-        let order = |scored: &mut Vec<(f64, usize)>| {
-            scored.sort_by(|a, b| {
-                b.0.total_cmp(&a.0)
-                    .then_with(|| candidates[b.1].timestamp.cmp(&candidates[a.1].timestamp))
-                    .then_with(|| candidates[a.1].id.cmp(&candidates[b.1].id))
-            })
-        };
-        order(&mut scored);
+        let mut scored = bm25_scores(&query_terms(query_keywords), candidates);
+        best_first(&mut scored, candidates);
         if candidates.iter().any(|c| c.similarity.is_some()) {
-            let mut by_meaning: Vec<(f64, usize)> = candidates
-                .iter()
-                .enumerate()
-                .filter_map(|(i, c)| c.similarity.map(|s| (f64::from(s), i)))
-                .collect();
-            order(&mut by_meaning);
-            // Each order's scores brought to 0..1 (similarities from the
-            // least to the most similar candidate, word scores as shares of
-            // the best), then weighed: relative score fusion.
-            let best_words = scored.first().map_or(1.0, |s| s.0);
-            let (most, least) = (
-                by_meaning.first().map_or(1.0, |s| s.0),
-                by_meaning.last().map_or(0.0, |s| s.0),
-            );
-            let span = most - least;
-            let mut fused: HashMap<usize, f64> = HashMap::new();
-            for (similarity, i) in &by_meaning {
-                let share = if span > 0.0 {
-                    (similarity - least) / span
-                } else {
-                    1.0
-                };
-                *fused.entry(*i).or_default() += MEANING_WEIGHT * share;
-            }
-            for (score, i) in &scored {
-                *fused.entry(*i).or_default() += (1.0 - MEANING_WEIGHT) * score / best_words;
-            }
-            scored = fused.into_iter().map(|(i, score)| (score, i)).collect();
-            order(&mut scored);
+            scored = fused_with_meaning(&scored, candidates);
+            best_first(&mut scored, candidates);
         }
         Ok(scored
             .into_iter()
@@ -497,6 +401,118 @@ impl Ranker for Bm25Ranker {
             .map(|(_, i)| candidates[i].id.clone())
             .collect())
     }
+}
+
+/// The terms of a query's keywords: a keyword from another summarizer is
+/// normalized here too.
+fn query_terms(query_keywords: &[String]) -> HashSet<String> {
+    query_keywords
+        .iter()
+        .flat_map(|k| {
+            let normalized = terms(k);
+            if normalized.is_empty() {
+                vec![k.to_lowercase()]
+            } else {
+                normalized
+            }
+        })
+        .collect()
+}
+
+/// Each candidate's BM25 score for `query` times the share of its terms
+/// the candidate holds, with the candidate's index; those above 0 only.
+fn bm25_scores(query: &HashSet<String>, candidates: &[Candidate]) -> Vec<(f64, usize)> {
+    const K1: f64 = 1.2;
+    // Half the usual length normalization (0.75): a summary is a short
+    // statement whose length follows what was said (a thing of two
+    // words, a speaker's name), not verbosity, and the usual b ranked a
+    // memory lower for naming a two-word thing (the `recall` bench,
+    // seed 7: recall@10 65.6% at 0.75, 69.4% at 0.5).
+    const B: f64 = 0.5;
+    let documents: Vec<HashMap<String, f64>> = candidates
+        .iter()
+        .map(|c| {
+            let mut counts: HashMap<String, f64> = HashMap::new();
+            let keyword_terms = c.keywords.iter().map(|k| k.to_lowercase());
+            for term in terms(&c.summary).into_iter().chain(keyword_terms) {
+                *counts.entry(term).or_default() += 1.0;
+            }
+            counts
+        })
+        .collect();
+    let n = documents.len().max(1) as f64;
+    let lengths: Vec<f64> = documents.iter().map(|d| d.values().sum()).collect();
+    let average = (lengths.iter().sum::<f64>() / n).max(1.0);
+    let idf: HashMap<&String, f64> = query
+        .iter()
+        .map(|term| {
+            let df = documents.iter().filter(|d| d.contains_key(term)).count() as f64;
+            (term, ((n - df + 0.5) / (df + 0.5) + 1.0).ln())
+        })
+        .collect();
+    documents
+        .iter()
+        .enumerate()
+        .map(|(i, d)| {
+            let score = idf
+                .iter()
+                .map(|(term, idf)| {
+                    let tf = d.get(*term).copied().unwrap_or(0.0);
+                    idf * tf * (K1 + 1.0) / (tf + K1 * (1.0 - B + B * lengths[i] / average))
+                })
+                .sum::<f64>();
+            // The share of the query's terms the memory holds (Lucene's
+            // classic coordination factor): a memory that holds every term
+            // of the question outranks one that holds fewer but more
+            // often. The IDF is the candidates', and they were gathered
+            // through the question's terms, so a term many of them hold (a
+            // name) weighs little though it is what tells them apart.
+            let held = idf.keys().filter(|term| d.contains_key(**term)).count();
+            (score * held as f64 / idf.len().max(1) as f64, i)
+        })
+        .filter(|(score, _)| *score > 0.0)
+        .collect()
+}
+
+/// Orders scores of `candidates` best first: then the newest, then by id.
+fn best_first(scored: &mut [(f64, usize)], candidates: &[Candidate]) {
+    scored.sort_by(|a, b| {
+        b.0.total_cmp(&a.0)
+            .then_with(|| candidates[b.1].timestamp.cmp(&candidates[a.1].timestamp))
+            .then_with(|| candidates[a.1].id.cmp(&candidates[b.1].id))
+    })
+}
+
+/// The word scores `scored` (best first) fused with the candidates'
+/// similarities: each order's scores brought to 0..1 (similarities from
+/// the least to the most similar candidate, word scores as shares of the
+/// best), then weighed ([`MEANING_WEIGHT`]): relative score fusion.
+fn fused_with_meaning(scored: &[(f64, usize)], candidates: &[Candidate]) -> Vec<(f64, usize)> {
+    let mut by_meaning: Vec<(f64, usize)> = candidates
+        .iter()
+        .enumerate()
+        .filter_map(|(i, c)| c.similarity.map(|s| (f64::from(s), i)))
+        .collect();
+    best_first(&mut by_meaning, candidates);
+    let best_words = scored.first().map_or(1.0, |s| s.0);
+    let (most, least) = (
+        by_meaning.first().map_or(1.0, |s| s.0),
+        by_meaning.last().map_or(0.0, |s| s.0),
+    );
+    let span = most - least;
+    let mut fused: HashMap<usize, f64> = HashMap::new();
+    for (similarity, i) in &by_meaning {
+        let share = if span > 0.0 {
+            (similarity - least) / span
+        } else {
+            1.0
+        };
+        *fused.entry(*i).or_default() += MEANING_WEIGHT * share;
+    }
+    for (score, i) in scored {
+        *fused.entry(*i).or_default() += (1.0 - MEANING_WEIGHT) * score / best_words;
+    }
+    fused.into_iter().map(|(i, score)| (score, i)).collect()
 }
 
 /// How much the order by meaning weighs in the default ranker's fusion

@@ -1049,106 +1049,152 @@ fn write(sentence: &Sentence<'_>, me: &str, you: &str, foreign: Option<usize>) -
         } else {
             token.text.to_owned()
         };
-        let word = text.to_lowercase();
-        let lowercase = text == word;
-        let Some(language) = foreign else {
-            // An article goes, but "a" after an amount ("$200 a night").
-            let after_amount = pieces.last().is_some_and(|p| {
-                p.role == Role::Fact(3) || matches!(p.text.as_str(), "once" | "twice")
-            });
-            if ARTICLES.contains(word.as_str())
-                && (lowercase || index == 0)
-                && !(after_amount && word != "the")
-            {
-                continue;
+        match foreign {
+            None => {
+                let at = Place { index, words };
+                subject = write_english_word(&mut pieces, subject, &text, at, (me, you));
             }
-            if HEDGES.contains(word.as_str()) && lowercase {
-                continue;
-            }
-            if let Some(person) = subject {
-                // "I also live", "I no longer work": the verb comes next.
-                if ADVERBS.contains(word.as_str())
-                    || matches!(word.as_str(), "no" | "not" | "longer")
-                    || (word.ends_with("ly") && word.len() > 4)
-                {
-                    pieces.push(own(&text, foreign));
-                    continue;
-                }
-                subject = None;
-                if let Some(verb) = agree(&word, person) {
-                    // Weighed as the word said.
-                    let role = own(&text, foreign).role;
-                    pieces.push(Piece {
-                        text: verb,
-                        role: if role == Role::Filler {
-                            Role::Added
-                        } else {
-                            role
-                        },
-                    });
-                    continue;
-                }
-            }
-            // "US" is a country.
-            if let Some((person, form)) = self::person(&word).filter(|_| word != "us" || lowercase)
-            {
-                let name = if person == Person::You { you } else { me };
-                // "did I", "am I", "are you": the auxiliary before agrees.
-                let last = pieces.last_mut().filter(|p| p.role != Role::Mark);
-                let inverted = last.is_some_and(|p| {
-                    let word = p.text.to_lowercase();
-                    INVERTED.contains(word.as_str()) && {
-                        if person != Person::We
-                            && let Some(verb) = agree(&word, Person::You)
-                        {
-                            p.text = verb;
-                        }
-                        true
-                    }
-                });
-                // "Sarah and I went": a subject of two, near the start.
-                let compound = words <= 4
-                    && pieces
-                        .iter()
-                        .rev()
-                        .find(|p| p.role != Role::Mark)
-                        .is_some_and(|p| matches!(p.text.as_str(), "and" | "or" | "nor"));
-                for (k, part) in form.split(' ').enumerate() {
-                    pieces.push(Piece {
-                        text: part.replace('$', name),
-                        role: if k == 0 { Role::Name } else { Role::Added },
-                    });
-                }
-                subject = (matches!(word.as_str(), "i" | "you") && !inverted && !compound)
-                    .then_some(person);
-                continue;
-            }
-            subject = None;
-            pieces.push(own(&text, foreign));
-            continue;
-        };
-        // Another language's first person: the speaker's name.
-        let first_person = LANGUAGES[language].2.split_whitespace().find(|p| {
-            word == *p || (p.ends_with('\'') && word.starts_with(p) && word.len() > p.len())
-        });
-        match first_person {
-            Some(pronoun) if word == pronoun => pieces.push(Piece {
-                text: me.to_owned(),
-                role: Role::Name,
-            }),
-            Some(pronoun) => {
-                pieces.push(Piece {
-                    text: me.to_owned(),
-                    role: Role::Name,
-                });
-                pieces.push(own(&text[pronoun.len()..], foreign));
-            }
-            None => pieces.push(own(&text, foreign)),
+            Some(language) => write_foreign_word(&mut pieces, language, &text, me),
         }
     }
-    // Small talk: no number or content word of its own, and no name but
-    // beside a word of small talk ("Sounds lovely, Melanie!": whom it
-    // speaks to).
+    written(pieces, sentence.question, me)
+}
+
+/// Where a word stands in its sentence: its token's index after the
+/// opening, and how many words up to it.
+#[derive(Clone, Copy)]
+struct Place {
+    index: usize,
+    words: usize,
+}
+
+/// Writes an English word `text` after `pieces`, `subject` the person whose
+/// verb it may be; answers the person whose verb the next word may be.
+/// Articles and hedges go; a verb agrees with its subject, now a name; a
+/// pronoun becomes the name of `me` or `you`.
+fn write_english_word(
+    pieces: &mut Vec<Piece>,
+    subject: Option<Person>,
+    text: &str,
+    at: Place,
+    (me, you): (&str, &str),
+) -> Option<Person> {
+    let word = text.to_lowercase();
+    let lowercase = text == word;
+    // An article goes, but "a" after an amount ("$200 a night").
+    let after_amount = pieces
+        .last()
+        .is_some_and(|p| p.role == Role::Fact(3) || matches!(p.text.as_str(), "once" | "twice"));
+    if ARTICLES.contains(word.as_str())
+        && (lowercase || at.index == 0)
+        && !(after_amount && word != "the")
+    {
+        return subject;
+    }
+    if HEDGES.contains(word.as_str()) && lowercase {
+        return subject;
+    }
+    if let Some(person) = subject {
+        // "I also live", "I no longer work": the verb comes next.
+        if ADVERBS.contains(word.as_str())
+            || matches!(word.as_str(), "no" | "not" | "longer")
+            || (word.ends_with("ly") && word.len() > 4)
+        {
+            pieces.push(own(text, None));
+            return subject;
+        }
+        if let Some(verb) = agree(&word, person) {
+            // Weighed as the word said.
+            let role = own(text, None).role;
+            pieces.push(Piece {
+                text: verb,
+                role: if role == Role::Filler {
+                    Role::Added
+                } else {
+                    role
+                },
+            });
+            return None;
+        }
+    }
+    // "US" is a country.
+    if let Some((person, form)) = self::person(&word).filter(|_| word != "us" || lowercase) {
+        let name = if person == Person::You { you } else { me };
+        return write_person(pieces, person, form, name, &word, at.words);
+    }
+    pieces.push(own(text, None));
+    None
+}
+
+/// Writes the pronoun `word` of `person` as `form` with `name` in it;
+/// answers the person whose verb the next word may be: `person`, when
+/// the pronoun is "I" or "you" and the subject of a verb to come.
+fn write_person(
+    pieces: &mut Vec<Piece>,
+    person: Person,
+    form: &str,
+    name: &str,
+    word: &str,
+    words: usize,
+) -> Option<Person> {
+    // "did I", "am I", "are you": the auxiliary before agrees.
+    let last = pieces.last_mut().filter(|p| p.role != Role::Mark);
+    let inverted = last.is_some_and(|p| {
+        let word = p.text.to_lowercase();
+        INVERTED.contains(word.as_str()) && {
+            if person != Person::We
+                && let Some(verb) = agree(&word, Person::You)
+            {
+                p.text = verb;
+            }
+            true
+        }
+    });
+    // "Sarah and I went": a subject of two, near the start.
+    let compound = words <= 4
+        && pieces
+            .iter()
+            .rev()
+            .find(|p| p.role != Role::Mark)
+            .is_some_and(|p| matches!(p.text.as_str(), "and" | "or" | "nor"));
+    for (k, part) in form.split(' ').enumerate() {
+        pieces.push(Piece {
+            text: part.replace('$', name),
+            role: if k == 0 { Role::Name } else { Role::Added },
+        });
+    }
+    (matches!(word, "i" | "you") && !inverted && !compound).then_some(person)
+}
+
+/// Writes a word `text` of the language `language`: its first person
+/// becomes `me`'s name.
+fn write_foreign_word(pieces: &mut Vec<Piece>, language: usize, text: &str, me: &str) {
+    let word = text.to_lowercase();
+    let foreign = Some(language);
+    let first_person = LANGUAGES[language]
+        .2
+        .split_whitespace()
+        .find(|p| word == *p || (p.ends_with('\'') && word.starts_with(p) && word.len() > p.len()));
+    match first_person {
+        Some(pronoun) if word == pronoun => pieces.push(Piece {
+            text: me.to_owned(),
+            role: Role::Name,
+        }),
+        Some(pronoun) => {
+            pieces.push(Piece {
+                text: me.to_owned(),
+                role: Role::Name,
+            });
+            pieces.push(own(&text[pronoun.len()..], foreign));
+        }
+        None => pieces.push(own(text, foreign)),
+    }
+}
+
+/// The sentence of `pieces`, or `None` for small talk: no number or
+/// content word of its own, and no name but beside a word of small talk
+/// ("Sounds lovely, Melanie!": whom it speaks to).
+fn written(mut pieces: Vec<Piece>, question: bool, me: &str) -> Option<Written> {
     let said = |weights: &[u8]| {
         pieces
             .iter()
@@ -1173,12 +1219,7 @@ fn write(sentence: &Sentence<'_>, me: &str, you: &str, foreign: Option<usize>) -
         || pieces.first().is_some_and(|p| {
             p.role == Role::Name && (p.text == me || p.text.starts_with(&format!("{me}'")))
         });
-    Some(Written::new(
-        &pieces,
-        sentence.question,
-        opens_with_speaker,
-        facts,
-    ))
+    Some(Written::new(&pieces, question, opens_with_speaker, facts))
 }
 
 /// Where a sentence's words begin after its greetings, exclamations and

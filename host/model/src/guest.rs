@@ -74,7 +74,7 @@ macro_rules! contract_modules {
         /// The JSON model of the contract, with its conversions to this binding.
         pub mod json {
             pub use $crate::json::*;
-            $crate::wit_conversions!();
+            $crate::json_wit_conversions!();
         }
     };
 }

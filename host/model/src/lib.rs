@@ -1,7 +1,7 @@
 //! What every Engram host shares of the contract, with no runtime of its
 //! own: the JSON model in the seeds' names ([`json`]), the audit trail's
 //! entries and sinks ([`audit`]), the ready-made plans ([`plans`]), `remember` and `recall` ([`turns`]), and the conversions between the JSON model
-//! and a binding of the WIT ([`wit_conversions!`]).
+//! and a binding of the WIT ([`json_wit_conversions!`]).
 
 #![warn(missing_docs)]
 

@@ -1,6 +1,6 @@
 //! Ready-made execution plans for the usual turn (B-005), in the JSON model,
 //! to use as they are or to start from: every host converts them to its
-//! binding of the WIT (`From<Plan>` of [`wit_conversions!`](crate::wit_conversions)).
+//! binding of the WIT (`From<Plan>` of [`json_wit_conversions!`](crate::json_wit_conversions)).
 //! `samples/plan.json` is [`turn`]`(3)` as JSON.
 
 use crate::json::{Plan, PlanMetadata, PlanStep, Stage, StepKind, SummarizeInput};

@@ -2,7 +2,7 @@
 //! record or a summary is too large: the bytes of every string, plus 8 for
 //! every list item (numbers, enums and options are not counted: a record
 //! holds a fixed number of them). The measures of the component's record
-//! types are written over this in [`wit_conversions!`](crate::wit_conversions).
+//! types are written over this in [`json_wit_conversions!`](crate::json_wit_conversions).
 
 /// Items one import commit takes at most.
 pub const IMPORT_BATCH: usize = 500;

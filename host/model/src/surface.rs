@@ -221,7 +221,7 @@ pub struct Session<E: Engine> {
 
 /// The session of the cycle calls when none is given (as before the
 /// surface: the JavaScript package's).
-const CYCLE_SESSION: &str = "js";
+pub const CYCLE_SESSION: &str = "js";
 
 /// Items of an export page when no `limit` is given: the hosts' default
 /// read-limit ceiling.
@@ -236,28 +236,39 @@ pub const DEFAULT_INPUT: &str = "request";
 /// that a kill loses little work.
 pub const REEMBED_BATCH: u32 = 256;
 
-#[derive(Deserialize)]
+/// `run-cycle`: `{"plan","session","request_id","message","response"}`.
+#[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct RunCycleArgs {
-    plan: Value,
+pub struct RunCycleArgs {
+    /// The execution plan, a JSON object or JSON text: parsed once, into
+    /// the plan the engine is given.
+    pub plan: Value,
+    /// The conversation ([`CYCLE_SESSION`] when none).
     #[serde(default)]
-    session: Option<String>,
+    pub session: Option<String>,
+    /// An id for the cycle (a fresh random one when none).
     #[serde(default)]
-    request_id: Option<String>,
+    pub request_id: Option<String>,
+    /// What the user said this turn.
     #[serde(default)]
-    message: Option<String>,
+    pub message: Option<String>,
+    /// What the model answered.
     #[serde(default)]
-    response: Option<String>,
+    pub response: Option<String>,
 }
 
-#[derive(Deserialize)]
+/// `cycle-begin`: `{"plan","session","request_id"}`.
+#[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct BeginArgs {
-    plan: Value,
+pub struct BeginArgs {
+    /// The execution plan, a JSON object or JSON text, as [`RunCycleArgs`]'.
+    pub plan: Value,
+    /// The conversation ([`CYCLE_SESSION`] when none).
     #[serde(default)]
-    session: Option<String>,
+    pub session: Option<String>,
+    /// An id for the cycle (a fresh random one when none).
     #[serde(default)]
-    request_id: Option<String>,
+    pub request_id: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -348,11 +359,19 @@ impl<E: Engine> Session<E> {
     /// Makes the call `name` with `args`; `input` names the input in an
     /// input failure of `write` and `read` (`standard input`, a file name).
     pub fn call(&mut self, name: &str, input: &str, args: &str) -> Result<Answer, E::Fault> {
-        match self.answer(name, input, args)? {
-            Ok(value) => Ok(Answer::Value(value)),
-            Err(Refusal::Input(why)) => Ok(Answer::Input(crate::size::one_line(&why))),
-            Err(Refusal::Refused(line)) => Ok(Answer::Refused(line)),
-        }
+        Ok(answered(self.answer(name, input, args)?))
+    }
+
+    /// The call `run-cycle` with its arguments as a caller that has them
+    /// apart gives them: no JSON text of them made to be parsed again.
+    pub fn run_cycle_call(&mut self, args: RunCycleArgs) -> Result<Answer, E::Fault> {
+        Ok(answered(self.run_cycle_of(args)?))
+    }
+
+    /// The call `cycle-begin` with its arguments given apart, as
+    /// [`Session::run_cycle_call`].
+    pub fn begin_call(&mut self, args: BeginArgs) -> Result<Answer, E::Fault> {
+        Ok(answered(self.begin_of(args)?))
     }
 
     fn answer(
@@ -474,29 +493,8 @@ impl<E: Engine> Session<E> {
     fn cycle_call(&mut self, name: &str, args: &str) -> Result<Result<String, Refusal>, E::Fault> {
         let engine = &mut self.engine;
         Ok(Ok(match name {
-            "run-cycle" => {
-                let args: RunCycleArgs = try_input!(parse_args(name, args));
-                let plan = try_input!(parse_plan(args.plan));
-                try_input!(turn_inputs(&plan, &args.message, &args.response));
-                let session = args.session.as_deref().unwrap_or(CYCLE_SESSION);
-                let id = request_id(engine, "cycle", args.request_id)?;
-                run_cycle(engine, &plan, session, &id, &args.message, &args.response)?.join("\n")
-            }
-            "cycle-begin" => {
-                let args: BeginArgs = try_input!(parse_args(name, args));
-                let plan = try_input!(parse_plan(args.plan));
-                let session = args.session.as_deref().unwrap_or(CYCLE_SESSION);
-                let id = request_id(engine, "cycle", args.request_id)?;
-                match engine.begin(&plan, session, &id)? {
-                    Ok(cycle) => {
-                        let n = self.next_cycle;
-                        self.next_cycle += 1;
-                        self.cycles.insert(n, cycle);
-                        json!({ "cycle": n }).to_string()
-                    }
-                    Err(refused) => return Ok(Err(Refusal::Refused(refused.to_string()))),
-                }
-            }
+            "run-cycle" => return self.run_cycle_of(try_input!(parse_args(name, args))),
+            "cycle-begin" => return self.begin_of(try_input!(parse_args(name, args))),
             "cycle-stage" => {
                 let args: StageArgs = try_input!(parse_args(name, args));
                 let stage: Stage = match serde_json::from_value(Value::String(args.stage.clone())) {
@@ -511,7 +509,7 @@ impl<E: Engine> Session<E> {
                 let cycle = try_input!(live(&self.cycles, args.cycle));
                 let message = args.message.as_deref();
                 match engine.run_stage(cycle, stage, message, args.response.as_deref())? {
-                    Ok(line) => line.to_string(),
+                    Ok(results) => E::stage_line(stage, results).to_string(),
                     Err(refused) => return Ok(Err(Refusal::Refused(refused.to_string()))),
                 }
             }
@@ -540,6 +538,32 @@ impl<E: Engine> Session<E> {
             }
             other => return Ok(Err(no_call(other))),
         }))
+    }
+
+    /// `run-cycle`: the plan parsed once, the turn's inputs checked, the
+    /// cycle run stage by stage and committed.
+    fn run_cycle_of(&mut self, args: RunCycleArgs) -> Result<Result<String, Refusal>, E::Fault> {
+        let plan = try_input!(parse_plan(args.plan));
+        try_input!(turn_inputs(&plan, &args.message, &args.response));
+        let engine = &mut self.engine;
+        let session = args.session.as_deref().unwrap_or(CYCLE_SESSION);
+        let id = request_id(engine, "cycle", args.request_id)?;
+        let lines = run_cycle(engine, &plan, session, &id, &args.message, &args.response)?;
+        Ok(Ok(lines.join("\n")))
+    }
+
+    /// `cycle-begin`: the plan parsed once and the cycle begun, kept in the
+    /// session by its number.
+    fn begin_of(&mut self, args: BeginArgs) -> Result<Result<String, Refusal>, E::Fault> {
+        let plan = try_input!(parse_plan(args.plan));
+        let engine = &mut self.engine;
+        let session = args.session.as_deref().unwrap_or(CYCLE_SESSION);
+        let id = request_id(engine, "cycle", args.request_id)?;
+        let cycle = try_refused!(engine.begin(&plan, session, &id)?);
+        let n = self.next_cycle;
+        self.next_cycle += 1;
+        self.cycles.insert(n, cycle);
+        Ok(Ok(json!({ "cycle": n }).to_string()))
     }
 
     /// `export`, `import` and `expire`.
@@ -759,6 +783,15 @@ pub fn parse_requests<T: DeserializeOwned>(
         .collect()
 }
 
+/// A call's answer, or why it did not answer a value.
+fn answered(answer: Result<String, Refusal>) -> Answer {
+    match answer {
+        Ok(value) => Answer::Value(value),
+        Err(Refusal::Input(why)) => Answer::Input(crate::size::one_line(&why)),
+        Err(Refusal::Refused(line)) => Answer::Refused(line),
+    }
+}
+
 /// Parses a call's arguments: `<call>: not valid arguments: …`.
 fn parse_args<T: DeserializeOwned>(call: &str, args: &str) -> Result<T, String> {
     serde_json::from_str(args).map_err(|e| format!("{call}: not valid arguments: {e}"))
@@ -932,7 +965,7 @@ pub fn run_cycle<C: Cycles>(
             continue;
         }
         match engine.run_stage(&cycle, stage, message.as_deref(), response.as_deref()) {
-            Ok(Ok(line)) => lines.push(line.to_string()),
+            Ok(Ok(results)) => lines.push(C::stage_line(stage, results).to_string()),
             Ok(Err(refused)) => {
                 lines.push(refused.to_string());
                 failed = true;

@@ -183,15 +183,20 @@ pub trait Cycles {
         session: &str,
         request_id: &str,
     ) -> Result<Result<Self::Cycle, Value>, Self::Fault>;
-    /// Runs every step of `stage` with the turn's transient inputs: the
-    /// stage's line (`{"stage","steps":[{"step","output"}…]}`).
+    /// What a stage that ran answers, in the binding's types.
+    type StageResults;
+    /// Runs every step of `stage` with the turn's transient inputs: their
+    /// results, made into the stage's line only by a caller that wants it
+    /// ([`Cycles::stage_line`]).
     fn run_stage(
         &mut self,
         cycle: &Self::Cycle,
         stage: Stage,
         message: Option<&str>,
         response: Option<&str>,
-    ) -> Result<Result<Value, Value>, Self::Fault>;
+    ) -> Result<Result<Self::StageResults, Value>, Self::Fault>;
+    /// The line of a stage that ran: `{"stage","steps":[{"step","output"}…]}`.
+    fn stage_line(stage: Stage, results: Self::StageResults) -> Value;
     /// The output of a step that ran.
     fn output(
         &mut self,
@@ -310,7 +315,7 @@ fn run<C: Cycles, T>(
 /// `anyhow::Result`: `begin_cycle`, `run_stage`, `step_output`,
 /// `commit_cycle`, `drop_cycle`, `time`, `set_time` and `entropy`, with the
 /// binding's `cycle` module and its `json` conversions
-/// ([`wit_conversions!`](crate::wit_conversions)) in scope. The Rust
+/// ([`json_wit_conversions!`](crate::json_wit_conversions)) in scope. The Rust
 /// library and the `wasm32-wasip2` command are such bindings.
 #[macro_export]
 macro_rules! domain_cycles {
@@ -318,6 +323,7 @@ macro_rules! domain_cycles {
         impl $crate::turns::Cycles for Domain {
             type Cycle = Cycle;
             type Fault = anyhow::Error;
+            type StageResults = Vec<cycle::StepResult>;
 
             fn begin(
                 &mut self,
@@ -337,16 +343,21 @@ macro_rules! domain_cycles {
                 stage: $crate::json::Stage,
                 message: Option<&str>,
                 response: Option<&str>,
-            ) -> anyhow::Result<Result<$crate::turns::Value, $crate::turns::Value>> {
+            ) -> anyhow::Result<Result<Vec<cycle::StepResult>, $crate::turns::Value>> {
                 let input = cycle::TurnInput {
                     user_message: message.map(str::to_owned),
                     model_response: response.map(str::to_owned),
                 };
-                let stage = cycle::Stage::from(stage);
                 Ok(self
-                    .run_stage(cycle, stage, &input)?
-                    .map(|results| json::stage_line(stage, results))
+                    .run_stage(cycle, cycle::Stage::from(stage), &input)?
                     .map_err(|e| $crate::turns::cycle_refusal(&e)))
+            }
+
+            fn stage_line(
+                stage: $crate::json::Stage,
+                results: Vec<cycle::StepResult>,
+            ) -> $crate::turns::Value {
+                json::stage_line(cycle::Stage::from(stage), results)
             }
 
             fn output(

@@ -5,7 +5,7 @@
 
 /// A semantic memory of type `$to` from `$m`, of the other side's type:
 /// every field as it is, the privacy tier through `$tier`. For
-/// [`wit_conversions!`], both ways.
+/// [`json_wit_conversions!`], both ways.
 #[doc(hidden)]
 #[macro_export]
 macro_rules! semantic_memory {
@@ -38,7 +38,7 @@ macro_rules! semantic_memory {
 /// `fact_payload_size`, `summary_size`: the bytes of a record's strings plus
 /// 8 per list item).
 #[macro_export]
-macro_rules! wit_conversions {
+macro_rules! json_wit_conversions {
     () => {
         pub use self::conversions::{
             fact_payload_size, facts_answer, import_batches, read_answer, record_size,

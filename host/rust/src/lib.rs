@@ -82,7 +82,7 @@ pub use engram_store::maintenance;
 /// (the `engram-model` crate), with its conversions to this host's types.
 pub mod json {
     pub use engram_model::json::*;
-    engram_model::wit_conversions!();
+    engram_model::json_wit_conversions!();
 }
 
 pub use algorithms::{
@@ -124,7 +124,7 @@ mod bindings {
 
 use bindings::engram::memory::{ranker as wit_ranker, summarizer as wit_summarizer};
 
-engram_algorithms::wit_conversions!(wit_ranker, wit_summarizer);
+engram_algorithms::ranker_summarizer_conversions!(wit_ranker, wit_summarizer);
 
 /// Export and import of a domain (`engram:memory/maintenance`, IO-W7).
 pub mod export {

@@ -21,7 +21,7 @@ use axum::extract::{Request, State};
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use engram_http::calls::{self, Call, Shape};
-use engram_http::{Answer, Limits, Refusal, Route, Tokens};
+use engram_http::{Answer, Limits, Refusal, Route, Token, Tokens};
 use engram_model::surface::Session;
 use std::collections::HashMap;
 use std::io::Write as _;
@@ -135,70 +135,16 @@ async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response
 
 async fn answer(shared: &Arc<Shared>, request: Request) -> Answer {
     let (parts, body) = request.into_parts();
-    let route = match engram_http::route(parts.method.as_str(), parts.uri.path(), parts.uri.query())
-    {
-        Ok(route) => route,
+    let (route, token) = match admitted(shared, &parts) {
+        Ok(admitted) => admitted,
         Err(refusal) => return refusal.into(),
     };
-    let authorization = parts
-        .headers
-        .get(header::AUTHORIZATION)
-        .map(|value| value.to_str().unwrap_or("\u{fffd}"));
-    let token = match &shared.tokens {
-        None => None,
-        Some(tokens) => match tokens.authenticate(authorization) {
-            Ok(token) => Some(token),
-            Err(refusal) => return refusal.into(),
-        },
-    };
-    let agents: Vec<&str> = match &route {
-        Route::Agent { agent, .. } => vec![agent.as_str()],
-        Route::Across { .. } => Vec::new(),
-    };
-    if let Some(token) = token
-        && let Err(refusal) = token.permits(route.level(), agents)
-    {
-        return refusal.into();
-    }
     let Ok(_permit) = shared.calls.try_acquire() else {
-        return Refusal::new(
-            503,
-            "host_error",
-            format!(
-                "the server has {} calls under way, as many as it takes: try again",
-                shared.options.limits.max_calls
-            ),
-        )
-        .with_header("retry-after", "1")
-        .into();
+        return busy(shared).into();
     };
-    let limit = shared.options.limits.max_body_bytes;
-    let body = match tokio::time::timeout(
-        shared.options.limits.wait,
-        axum::body::to_bytes(body, limit),
-    )
-    .await
-    {
-        Err(_) => {
-            return Refusal::new(
-                408,
-                "input_error",
-                format!(
-                    "the body did not arrive within {} s",
-                    shared.options.limits.wait.as_secs()
-                ),
-            )
-            .into();
-        }
-        Ok(Err(_)) => {
-            return Refusal::new(
-                413,
-                "input_error",
-                format!("the body is larger than {limit} bytes, or was cut off"),
-            )
-            .into();
-        }
-        Ok(Ok(body)) => body,
+    let body = match body_of(shared, body).await {
+        Ok(body) => body,
+        Err(refusal) => return refusal.into(),
     };
     let Ok(body) = std::str::from_utf8(&body) else {
         return Refusal::input("the body is not UTF-8").into();
@@ -223,21 +169,87 @@ async fn answer(shared: &Arc<Shared>, request: Request) -> Answer {
             {
                 return refusal.into();
             }
-            let mut answers = Vec::new();
-            for (agent, op, body) in across.calls {
-                let answer = match calls::call(&agent, op, &body, shared.options.clock_from_request)
-                {
-                    Ok(call) => run(shared, agent, call, caller.clone()).await,
-                    Err(refusal) => refusal.into(),
-                };
-                if answer.status != 200 {
-                    return answer;
-                }
-                answers.push(answer.body);
-            }
-            Answer::ok(200, calls::joined(across.joined, &answers))
+            run_across(shared, across, caller).await
         }
     }
+}
+
+/// The request's route and its token (none when the server takes none),
+/// if the token may make the call: 404, 401 or 403 otherwise.
+fn admitted<'a>(
+    shared: &'a Shared,
+    parts: &axum::http::request::Parts,
+) -> Result<(Route, Option<&'a Token>), Refusal> {
+    let route = engram_http::route(parts.method.as_str(), parts.uri.path(), parts.uri.query())?;
+    let authorization = parts
+        .headers
+        .get(header::AUTHORIZATION)
+        .map(|value| value.to_str().unwrap_or("\u{fffd}"));
+    let token = match &shared.tokens {
+        None => None,
+        Some(tokens) => Some(tokens.authenticate(authorization)?),
+    };
+    if let Some(token) = token {
+        token.permits(route.level(), route.agent())?;
+    }
+    Ok((route, token))
+}
+
+/// 503: the server makes as many calls at once as it takes.
+fn busy(shared: &Shared) -> Refusal {
+    Refusal::new(
+        503,
+        "host_error",
+        format!(
+            "the server has {} calls under way, as many as it takes: try again",
+            shared.options.limits.max_calls
+        ),
+    )
+    .with_header("retry-after", "1")
+}
+
+/// The request's body, within the limits' wait and size: 408 or 413
+/// otherwise.
+async fn body_of(shared: &Shared, body: axum::body::Body) -> Result<axum::body::Bytes, Refusal> {
+    let limits = &shared.options.limits;
+    match tokio::time::timeout(
+        limits.wait,
+        axum::body::to_bytes(body, limits.max_body_bytes),
+    )
+    .await
+    {
+        Err(_) => Err(Refusal::new(
+            408,
+            "input_error",
+            format!("the body did not arrive within {} s", limits.wait.as_secs()),
+        )),
+        Ok(Err(_)) => Err(Refusal::new(
+            413,
+            "input_error",
+            format!(
+                "the body is larger than {} bytes, or was cut off",
+                limits.max_body_bytes
+            ),
+        )),
+        Ok(Ok(body)) => Ok(body),
+    }
+}
+
+/// Runs a call across agents, one agent's call after another: their
+/// answers joined, or the first that is not a success.
+async fn run_across(shared: &Arc<Shared>, across: calls::Across, caller: Option<String>) -> Answer {
+    let mut answers = Vec::new();
+    for (agent, op, body) in across.calls {
+        let answer = match calls::call(&agent, op, &body, shared.options.clock_from_request) {
+            Ok(call) => run(shared, agent, call, caller.clone()).await,
+            Err(refusal) => refusal.into(),
+        };
+        if answer.status != 200 {
+            return answer;
+        }
+        answers.push(answer.body);
+    }
+    Answer::ok(200, calls::joined(across.joined, &answers))
 }
 
 /// Runs `call` of `caller` (a token's name) in `agent`'s domain, after the

@@ -24,8 +24,9 @@ wit_bindgen::generate!({
 
 use engram::js::host;
 use engram::memory as wit;
-use engram_model::surface::{Answer, Engine, Session};
+use engram_model::surface::{Answer, BeginArgs, Engine, RunCycleArgs, Session};
 use exports::engram::js::calls::{self, ExportPage, Failure};
+use serde_json::Value;
 use std::cell::RefCell;
 
 // The binding's modules: types, io, history, graph, cycle, export, json.
@@ -82,10 +83,17 @@ thread_local! {
 
 /// Makes a call of the surface in the instance's session.
 fn surface(name: &str, input: &str, args: &str) -> Answer {
+    in_session(|session| session.call(name, input, args))
+}
+
+/// Makes `call` in the instance's session.
+fn in_session(
+    call: impl FnOnce(&mut Session<binding::Domain>) -> anyhow::Result<Answer>,
+) -> Answer {
     SESSION.with_borrow_mut(|session| {
         let session =
             session.get_or_insert_with(|| Session::new(binding::Domain::new(host::agent())));
-        match session.call(name, input, args) {
+        match call(session) {
             Ok(answer) => answer,
             // The binding's calls never fail: a failure of the engine traps.
             Err(fault) => panic!("{fault:#}"),
@@ -226,11 +234,16 @@ impl calls::Guest for Api {
         message: Option<String>,
         response: Option<String>,
     ) -> Result<Vec<String>, Failure> {
-        let args = serde_json::json!({
-            "plan": plan, "session": session, "request_id": request_id,
-            "message": message, "response": response,
-        });
-        lines(surface("run-cycle", "", &args.to_string()))
+        // The plan's text is parsed once, by the surface: no JSON text of
+        // the arguments is made around it.
+        let args = RunCycleArgs {
+            plan: Value::String(plan),
+            session: Some(session),
+            request_id: Some(request_id),
+            message,
+            response,
+        };
+        lines(in_session(|session| session.run_cycle_call(args)))
     }
 }
 
@@ -242,10 +255,13 @@ struct Turn {
 
 impl calls::GuestTurn for Turn {
     fn begin(plan: String, session: String, request_id: String) -> Result<calls::Turn, Failure> {
-        let args = serde_json::json!({"plan": plan, "session": session, "request_id": request_id});
-        let begun: serde_json::Value =
-            serde_json::from_str(&typed(surface("cycle-begin", "", &args.to_string()))?)
-                .map_err(|e| Failure::Input(e.to_string()))?;
+        let args = BeginArgs {
+            plan: Value::String(plan),
+            session: Some(session),
+            request_id: Some(request_id),
+        };
+        let begun: Value = serde_json::from_str(&typed(in_session(|s| s.begin_call(args)))?)
+            .map_err(|e| Failure::Input(e.to_string()))?;
         Ok(calls::Turn::new(Turn {
             cycle: begun["cycle"].as_u64().unwrap_or_default(),
         }))

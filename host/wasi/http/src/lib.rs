@@ -19,7 +19,7 @@
 //! removes it (SQLite's journal recovers the store as after a crash).
 
 use engram_http::calls::{self, Call, Shape};
-use engram_http::{Answer, Limits, Refusal, Route, Tokens};
+use engram_http::{Answer, Limits, Refusal, Route, Token, Tokens};
 use engram_model::audit::AuditQuery;
 use engram_model::surface::Session;
 use engram_wasi_guest::binding::Domain;
@@ -158,12 +158,7 @@ fn method(method: Method) -> String {
 
 fn answer(request: IncomingRequest) -> Answer {
     let limits = Limits::default();
-    let path_with_query = request.path_with_query().unwrap_or_else(|| "/".into());
-    let (path, query) = match path_with_query.split_once('?') {
-        Some((path, query)) => (path.to_string(), Some(query.to_string())),
-        None => (path_with_query.clone(), None),
-    };
-    let route = match engram_http::route(&method(request.method()), &path, query.as_deref()) {
+    let route = match route_of(&request) {
         Ok(route) => route,
         Err(refusal) => return refusal.into(),
     };
@@ -171,56 +166,87 @@ fn answer(request: IncomingRequest) -> Answer {
         Ok(tokens) => tokens,
         Err(why) => return host_error(why),
     };
+    let token = match authorized(&tokens, &request, &route) {
+        Ok(token) => token,
+        Err(refusal) => return refusal.into(),
+    };
+    let body = match body(&request, limits.max_body_bytes) {
+        Ok(body) => body,
+        Err(answer) => return answer,
+    };
+    match calls_of(&route, &body, token) {
+        // The audit trail keeps who made the calls: the token's name.
+        Ok((calls, joined)) => run_in_store(&calls, joined, token.name(), &limits),
+        Err(refusal) => refusal.into(),
+    }
+}
+
+/// Where the request goes: 404 or 405 when nowhere.
+fn route_of(request: &IncomingRequest) -> Result<Route, Refusal> {
+    let path_with_query = request.path_with_query().unwrap_or_else(|| "/".into());
+    let (path, query) = match path_with_query.split_once('?') {
+        Some((path, query)) => (path, Some(query)),
+        None => (path_with_query.as_str(), None),
+    };
+    engram_http::route(&method(request.method()), path, query)
+}
+
+/// The request's token, if it may make the call to the agent its route
+/// names: 401 or 403 otherwise.
+fn authorized<'a>(
+    tokens: &'a Tokens,
+    request: &IncomingRequest,
+    route: &Route,
+) -> Result<&'a Token, Refusal> {
     let authorization = request
         .headers()
         .get("authorization")
         .into_iter()
         .next()
         .map(|value| String::from_utf8(value).unwrap_or_else(|_| "\u{fffd}".into()));
-    let token = match tokens.authenticate(authorization.as_deref()) {
-        Ok(token) => token,
-        Err(refusal) => return refusal.into(),
-    };
-    let agents: Vec<&str> = match &route {
-        Route::Agent { agent, .. } => vec![agent.as_str()],
-        Route::Across { .. } => Vec::new(),
-    };
-    if let Err(refusal) = token.permits(route.level(), agents) {
-        return refusal.into();
-    }
-    let body = match body(&request, limits.max_body_bytes) {
-        Ok(body) => body,
-        Err(answer) => return answer,
-    };
+    let token = tokens.authenticate(authorization.as_deref())?;
+    token.permits(route.level(), route.agent())?;
+    Ok(token)
+}
+
+/// The calls a request makes, each with its agent, and for a call across
+/// agents how their answers join.
+type Calls = (Vec<(String, Call)>, Option<calls::Joined>);
+
+/// The calls a request makes ([`Calls`]); the agents a call across agents
+/// names must be the token's.
+fn calls_of(route: &Route, body: &str, token: &Token) -> Result<Calls, Refusal> {
     let clock = var("ENGRAM_CLOCK_FROM_REQUEST").as_deref() == Some("on");
-    let calls: Vec<(String, Call)>;
-    let mut joined = None;
-    match &route {
-        Route::Agent { agent, op } => match calls::call(agent, op, &body, clock) {
-            Ok(call) => calls = vec![(agent.clone(), call)],
-            Err(refusal) => return refusal.into(),
-        },
+    match route {
+        Route::Agent { agent, op } => Ok((
+            vec![(agent.clone(), calls::call(agent, op, body, clock)?)],
+            None,
+        )),
         Route::Across { op } => {
-            let across = match calls::across(op, &body) {
-                Ok(across) => across,
-                Err(refusal) => return refusal.into(),
-            };
-            if let Err(refusal) =
-                token.permits(route.level(), across.agents.iter().map(String::as_str))
-            {
-                return refusal.into();
-            }
-            let mut made = Vec::new();
-            for (agent, op, body) in across.calls {
-                match calls::call(&agent, op, &body, clock) {
-                    Ok(call) => made.push((agent, call)),
-                    Err(refusal) => return refusal.into(),
-                }
-            }
-            calls = made;
-            joined = Some(across.joined);
+            let across = calls::across(op, body)?;
+            token.permits(route.level(), across.agents.iter().map(String::as_str))?;
+            let calls = across
+                .calls
+                .into_iter()
+                .map(|(agent, op, body)| {
+                    let call = calls::call(&agent, op, &body, clock)?;
+                    Ok((agent, call))
+                })
+                .collect::<Result<_, Refusal>>()?;
+            Ok((calls, Some(across.joined)))
         }
     }
+}
+
+/// Runs the calls one after another with the store open and locked, as
+/// `caller`: the one call's answer, the calls across agents' answers
+/// joined, or the first that is not a success.
+fn run_in_store(
+    calls: &[(String, Call)],
+    joined: Option<calls::Joined>,
+    caller: &str,
+    limits: &Limits,
+) -> Answer {
     let store = var("ENGRAM_STORE").unwrap_or_else(|| "engram.db".into());
     let lock = match Lock::take(&store, limits.wait) {
         Ok(lock) => lock,
@@ -229,11 +255,10 @@ fn answer(request: IncomingRequest) -> Answer {
     if let Err(why) = host_store::open(&store) {
         return host_error(why);
     }
-    // The audit trail keeps who made the calls: the token's name.
-    host_store::set_caller(Some(token.name()));
+    host_store::set_caller(Some(caller));
     let mut answers = Vec::new();
     let mut last = None;
-    for (agent, call) in &calls {
+    for (agent, call) in calls {
         let answer = run(agent, call);
         if answer.status != 200 || joined.is_none() {
             last = Some(answer);
