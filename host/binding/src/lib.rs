@@ -699,6 +699,7 @@ impl Handle {
             .open(store, &settings)
             .map_err(|e| match Failure::of(&e) {
                 Failure::Locked(why) => OpenError::Locked(why),
+                Failure::Refused(why) => OpenError::Refused(why),
                 other => OpenError::Failed(other.message().to_owned()),
             })?;
         Ok(Handle {

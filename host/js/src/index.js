@@ -492,7 +492,7 @@ export class Domain {
    * @returns {Cycle}
    */
   cycle(plan, options = {}) {
-    const args = { plan: toText(plan), session: options.session, request_id: options.request_id };
+    const args = { plan, session: options.session, request_id: options.request_id };
     const generation = this._generation;
     return then(this._call('cycle-begin', stringify(args)), (framed) => {
       const cycle = new Cycle(this, valueOf(framed).cycle, generation);
@@ -516,7 +516,7 @@ export class Domain {
    */
   runCycle(turn) {
     const args = {
-      plan: toText(turn.plan),
+      plan: turn.plan,
       message: turn.message ?? undefined,
       response: turn.response ?? undefined,
       session: turn.session ?? undefined,

@@ -880,7 +880,7 @@ class Domain:
         """Begins a cycle of ``plan``, to run stage by stage; raises
         :class:`RefusedError` with the ``{"plan_error": …}``. Use it in a
         ``with`` block: leaving it without a commit persists nothing."""
-        args = _args(plan=_text(plan), session=session, request_id=request_id)
+        args = _args(plan=plan, session=session, request_id=request_id)
         cycle = Cycle(self, _value(self._call("cycle-begin", args))["cycle"])
         self._cycles.add(cycle)
         return cycle
@@ -898,7 +898,7 @@ class Domain:
         the commit. Answers the lines the command line prints: one
         ``{"stage", "steps"}`` per stage, then ``{"committed": […]}``, or a
         ``{"plan_error"}`` or ``{"cycle_error"}`` last."""
-        args = _args(plan=_text(plan), message=message, response=response, session=session, request_id=request_id)
+        args = _args(plan=plan, message=message, response=response, session=session, request_id=request_id)
         return _lines(self._call("run-cycle", args))
 
     def audit(self, **query: Any) -> builtins.list[dict]:
