@@ -15,22 +15,34 @@ export type Precondition =
 /** One change of a commit. */
 export type Op = { type: 'put'; key: Uint8Array; value: Uint8Array } | { type: 'delete'; key: Uint8Array };
 
-/** One row of the audit trail: the columns of `engram_audit` but `seq`. */
+/**
+ * One row of the audit trail, as the host layer hands it to a store: the
+ * columns of `engram_audit` but `seq`. A store keeps it as given and hands
+ * it back so (`auditPage`); it reads none of its fields.
+ */
 export interface AuditRow {
   at: number;
   agent_id: string;
   request_id: string;
   operation: 'WRITE' | 'READ' | 'EXPORT' | 'IMPORT' | 'FORGET' | 'EXPIRE' | string;
   /** JSON text `{"agent_id","component","actor"}`, or null. */
-  source: string | null;
-  record_type: 'FACT' | 'EVENT' | 'STATE' | null;
+  source?: string | null;
+  record_type?: 'FACT' | 'EVENT' | 'STATE' | null;
   outcome: 'ACCEPTED' | 'REPLAYED' | 'REJECTED' | 'RETURNED' | 'FAILED' | 'APPLIED' | 'EXPIRED' | string;
-  stored_id: string | null;
-  count: number | null;
-  reason: string | null;
+  stored_id?: string | null;
+  count?: number | null;
+  reason?: string | null;
+  caller?: string | null;
 }
 
-/** Which audit rows to read; every filter that is set must hold. */
+/** An audit row as a store hands it back: with `seq`, its number in append order (rising). */
+export type StoredAuditRow = AuditRow & { seq: number };
+
+/**
+ * Which entries of the audit trail to read (`auditTrail`, `Domain.audit`);
+ * every filter that is set must hold. Read by the host layer, as every
+ * host reads it: an unknown field or operation is an input error.
+ */
 export interface AuditQuery {
   agent?: string;
   since?: number;
@@ -53,7 +65,12 @@ export interface Backend {
   /** `true` when committed, `false` on a conflict (nothing changed). */
   commit(preconditions: Precondition[], ops: Op[], auditRows: AuditRow[]): boolean;
   appendAudit(rows: AuditRow[]): void;
-  auditRows(query: AuditQuery): AuditRow[];
+  /**
+   * A page of the trail, newest first: at most `limit` rows appended before
+   * the row numbered `before` (from the newest when undefined), each with
+   * its `seq`. Fewer than `limit`: the oldest row is among them.
+   */
+  auditPage(before: number | undefined, limit: number): StoredAuditRow[];
   close(): void;
   /**
    * For a store several writers share at once: waits for the domain's turn
@@ -77,7 +94,7 @@ export interface AsyncBackend {
   scan(start: Uint8Array, end: Uint8Array, limit: number, descending: boolean): MaybePromise<Array<[Uint8Array, Uint8Array]>>;
   commit(preconditions: Precondition[], ops: Op[], auditRows: AuditRow[]): MaybePromise<boolean>;
   appendAudit(rows: AuditRow[]): MaybePromise<void>;
-  auditRows(query: AuditQuery): MaybePromise<AuditRow[]>;
+  auditPage(before: number | undefined, limit: number): MaybePromise<StoredAuditRow[]>;
   close(): MaybePromise<void>;
   lockDomain?(prefix: Uint8Array, key: bigint): MaybePromise<void>;
   unlockDomain?(prefix: Uint8Array, key: bigint): MaybePromise<void>;
@@ -91,7 +108,7 @@ export class MemoryBackend implements Backend {
   scan(start: Uint8Array, end: Uint8Array, limit: number, descending: boolean): Array<[Uint8Array, Uint8Array]>;
   commit(preconditions: Precondition[], ops: Op[], auditRows: AuditRow[]): boolean;
   appendAudit(rows: AuditRow[]): void;
-  auditRows(query: AuditQuery): AuditRow[];
+  auditPage(before: number | undefined, limit: number): StoredAuditRow[];
   close(): void;
 }
 
@@ -440,7 +457,11 @@ export function hasJspi(): boolean;
 export function openStore(spec?: string, options?: { sqlite?: SqliteOptions; postgres?: PostgresOptions }): Promise<NativeStore>;
 /** A store given by path or URL, a store {@link openStore} opened, or a store written in JavaScript. */
 export type AnyStore = Backend | AsyncBackend | NativeStore | string;
-export function auditTrail(store: AnyStore, query?: AuditQuery): Promise<Json[]>;
+export function auditTrail(
+  store: AnyStore,
+  query?: AuditQuery,
+  options?: Pick<OpenOptions, 'async' | 'coreModule'>,
+): Promise<Json[]>;
 export function exportStore(store: AnyStore, options?: { agents?: string[] } & OpenOptions): Promise<Array<{ agent_id: string; item: Json }>>;
 export function importStore(
   store: AnyStore,

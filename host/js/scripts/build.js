@@ -38,7 +38,7 @@ const JSPI = new Set(['engram-host', 'engram-host-builtin']);
 
 /** What a JSPI build may wait on: the store's calls and the algorithms. */
 const ASYNC_IMPORTS = [
-  ...['get-many', 'scan', 'commit'].map((f) => `engram:adapter/store@0.1.0#${f}`),
+  ...['get-many', 'scan', 'commit', 'audit-rows'].map((f) => `engram:adapter/store@0.1.0#${f}`),
   'engram:memory/summarizer@0.2.0#summarize',
   'engram:memory/ranker@0.2.0#rank',
   'engram:memory/tokenizer@0.2.0#count-tokens',
@@ -48,7 +48,7 @@ const ASYNC_IMPORTS = [
 /** The calls of a JSPI build that answer promises: each that can reach the store or an algorithm. */
 const ASYNC_EXPORTS = [
   ...['write', 'read', 'call', 'remember', 'recall', 'history', 'as-of', 'list', 'entities', 'relationships', 'traverse', 'export', 'import', 'expire', 'run-cycle'].map((f) => `engram:js/calls@0.1.0#${f}`),
-  ...['open', 'close', 'forget', 'break-lock', 'domains'].map((f) => `engram:adapter/domain@0.1.0#${f}`),
+  ...['open', 'close', 'forget', 'break-lock', 'domains', 'audit'].map((f) => `engram:adapter/domain@0.1.0#${f}`),
 ];
 
 /** A file the Rust build put beside the components. */

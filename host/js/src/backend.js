@@ -1,13 +1,15 @@
 // The one small, synchronous interface every store of the JavaScript host
 // written in JavaScript implements (memory, IndexedDB, a Durable Object's
-// storage), and what the backends share: key order, audit rows and their
-// line form.
+// storage), and what the backends share: key order.
 //
 // Keys a backend sees are whole keys: the host layer inside the component
 // (host/components/adapter, over engram-store's Scope) has already put the
 // domain's prefix in front of every key the engine names, and keeps the
 // maintenance locks outside every domain's range. A backend interprets
-// nothing: it keeps bytes in bytewise (memcmp) key order.
+// nothing: it keeps bytes in bytewise (memcmp) key order, and audit rows as
+// they come, in append order, handed back a page at a time. Which rows an
+// audit query asks for, and the `engram audit` lines of them, are the host
+// layer's (engram_model::audit, as every host answers them).
 
 /**
  * A condition a commit checks before it changes anything.
@@ -22,36 +24,32 @@
  */
 
 /**
- * One row of the audit trail: the columns of `engram_audit` (see
- * docs/store-format.md) but `seq`, which the store gives in append order.
+ * One row of the audit trail, as the host layer hands it over and a store
+ * keeps it: the columns of `engram_audit` (see docs/store-format.md) but
+ * `seq`. A store reads none of its fields (one that names its callers may
+ * fill in a null `caller`) and hands it back as it was given.
  * @typedef {object} AuditRow
  * @property {number} at ms since the Unix epoch, the host's clock
  * @property {string} agent_id
  * @property {string} request_id
  * @property {string} operation WRITE, READ, EXPORT, IMPORT, FORGET or EXPIRE
- * @property {string|null} source the JSON text
+ * @property {string|null} [source] the JSON text
  *   `{"agent_id":…,"component":…,"actor":…}`, or null
- * @property {string|null} record_type FACT, EVENT or STATE, or null
+ * @property {string|null} [record_type] FACT, EVENT or STATE, or null
  * @property {string} outcome ACCEPTED, REPLAYED, REJECTED, RETURNED,
- *   FAILED or APPLIED
- * @property {string|null} stored_id for ACCEPTED and REPLAYED
- * @property {number|null} count for RETURNED and APPLIED
- * @property {string|null} reason for REJECTED and FAILED, and a
+ *   FAILED, APPLIED or EXPIRED
+ * @property {string|null} [stored_id] for ACCEPTED and REPLAYED
+ * @property {number|null} [count] for RETURNED and APPLIED
+ * @property {string|null} [reason] for REJECTED and FAILED, and a
  *   retrieval's words
  * @property {string|null} [caller] who made the call, where a server names
  *   its callers (a token's name)
  */
 
 /**
- * Which rows of the audit trail to read; every filter that is set must hold.
- * @typedef {object} AuditQuery
- * @property {string} [agent] only rows of this agent's domain
- * @property {number} [since] only rows with `at >= since`
- * @property {number} [until] only rows with `at < until`
- * @property {string} [operation] only rows of this operation (upper case)
- * @property {string} [outcome] only rows with this outcome (upper case)
- * @property {number} [limit] how many of the newest matching rows; 100 by
- *   default
+ * An audit row as a store hands it back: with `seq`, its number in append
+ * order (rising, not necessarily by one).
+ * @typedef {AuditRow & {seq: number}} StoredAuditRow
  */
 
 /**
@@ -77,8 +75,10 @@
  *   SQLite trail file) moves them into the trail ahead of these rows.
  * @property {(rows: AuditRow[]) => void} appendAudit
  *   Appends the rows of calls that commit nothing (reads, refusals).
- * @property {(query: AuditQuery) => AuditRow[]} auditRows
- *   The newest `query.limit` rows that match `query`, oldest first.
+ * @property {(before: number|undefined, limit: number) => StoredAuditRow[]} auditPage
+ *   A page of the trail, newest first: at most `limit` rows appended
+ *   before the row numbered `before` (from the newest when undefined),
+ *   each with its `seq`. Fewer than `limit`: the oldest row is among them.
  * @property {() => void} close
  *   Lets the store go; no call may follow.
  * @property {(prefix: Uint8Array, key: bigint) => void} [lockDomain]
@@ -117,82 +117,4 @@ export function compareBytes(a, b) {
 export function sameBytes(a, b) {
   if (a === undefined || b === undefined) return a === b;
   return a.length === b.length && compareBytes(a, b) === 0;
-}
-
-/**
- * An audit row in the `engram audit` line form: its columns by name, the
- * source parsed, empty columns left out.
- * @param {AuditRow} row
- * @returns {object}
- */
-export function auditLine(row) {
-  const line = {
-    at: row.at,
-    agent_id: row.agent_id,
-    request_id: row.request_id,
-    operation: row.operation,
-  };
-  if (row.source != null) line.source = JSON.parse(row.source);
-  if (row.record_type != null) line.record_type = row.record_type;
-  line.outcome = row.outcome;
-  if (row.stored_id != null) line.stored_id = row.stored_id;
-  if (row.count != null) line.count = Number(row.count);
-  if (row.reason != null) line.reason = row.reason;
-  if (row.caller != null) line.caller = row.caller;
-  return line;
-}
-
-/**
- * The audit row of an entry in the `engram audit` line form (as the trail
- * file holds it, and as the host layer hands a commit's rows over);
- * `defaults` fills `at` and `agent_id` when the line has none.
- * @param {object} line
- * @param {{at?: number, agent_id?: string}} [defaults]
- * @returns {AuditRow}
- */
-export function auditRowOfLine(line, defaults = {}) {
-  const text = (v) => (v === undefined || v === null ? null : String(v));
-  return {
-    at: Number(line.at ?? defaults.at),
-    agent_id: String(line.agent_id ?? defaults.agent_id),
-    request_id: String(line.request_id),
-    operation: String(line.operation),
-    source: line.source == null ? null : sourceText(line.source),
-    record_type: text(line.record_type),
-    outcome: String(line.outcome),
-    stored_id: text(line.stored_id),
-    count: line.count == null ? null : Number(line.count),
-    reason: text(line.reason),
-    caller: text(line.caller),
-  };
-}
-
-/**
- * The JSON text of a write's source, its fields in the order every host
- * writes them.
- * @param {{agent_id: string, component: string, actor: string}} source
- * @returns {string}
- */
-export function sourceText(source) {
-  return JSON.stringify({
-    agent_id: source.agent_id,
-    component: source.component,
-    actor: source.actor,
-  });
-}
-
-/**
- * Whether `row` passes every filter of `query` (the limit aside).
- * @param {AuditRow} row
- * @param {AuditQuery} query
- * @returns {boolean}
- */
-export function auditMatches(row, query) {
-  return (
-    (query.agent == null || row.agent_id === query.agent) &&
-    (query.since == null || row.at >= Number(query.since)) &&
-    (query.until == null || row.at < Number(query.until)) &&
-    (query.operation == null || row.operation === query.operation) &&
-    (query.outcome == null || row.outcome === query.outcome)
-  );
 }

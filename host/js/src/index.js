@@ -14,13 +14,11 @@
 // the command line's answer lines out; what is here is the API: arguments
 // in, answers parsed, errors thrown.
 
-import { auditLine } from './backend.js';
 import { MemoryBackend } from './backends/memory.js';
 import { parse, stringify, toText } from './json.js';
-import { EngramError, EngramInputError, EngramRefusedError, EngramStoreError, closedError, ofFrame, unicode } from './errors.js';
+import { EngramError, EngramRefusedError, EngramStoreError, closedError, ofFrame, unicode } from './errors.js';
 import { then } from './maybe.js';
-import { WasmSession } from './wasm.js';
-import { AUDIT_LIMIT, MAX_AUDIT_LIMIT } from '../gen/limits.js';
+import { WasmSession, hasJspi } from './wasm.js';
 
 export { MemoryBackend } from './backends/memory.js';
 export { DEFAULT_LIMITS, DEFAULT_POSTGRES_OPTIONS } from '../gen/limits.js';
@@ -609,8 +607,9 @@ export class Domain {
     if (this.#closed) return this.#async ? Promise.resolve() : undefined;
     for (const cycle of this.#cycles) cycle[Symbol.dispose]();
     this.#closed = true;
-    const closing = this.#session.close();
-    return then(closing, () => (this.#owned ? this.#store.close() : undefined));
+    // Closed from a call under way (its own algorithm's), the session closes
+    // as that call answers, and lets the store go then.
+    return this.#session.close(() => (this.#owned ? this.#store.close() : undefined));
   }
 
   /** {@link close}, for `using`. */
@@ -696,20 +695,32 @@ export class Cycle {
  * The audit trail of a store, oldest first, in the `engram audit` line
  * form: the newest `limit` (100) entries that match
  * `{agent?, operation?, outcome?, since?, until?, limit?}`.
+ * An input error when the query is not one (an unknown field or
+ * operation, a limit not 1 to 100,000), as every host reads it.
  * @param {import('./backend.js').Backend|import('./native.js').NativeStore|string} store
  * @param {{agent?: string, operation?: string, outcome?: string, since?: number, until?: number, limit?: number}} [query]
+ * @param {{async?: boolean, coreModule?: import('./component.js').CoreModuleLoader, instantiate?: object}} [options]
+ *   for a store written in JavaScript, how the host layer that reads it is
+ *   run: `async` for a store that answers promises (found out by itself
+ *   where the runtime has JSPI, when not given)
  * @returns {Promise<object[]>}
  */
-export async function auditTrail(store, query = {}) {
+export async function auditTrail(store, query = {}, options = {}) {
   const opened = await storeOf(store, {});
   try {
     if (opened.kind === 'native') return valueOf(opened.store._audit(query));
-    const limit = query.limit ?? AUDIT_LIMIT;
-    if (!Number.isInteger(limit) || limit < 1 || limit > MAX_AUDIT_LIMIT) {
-      throw new EngramInputError(`audit: the limit must be 1 to ${MAX_AUDIT_LIMIT}`);
+    // A store written in JavaScript: the host layer reads the query and the
+    // trail, as the Rust host does, in a domain's instance (any domain's:
+    // the store is one).
+    const read = (async) =>
+      withDomain(opened.store, 'engram', { ...options, async }, (domain) => then(domain._call('store-audit', stringify(query)), valueOf));
+    try {
+      return await read(options.async === true);
+    } catch (error) {
+      // A store that answers promises, read without being told so.
+      if (!error?.needsAsync || options.async !== undefined || !hasJspi()) throw error;
+      return await read(true);
     }
-    const rows = await opened.store.auditRows({ ...query, limit });
-    return rows.map(auditLine);
   } finally {
     await release(opened);
   }

@@ -247,9 +247,15 @@ export class NativeSession {
     return this.#inner.call(name, input, args, time);
   }
 
-  close() {
-    if (this.#async) return this.#inner.closeAsync();
+  /**
+   * Closes the domain, then runs `afterwards` (what the caller lets go with
+   * it); closed from the call under way's own algorithm, the addon closes
+   * it as that call answers.
+   * @param {() => unknown} [afterwards]
+   */
+  close(afterwards = () => undefined) {
+    if (this.#async) return this.#inner.closeAsync().then(afterwards);
     this.#inner.close();
-    return undefined;
+    return afterwards();
   }
 }

@@ -16,8 +16,12 @@
 //
 // An answer's first character says what it is: `V` then the value, `C` when
 // a commit's condition did not hold, `U` then why the store could not do it.
+// Audit rows go over as JSON objects, one a line, in the columns of the store
+// format's trail, stamped with their time by the host layer: a backend keeps
+// them as they come and hands them back so (`auditPage`), reading none of
+// their fields; the host layer filters them and forms the `engram audit`
+// lines (its `domain.audit`).
 
-import { auditRowOfLine } from './backend.js';
 import { bytesOf, textOf } from './latin1.js';
 import { atOnce, settle } from './maybe.js';
 
@@ -82,16 +86,13 @@ function unavailable(error) {
 }
 
 /**
- * Audit rows as the host layer hands them over: a JSON line each in the
- * `engram audit` line form, stamped now when the line has no `at`.
+ * Audit rows as the host layer hands them over (a JSON object a line) as
+ * the objects a backend keeps.
  * @param {string} text
- * @param {() => number} clock
  * @returns {import('./backend.js').AuditRow[]}
  */
-export function rowsOf(text, clock) {
-  if (text === '') return [];
-  const at = clock();
-  return text.split('\n').map((line) => auditRowOfLine(JSON.parse(line), { at }));
+export function rowsOf(text) {
+  return text === '' ? [] : text.split('\n').map((line) => JSON.parse(line));
 }
 
 /** Why a synchronous domain cannot use a store that answers promises. */
@@ -144,9 +145,7 @@ export function storeInterface(backend, settings, clock, async = false) {
     },
 
     commit(conditions, changes, rows) {
-      // The clock has no error of its own to give: its throwing stops the
-      // instance, as in `now`.
-      const trail = rowsOf(rows, clock);
+      const trail = rowsOf(rows);
       return settle(
         () => {
           const preconditions = [];
@@ -164,6 +163,14 @@ export function storeInterface(backend, settings, clock, async = false) {
           return call('commit', preconditions, ops, trail);
         },
         (committed) => (committed ? 'V' : 'C'),
+        failed,
+      );
+    },
+
+    auditRows(before, limit) {
+      return settle(
+        () => call('auditPage', before === undefined ? undefined : Number(before), limit),
+        (rows) => `V${rows.map((row) => JSON.stringify(row)).join('\n')}`,
         failed,
       );
     },

@@ -8,7 +8,6 @@
 // what a store written in JavaScript runs on under Node.
 
 import { defaultAlgorithms, defaultTokenizer, algorithmInterfaces, embedderInterface, tokenizerInterface } from './algorithms.js';
-import { auditLine, auditRowOfLine } from './backend.js';
 import { ComponentLoader } from './component.js';
 import { componentExport, componentImports } from './imports.js';
 import { bytesOf } from './latin1.js';
@@ -16,10 +15,10 @@ import { drive, then } from './maybe.js';
 import { rowsOf, storeInterface } from './store.js';
 import { stringify } from './json.js';
 import { EngramInputError, EngramLockError, EngramStoppedError, EngramStoreError, closedError } from './errors.js';
-import { AUDIT_LIMIT, MAX_AUDIT_LIMIT, MESSAGES } from '../gen/limits.js';
+import { MESSAGES } from '../gen/limits.js';
 
 /** Host-layer calls that leave no audit rows behind. */
-const UNAUDITED = new Set(['prefix', 'lockKey', 'stoppedRow', 'takeTrail']);
+const UNAUDITED = new Set(['prefix', 'lockKey', 'stoppedRow', 'takeTrail', 'audit']);
 
 /** The calls that write, and so take the domain's writers' turn on a store that keeps turns. */
 const WRITES = new Set(['write', 'write-batch', 'remember', 'run-cycle', 'cycle-commit', 'import', 'expire', 'reembed']);
@@ -60,18 +59,18 @@ function loader(name, options, async = false) {
   return loaders[key];
 }
 
+/** The error class of each case of the host layer's `domain-error`. */
+const DOMAIN_ERRORS = { invalid: EngramInputError, locked: EngramLockError, store: EngramStoreError };
+
 /**
  * The error of a result of the host layer's calls (`engram:adapter/domain`,
- * its text: `invalid: …` for settings it refuses, `locked: …` for a lock
- * someone else holds, else what failed) as the error of this package it
- * is; undefined for an error that is not one (a trap).
+ * its `domain-error`: `invalid`, `locked` or `store`, and the words) as the
+ * error of this package it is; undefined for an error that is not one (a
+ * trap).
  */
 function domainError(error) {
-  if (typeof error?.payload !== 'string') return undefined;
-  const why = error.payload;
-  const [kind, ...rest] = why.split(': ');
-  if (kind === 'invalid') return new EngramInputError(rest.join(': '));
-  return kind === 'locked' ? new EngramLockError(rest.join(': ')) : new EngramStoreError(why);
+  const kind = DOMAIN_ERRORS[error?.payload?.tag];
+  return kind === undefined ? undefined : new kind(error.payload.val);
 }
 
 /** A framed answer of a value. */
@@ -122,24 +121,22 @@ export class WasmSession {
     });
     const components = loader(builtin ? 'engram-host-builtin' : 'engram-host', options, async);
     const exports = await components.first(imports);
-    const session = new WasmSession({ components, imports, backend, clock, async });
+    const session = new WasmSession({ components, imports, backend, async });
     await session.#drive(session.#startSteps(exports));
     return session;
   }
 
   /** @internal */
-  constructor({ components, imports, backend, clock, async }) {
+  constructor({ components, imports, backend, async }) {
     this.#components = components;
     this.#imports = imports;
     this.#backend = backend;
-    this.#clock = clock;
     this.#async = async;
   }
 
   #components;
   #imports;
   #backend;
-  #clock;
   /** Whether the calls answer promises (the JSPI build). */
   #async;
   /** The instance's `engram:js/calls` and `engram:adapter/domain`; undefined after a trap. */
@@ -150,6 +147,15 @@ export class WasmSession {
   #prefix;
   #lockKey;
   #closed = false;
+  /** How many of the domain's calls are under way (one inside another: from its own algorithm or store). */
+  #running = 0;
+  /**
+   * Set when the domain was closed while a call of it was under way (from
+   * the call's own summarizer, ranker, tokenizer, embedder or store): what
+   * runs once that call answers, the close done.
+   * @type {(() => unknown) | undefined}
+   */
+  #closing;
   /** Counts instances: a cycle of an earlier instance is gone. */
   #generation = 0;
 
@@ -201,9 +207,9 @@ export class WasmSession {
     return held;
   }
 
-  /** The instance, a fresh one after a trap. */
-  #live() {
-    if (this.#closed) throw closedError();
+  /** The instance, a fresh one after a trap; `closing` lets a closed domain's close have one. */
+  #live(closing = false) {
+    if (this.#closed && !closing) throw closedError();
     if (this.#instance !== undefined) return this.#instance;
     return then(this.#components.again(this.#imports, this.#async), (exports) =>
       then(this.#open(exports), () => {
@@ -215,7 +221,27 @@ export class WasmSession {
 
   /** A call of the host layer's `engram:adapter/domain`; its error as an Error. */
   #control(name, ...args) {
-    return this.#drive(this.#controlSteps(name, args));
+    return this.#drive(this.#counted(this.#controlSteps(name, args)));
+  }
+
+  /**
+   * Runs `steps`, a call of the domain, counted as under way: a close made
+   * meanwhile (from the call's own algorithm or store) takes effect as the
+   * last call under way answers, as the addon's does.
+   */
+  *#counted(steps) {
+    this.#running += 1;
+    try {
+      return yield* steps;
+    } finally {
+      this.#running -= 1;
+      if (this.#running === 0 && this.#closing !== undefined) {
+        const afterwards = this.#closing;
+        this.#closing = undefined;
+        yield* this.#closeSteps();
+        yield afterwards();
+      }
+    }
   }
 
   *#controlSteps(name, args) {
@@ -237,7 +263,7 @@ export class WasmSession {
    * call with its own words.
    */
   #appendRows(rows) {
-    return rows === '' ? undefined : this.#backend.appendAudit(rowsOf(rows, this.#clock));
+    return rows === '' ? undefined : this.#backend.appendAudit(rowsOf(rows));
   }
 
   /**
@@ -249,9 +275,15 @@ export class WasmSession {
    * @returns {string | Promise<string>}
    */
   call(name, input, args) {
+    if (this.#running > 0 && !this.#async) {
+      // Only the call's own algorithm or store can call while it runs here.
+      throw new EngramLockError(MESSAGES.busy);
+    }
     switch (name) {
       case 'audit':
-        return this.#audit(args);
+        return then(this.#control('audit', args, true), value);
+      case 'store-audit':
+        return then(this.#control('audit', args, false), value);
       case 'forget':
         return then(this.#control('forget'), (removed) => value(stringify({ agent_id: this.#agent(), removed: Number(removed) })));
       case 'domains':
@@ -259,25 +291,13 @@ export class WasmSession {
       case 'unlock':
         return then(this.#control('breakLock'), (unlocked) => value(stringify({ agent_id: this.#agent(), unlocked })));
       default:
-        return this.#drive(this.#callSteps(name, input, args));
+        return this.#drive(this.#counted(this.#callSteps(name, input, args)));
     }
   }
 
   /** The agent of the domain, from its settings. */
   #agent() {
     return JSON.parse(this.#imports['engram:adapter/store'].settings()).agent;
-  }
-
-  /** The domain's newest entries of the store's trail that `args` asks for. */
-  #audit(args) {
-    const query = JSON.parse(args === '' ? '{}' : args);
-    const limit = query.limit ?? AUDIT_LIMIT;
-    if (!Number.isInteger(limit) || limit < 1 || limit > MAX_AUDIT_LIMIT) {
-      return `Iaudit: the limit must be 1 to ${MAX_AUDIT_LIMIT}`;
-    }
-    return then(this.#backend.auditRows({ ...query, limit, agent: this.#agent() }), (rows) =>
-      value(stringify(rows.map(auditLine))),
-    );
   }
 
   *#callSteps(name, input, args) {
@@ -321,25 +341,47 @@ export class WasmSession {
   *#auditStoppedSteps(operation, text, why) {
     try {
       const row = yield this.#control('stoppedRow', operation, text, why);
-      if (row !== '') yield this.#backend.appendAudit([auditRowOfLine(JSON.parse(row), { at: this.#clock() })]);
+      if (row !== '') yield this.#backend.appendAudit(rowsOf(row));
     } catch {
       // The trail could not take it either; the call's error says why.
     }
   }
 
-  /** Closes the domain: drops the instance and releases the maintenance lock. */
-  close() {
+  /**
+   * Closes the domain: drops the instance and releases the maintenance
+   * lock, then runs `afterwards` (what the caller lets go with the domain).
+   * Closed while a call of it is under way (from the call's own algorithm
+   * or store), the domain closes as that call answers: no call after this
+   * one runs, the lock goes and `afterwards` runs then, and what this
+   * answers settles at once (an algorithm that awaits it does not stall
+   * the call that awaits the algorithm).
+   * @param {() => unknown} [afterwards]
+   */
+  close(afterwards = () => undefined) {
     if (this.#closed) return this.#async ? Promise.resolve() : undefined;
-    return this.#drive(this.#closeSteps());
+    this.#closed = true;
+    if (this.#running > 0) {
+      this.#closing = afterwards;
+      return this.#async ? Promise.resolve() : undefined;
+    }
+    return this.#drive(this.#closeAndThen(afterwards));
+  }
+
+  *#closeAndThen(afterwards) {
+    yield* this.#closeSteps();
+    return yield afterwards();
   }
 
   *#closeSteps() {
     try {
-      if (this.#held !== undefined) yield this.#control('close'); // lets the maintenance lock go
+      if (this.#held !== undefined) {
+        // Lets the maintenance lock go (a fresh instance's, after a trap).
+        const instance = yield this.#live(true);
+        yield instance.domain.close();
+      }
     } catch {
       // A lock that cannot be released now stays for `unlock`.
     } finally {
-      this.#closed = true;
       this.#instance = undefined;
     }
   }

@@ -49,8 +49,8 @@ export class DeferredBackend {
     return this.#later('appendAudit', args);
   }
 
-  auditRows(...args) {
-    return this.#later('auditRows', args);
+  auditPage(...args) {
+    return this.#later('auditPage', args);
   }
 
   close() {

@@ -28,7 +28,8 @@ test('reads, scans and commits are packed; a failed condition is C, a failing st
   const backend = new MemoryBackend();
   const store = storeInterface(backend, '{"agent":"a"}', () => 7);
   const put = (key, value) => `\x01${item(key)}${item(value)}`;
-  assert.equal(store.commit(`\x00${item([1])}`, put([1], [0xff, 0]) + put([2], []), '{"request_id":"w","operation":"WRITE","outcome":"ACCEPTED","agent_id":"a"}'), 'V');
+  const row = '{"at":5,"agent_id":"a","request_id":"w","operation":"WRITE","outcome":"ACCEPTED"}';
+  assert.equal(store.commit(`\x00${item([1])}`, put([1], [0xff, 0]) + put([2], []), row), 'V');
   assert.equal(store.getMany(item([2]) + item([3]) + item([1])), `V${item([])}${NONE}${item([0xff, 0])}`);
   // A budget of bytes ends the answer at the value that reaches it.
   assert.equal(store.getMany(item([1]) + item([2]), 1n), `V${item([0xff, 0])}`);
@@ -37,7 +38,9 @@ test('reads, scans and commits are packed; a failed condition is C, a failing st
   assert.equal(store.commit(`\x00${item([1])}`, `\x00${item([2])}`, ''), 'C');
   assert.equal(store.commit(`\x01${item([1])}${item([0xff, 0])}`, `\x00${item([2])}`, ''), 'V');
   assert.equal(store.getMany(item([2])), `V${NONE}`);
-  assert.deepEqual(backend.auditRows({}).map((row) => [row.request_id, row.at]), [['w', 7]], 'a row without `at` is stamped');
+  assert.deepEqual(backend.auditPage(undefined, 10), [{ ...JSON.parse(row), seq: 1 }], 'a row is kept as it came');
+  assert.equal(store.auditRows(undefined, 10), `V${row.slice(0, -1)},"seq":1}`, 'and handed back so, with its seq');
+  assert.equal(store.auditRows(1n, 10), 'V', 'nothing before the first');
   assert.equal(store.settings(), '{"agent":"a"}');
   assert.equal(store.now(), 7n);
   assert.equal(store.entropy().length % 16, 0);

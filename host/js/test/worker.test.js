@@ -184,7 +184,7 @@ const CHECKS = {
     check(store.get(b(2)) === undefined, 'nothing changed');
     check(store.commit([{ type: 'holds', key: b(1), value: b(7) }], [{ type: 'delete', key: b(1) }], []) === true, 'holds ok');
     check(store.get(b(1)) === undefined, 'deleted');
-    check(same(store.auditRows({}).map((r) => r.request_id), ['w1']), 'audit of commits only');
+    check(same(store.auditPage(undefined, 10).map((r) => r.request_id), ['w1']), 'audit of commits only');
   },
   rollback(store) {
     let threw = false;
@@ -193,23 +193,25 @@ const CHECKS = {
     } catch { threw = true; }
     check(threw, 'a failing op throws');
     check(store.get(b(5)) === undefined, 'all or nothing');
-    check(store.auditRows({}).length === 0, 'no audit row of a failed commit');
+    check(store.auditPage(undefined, 10).length === 0, 'no audit row of a failed commit');
   },
   audit(store) {
     store.appendAudit([row('r1')]);
     store.commit([], [{ type: 'put', key: b(1), value: b(1) }], [row('w1', { operation: 'WRITE', outcome: 'ACCEPTED', stored_id: 'x', count: null })]);
     store.appendAudit([row('r2', { agent_id: 'bob' })]);
-    check(same(store.auditRows({}).map((r) => r.request_id), ['r1', 'w1', 'r2']), 'order');
-    check(same(store.auditRows({ agent: 'alice' }).map((r) => r.request_id), ['r1', 'w1']), 'agent');
-    check(same(store.auditRows({ operation: 'WRITE' })[0], row('w1', { operation: 'WRITE', outcome: 'ACCEPTED', stored_id: 'x', count: null })), 'row');
-    check(same(store.auditRows({ limit: 1 }).map((r) => r.request_id), ['r2']), 'newest');
-    check(same(store.auditRows({ since: 5, until: 6, outcome: 'RETURNED' }).map((r) => r.request_id), ['r1', 'r2']), 'since, until, outcome');
+    const all = store.auditPage(undefined, 10);
+    check(same(all.map((r) => r.request_id), ['r2', 'w1', 'r1']), 'newest first');
+    check(all[0].seq > all[1].seq && all[1].seq > all[2].seq, 'seq rises in append order');
+    const { seq, ...kept } = all[1];
+    check(same(kept, row('w1', { operation: 'WRITE', outcome: 'ACCEPTED', stored_id: 'x', count: null })), 'row');
+    check(same(store.auditPage(undefined, 1).map((r) => r.request_id), ['r2']), 'a page');
+    check(same(store.auditPage(all[0].seq, 5).map((r) => r.request_id), ['w1', 'r1']), 'the next page');
     // Rows that name nobody are stamped with the caller of the moment.
     store.caller = 'alice-app';
     store.appendAudit([row('r3'), row('r4', { caller: 'other' })]);
     store.caller = undefined;
     store.appendAudit([row('r5')]);
-    check(same(store.auditRows({ limit: 3 }).map((r) => [r.request_id, r.caller]), [['r3', 'alice-app'], ['r4', 'other'], ['r5', null]]), 'caller');
+    check(same(store.auditPage(undefined, 3).reverse().map((r) => [r.request_id, r.caller]), [['r3', 'alice-app'], ['r4', 'other'], ['r5', null]]), 'caller');
   },
   async domains(store) {
     const components = { coreModule, instantiate };
@@ -225,7 +227,8 @@ const CHECKS = {
     lock.close();
     check((await unlock(store, 'alice')).unlocked === false, 'released');
     check(same(await domains(store, components), ['al', 'bob']), 'forgotten');
-    check(store.auditRows({ operation: 'FORGET' })[0].count === 1, 'audited');
+    const [audited] = store.auditPage(undefined, 1);
+    check(audited.operation === 'FORGET' && audited.count === 1, 'audited');
   },
   schema(store, storage) {
     const tables = storage.sql.exec("SELECT name FROM sqlite_master WHERE name LIKE 'engram%' ORDER BY name").toArray().map((r) => r.name);
@@ -241,7 +244,7 @@ const CHECKS = {
     check(storage.sql.exec('SELECT version FROM engram_schema').one().version === 2, 'upgraded to version 2');
     upgraded.caller = 'alice-app';
     upgraded.appendAudit([row('new')]);
-    check(same(upgraded.auditRows({}).map((r) => [r.request_id, r.caller]), [['old', null], ['new', 'alice-app']]), 'rows kept, callers named');
+    check(same(upgraded.auditPage(undefined, 10).reverse().map((r) => [r.request_id, r.caller]), [['old', null], ['new', 'alice-app']]), 'rows kept, callers named');
     upgraded.close();
     storage.sql.exec('UPDATE engram_schema SET version = 3');
     let refused = false;

@@ -26,7 +26,7 @@ use engram_store::maintenance::{self, LockGuard};
 use engram_store::scope::EngineEntry;
 use engram_store::settings::Access;
 use engram_store::{Backend, Limits, Op, Order, Pair, Precondition, Scope, StoreError};
-use exports::engram::adapter::domain as control;
+use exports::engram::adapter::domain::{self as control, DomainError};
 use exports::engram::js::host;
 use exports::engram::memory::audit;
 use exports::engram::memory::domain::{self, AccessMode};
@@ -154,26 +154,139 @@ impl Unpacker {
 /// commit's audit rows always go in its transaction.
 struct Raw;
 
-/// The time of an audit entry the store stamps as it appends it: the
-/// entry's row leaves `at` out (a crossing into the host saved per call).
+/// The time of an audit entry not stamped yet: it is stamped as its row
+/// is handed to the host, one `now` a batch of rows (not a crossing into
+/// the host an entry).
 const UNSTAMPED: i64 = i64::MIN;
 
+/// A row of the trail as the host's store keeps it: the columns of the
+/// store format's `engram_audit` (`seq` aside), a write's source as its
+/// JSON text. The store keeps it as it is given and hands it back so, with
+/// `seq`, its number in append order (`store.audit-rows`).
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Row {
+    at: i64,
+    agent_id: String,
+    request_id: String,
+    operation: trail::Operation,
+    #[serde(default)]
+    source: Option<String>,
+    #[serde(default)]
+    record_type: Option<engram_model::json::RecordType>,
+    outcome: trail::Outcome,
+    #[serde(default)]
+    stored_id: Option<String>,
+    #[serde(default)]
+    count: Option<u32>,
+    #[serde(default)]
+    reason: Option<String>,
+    #[serde(default)]
+    caller: Option<String>,
+    #[serde(default, skip_serializing)]
+    seq: Option<u64>,
+}
+
+impl Row {
+    /// The row of `entry`, stamped `now` when it is not stamped yet.
+    fn of(entry: &AuditEntry, now: &mut impl FnMut() -> i64) -> Row {
+        Row {
+            at: if entry.at == UNSTAMPED {
+                now()
+            } else {
+                entry.at
+            },
+            agent_id: entry.agent_id.clone(),
+            request_id: entry.request_id.clone(),
+            operation: entry.operation,
+            source: entry
+                .source
+                .as_ref()
+                .map(|source| serde_json::to_string(source).expect("a source is JSON")),
+            record_type: entry.record_type,
+            outcome: entry.outcome,
+            stored_id: entry.stored_id.clone(),
+            count: entry.count,
+            reason: entry.reason.clone(),
+            caller: entry.caller.clone(),
+            seq: None,
+        }
+    }
+
+    /// The entry the row keeps.
+    fn entry(self) -> Result<AuditEntry, StoreError> {
+        let source = self
+            .source
+            .map(|text| serde_json::from_str(&text))
+            .transpose()
+            .map_err(|e| broken(&format!("an audit row's source is not one: {e}")))?;
+        Ok(AuditEntry {
+            at: self.at,
+            agent_id: self.agent_id,
+            request_id: self.request_id,
+            operation: self.operation,
+            source,
+            record_type: self.record_type,
+            outcome: self.outcome,
+            stored_id: self.stored_id,
+            count: self.count,
+            reason: self.reason,
+            caller: self.caller,
+        })
+    }
+}
+
+/// How many rows of the trail one `store.audit-rows` asks for.
+const AUDIT_PAGE: u32 = 256;
+
 impl Raw {
-    /// Audit rows, a JSON line each; `at` left out where the store stamps.
+    /// Audit rows as the store keeps them, a JSON line each, stamped with
+    /// the host's time (asked for once, when a row needs it).
     fn rows(entries: &[AuditEntry]) -> String {
+        let mut time = None;
+        let mut now = || *time.get_or_insert_with(store::now);
         let lines: Vec<String> = entries
             .iter()
             .map(|entry| {
-                let mut line = serde_json::to_value(entry).expect("an audit entry is JSON");
-                if entry.at == UNSTAMPED
-                    && let Some(fields) = line.as_object_mut()
-                {
-                    fields.remove("at");
-                }
-                line.to_string()
+                serde_json::to_string(&Row::of(entry, &mut now)).expect("an audit row is JSON")
             })
             .collect();
         lines.join("\n")
+    }
+
+    /// The newest `query.limit` entries of the trail that match `query`,
+    /// oldest first: the store's rows read a page at a time, newest first,
+    /// filtered as every host filters them.
+    fn trail(query: &AuditQuery) -> Result<Vec<AuditEntry>, StoreError> {
+        let mut found = Vec::new();
+        let mut before = None;
+        while found.len() < query.limit as usize {
+            let page = answer(store::audit_rows(before, AUDIT_PAGE))?;
+            let mut rows = 0;
+            for line in page.lines().filter(|line| !line.is_empty()) {
+                let row: Row = serde_json::from_str(line)
+                    .map_err(|e| broken(&format!("an audit row is not one: {e}")))?;
+                let seq = row
+                    .seq
+                    .ok_or_else(|| broken("an audit row without its seq"))?;
+                if before.is_some_and(|before| seq >= before) {
+                    return Err(broken("audit rows not newest first"));
+                }
+                before = Some(seq);
+                rows += 1;
+                let entry = row.entry()?;
+                if query.matches(&entry) && found.len() < query.limit as usize {
+                    found.push(entry);
+                }
+            }
+            if rows > AUDIT_PAGE {
+                return Err(broken("more audit rows than the limit"));
+            }
+            if rows < AUDIT_PAGE {
+                break;
+            }
+        }
+        found.reverse();
+        Ok(found)
     }
 
     /// Commits with the audit rows of `trail`, after the rows of calls
@@ -293,8 +406,8 @@ impl AuditSink for Raw {
         Ok(())
     }
 
-    fn trail(&self, _query: &AuditQuery) -> anyhow::Result<Vec<AuditEntry>> {
-        anyhow::bail!("the trail is read by the host, not through the adapter")
+    fn trail(&self, query: &AuditQuery) -> anyhow::Result<Vec<AuditEntry>> {
+        Ok(Raw::trail(query)?)
     }
 }
 
@@ -312,9 +425,9 @@ struct Settings {
 
 impl Settings {
     /// The settings the host answers, checked.
-    fn read() -> Result<Self, String> {
+    fn read() -> Result<Self, DomainError> {
         let settings = engram_store::settings::Settings::parse(&store::settings())
-            .map_err(|why| format!("invalid: {why}"))?;
+            .map_err(DomainError::Invalid)?;
         Ok(Settings {
             agent: settings.agent,
             mode: match settings.mode {
@@ -350,7 +463,7 @@ impl State {
             raw,
             lock.as_ref().map(|lock| lock.value().to_vec()),
             settings.limits,
-            // Audit entries are stamped by the store as it appends them.
+            // Audit entries are stamped as their rows go to the host (`Raw::rows`).
             Arc::new(|| UNSTAMPED),
         );
         State {
@@ -374,7 +487,8 @@ thread_local! {
 fn with<R>(f: impl FnOnce(&mut State) -> R) -> R {
     STATE.with_borrow_mut(|state| {
         let state = state.get_or_insert_with(|| {
-            let settings = Settings::read().unwrap_or_else(|why| panic!("the host's {why}"));
+            let settings = Settings::read()
+                .unwrap_or_else(|why| panic!("the host's settings are refused: {why:?}"));
             State::new(settings, None)
         });
         f(state)
@@ -398,6 +512,17 @@ fn entropy() -> [u64; 2] {
         let half = |at: usize| u64::from_be_bytes(taken[at..at + 8].try_into().expect("8 bytes"));
         [half(0), half(8)]
     })
+}
+
+/// The error of a call of `engram:adapter/domain` that failed, by kind: a
+/// lock someone else holds, or the store (or the host layer) failing.
+fn failed(error: anyhow::Error) -> DomainError {
+    let why = format!("{error:#}");
+    if error.downcast_ref::<maintenance::Locked>().is_some() {
+        DomainError::Locked(why)
+    } else {
+        DomainError::Store(why)
+    }
 }
 
 fn storage_error(error: StoreError) -> StorageError {
@@ -551,7 +676,7 @@ impl host::Guest for Adapter {
 }
 
 impl control::Guest for Adapter {
-    fn open(held: Option<String>) -> Result<String, String> {
+    fn open(held: Option<String>) -> Result<String, DomainError> {
         let settings = Settings::read()?;
         let backend: Arc<dyn Backend> = Arc::new(Raw);
         let lock = match (settings.mode, held) {
@@ -569,7 +694,7 @@ impl control::Guest for Adapter {
                     settings.pid,
                     entropy(),
                 )
-                .map_err(|e| format!("locked: {e:#}"))?,
+                .map_err(failed)?,
             ),
         };
         let value = lock.as_ref().map_or_else(String::new, |lock| {
@@ -584,7 +709,7 @@ impl control::Guest for Adapter {
         with(|state| state.lock = None);
     }
 
-    fn forget() -> Result<u64, String> {
+    fn forget() -> Result<u64, DomainError> {
         with(|state| {
             let agent = state.settings.agent.clone();
             let now = store::now();
@@ -599,22 +724,28 @@ impl control::Guest for Adapter {
                         state.settings.pid,
                         entropy(),
                     )
-                    .map_err(|e| format!("{e:#}"))?;
+                    .map_err(failed)?;
                     &taken
                 }
             };
-            maintenance::forget_under(lock, &Raw, &agent, (now, None), &mut |_| {})
-                .map_err(|e| format!("{e:#}"))
+            maintenance::forget_under(lock, &Raw, &agent, (now, None), &mut |_| {}).map_err(failed)
         })
     }
 
-    fn break_lock() -> Result<bool, String> {
+    fn break_lock() -> Result<bool, DomainError> {
         let agent = with(|state| state.settings.agent.clone());
-        maintenance::break_lock(&Raw, &agent).map_err(|e| format!("{e:#}"))
+        maintenance::break_lock(&Raw, &agent).map_err(failed)
     }
 
-    fn domains() -> Result<Vec<String>, String> {
-        maintenance::domains(&Raw).map_err(|e| format!("{e:#}"))
+    fn domains() -> Result<Vec<String>, DomainError> {
+        maintenance::domains(&Raw).map_err(failed)
+    }
+
+    fn audit(query: String, domain_only: bool) -> Result<String, DomainError> {
+        let agent = domain_only.then(|| with(|state| state.settings.agent.clone()));
+        let query = AuditQuery::of_args(agent.as_deref(), &query).map_err(DomainError::Invalid)?;
+        let entries = Raw::trail(&query).map_err(|e| failed(e.into()))?;
+        Ok(serde_json::to_string(&entries).expect("audit entries are JSON"))
     }
 
     fn stopped_row(operation: String, request: String, why: String) -> String {

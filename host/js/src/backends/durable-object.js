@@ -18,7 +18,7 @@
 // store format allows. Every call is synchronous, as the Durable Object's
 // SQL API is.
 
-import { auditMatches, sameBytes } from '../backend.js';
+import { sameBytes } from '../backend.js';
 import { SCHEMA_VERSIONS } from '../../gen/sqlite-schema.js';
 
 /** The statements of a version of the SQLite schema every host runs. */
@@ -190,27 +190,21 @@ export class DurableObjectBackend {
     this.storage.transactionSync(() => this.#insertAudit(rows));
   }
 
-  /** @param {import('../backend.js').AuditQuery} query */
-  auditRows(query) {
+  /**
+   * A page of the trail, newest first, by `seq`.
+   * @param {number|undefined} before
+   * @param {number} limit
+   */
+  auditPage(before, limit) {
     this.#open();
-    const where = [];
-    const args = [];
-    if (query.agent != null) { where.push('agent_id = ?'); args.push(query.agent); }
-    if (query.since != null) { where.push('at >= ?'); args.push(Number(query.since)); }
-    if (query.until != null) { where.push('at < ?'); args.push(Number(query.until)); }
-    if (query.operation != null) { where.push('operation = ?'); args.push(query.operation); }
-    if (query.outcome != null) { where.push('outcome = ?'); args.push(query.outcome); }
-    const rows = this.sql
+    return this.sql
       .exec(
-        `SELECT ${AUDIT_COLUMNS.join(', ')} FROM engram_audit
-         ${where.length === 0 ? '' : `WHERE ${where.join(' AND ')}`}
-         ORDER BY seq DESC LIMIT ?`,
-        ...args, query.limit ?? 100,
+        `SELECT seq, ${AUDIT_COLUMNS.join(', ')} FROM engram_audit
+         WHERE seq < ? ORDER BY seq DESC LIMIT ?`,
+        before ?? Number.MAX_SAFE_INTEGER, limit,
       )
       .toArray()
-      .map((row) => ({ ...row }))
-      .filter((row) => auditMatches(row, query));
-    return rows.reverse();
+      .map((row) => ({ ...row }));
   }
 
   close() {

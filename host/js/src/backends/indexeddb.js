@@ -36,7 +36,7 @@
 // of them); values are kept as Uint8Array. The audit trail is an object
 // store with an auto-increment key, its append order.
 
-import { auditMatches, compareBytes } from '../backend.js';
+import { compareBytes } from '../backend.js';
 
 /** The schema version of the database: the object stores below. */
 const VERSION = 1;
@@ -337,25 +337,23 @@ export class IndexedDbBackend {
   }
 
   /**
-   * The newest `query.limit` rows that match, oldest first.
-   * @param {import('../backend.js').AuditQuery} query
-   * @returns {Promise<import('../backend.js').AuditRow[]>}
+   * A page of the trail, newest first: a row's `seq` is its auto-increment
+   * key.
+   * @param {number|undefined} before
+   * @param {number} limit
+   * @returns {Promise<import('../backend.js').StoredAuditRow[]>}
    */
-  auditRows(query) {
-    const limit = query.limit ?? 100;
-    return this.#run([AUDIT], 'readonly', 'auditRows', (tx, result) => {
+  auditPage(before, limit) {
+    return this.#run([AUDIT], 'readonly', 'auditPage', (tx, result) => {
       result.value = [];
       if (!(limit > 0)) return;
-      const cursor = tx.objectStore(AUDIT).openCursor(null, 'prev');
+      const range = before === undefined ? null : IDBKeyRange.upperBound(before, true);
+      const cursor = tx.objectStore(AUDIT).openCursor(range, 'prev');
       cursor.onsuccess = () => {
         const at = cursor.result;
-        if (at === null) {
-          result.value.reverse();
-          return;
-        }
-        if (auditMatches(at.value, query)) result.value.push({ ...at.value });
+        if (at === null) return;
+        result.value.push({ ...at.value, seq: at.primaryKey });
         if (result.value.length < limit) at.continue();
-        else result.value.reverse();
       };
     });
   }

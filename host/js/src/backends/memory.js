@@ -1,7 +1,7 @@
 // A store in memory: a sorted map with bytewise key order and an audit
 // trail in an array. For tests, the browser, and hosts that keep nothing.
 
-import { auditMatches, compareBytes, sameBytes } from '../backend.js';
+import { compareBytes, sameBytes } from '../backend.js';
 
 /**
  * A {@link import('../backend.js').Backend} kept in memory: nothing
@@ -95,15 +95,19 @@ export class MemoryBackend {
     this.audit.push(...rows.map((row) => ({ ...row })));
   }
 
-  /** @param {import('../backend.js').AuditQuery} query */
-  auditRows(query) {
+  /**
+   * A page of the trail, newest first: a row's `seq` is its place in
+   * `audit`, from 1.
+   * @param {number|undefined} before
+   * @param {number} limit
+   */
+  auditPage(before, limit) {
     this.#open();
-    const limit = query.limit ?? 100;
-    const found = [];
-    for (let i = this.audit.length - 1; i >= 0 && found.length < limit; i--) {
-      if (auditMatches(this.audit[i], query)) found.push({ ...this.audit[i] });
+    const page = [];
+    for (let i = Math.min(before ?? Infinity, this.audit.length + 1) - 2; i >= 0 && page.length < limit; i--) {
+      page.push({ ...this.audit[i], seq: i + 1 });
     }
-    return found.reverse();
+    return page;
   }
 
   close() {
