@@ -1,4 +1,5 @@
-//! Builds the components of Engram's JavaScript and Python packages and
+//! Builds the components of Engram's JavaScript package (its wasm driver,
+//! for browsers and Workers) and
 //! composes the JSON layer and the host layer with the engine component,
 //! unchanged (`engram-component`):
 //!
@@ -23,10 +24,10 @@
 //!    JavaScript package loads when a token budget first needs it, and
 //!    `engram-http-api.wasm`, which its Worker routes and authenticates by;
 //! 5. writes them to `OUT_DIR` only (`ENGRAM_HOST`, `ENGRAM_HOST_BUILTIN`,
-//!    `ENGRAM_JS_ALGORITHMS`, `ENGRAM_JS_TOKENIZER`, `ENGRAM_JS_HTTP_API` for the crate), with the SQLite and PostgreSQL
-//!    schemas and the limits' defaults (`limits.json`, of `engram-store`)
-//!    the packages read; the crate's binary prints that folder for the
-//!    JavaScript package's build and the Python package's `setup.py`.
+//!    `ENGRAM_JS_ALGORITHMS`, `ENGRAM_JS_TOKENIZER`, `ENGRAM_JS_HTTP_API` for the crate), with the SQLite schema
+//!    and the limits' defaults (`limits.json`, of `engram-store`)
+//!    the package reads; the crate's binary prints that folder for the
+//!    JavaScript package's build.
 
 use anyhow::{Context, Result, ensure};
 use engram_build::compose::{Part, read, wire, write_if_changed};

@@ -1,4 +1,5 @@
-//! The components of Engram's JavaScript and Python packages, built by this
+//! The components of Engram's JavaScript package (its wasm driver, for
+//! browsers and Workers), built by this
 //! crate's build script for `wasm32-unknown-unknown` (no WASI anywhere):
 //!
 //! - [`HOST`], `engram-host.wasm`: the unchanged engine component

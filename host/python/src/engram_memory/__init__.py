@@ -669,9 +669,7 @@ class Engram:
         )
         clock = self._clock
         now = None if clock is None else int(clock())
-        return _value(
-            _crossing(lambda: native.maintain(name, args, settings, dispatch, given, clock is not None, now))
-        )
+        return _value(_crossing(lambda: native.maintain(name, args, settings, dispatch, given, clock is not None, now)))
 
     def audit(
         self,
