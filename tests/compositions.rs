@@ -1,4 +1,4 @@
-//! The components the JavaScript and Python packages load (`engram-host-components`'s
+//! The components the JavaScript package's wasm driver loads (`engram-host-components`'s
 //! build script): each imports exactly what its host supplies, nothing of
 //! WASI, and exports the calls only (the engine's, or the JSON layer's and
 //! the host layer's).

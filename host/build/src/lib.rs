@@ -1,6 +1,6 @@
 //! What the build scripts of `engram-component` (the engine),
-//! `engram-host-components` (the components of the JavaScript and Python
-//! packages) and `engram-wasi` (the WASI components) share, as their
+//! `engram-host-components` (the components of the JavaScript package's
+//! wasm driver) and `engram-wasi` (the WASI components) share, as their
 //! build-dependency: the cargo command that builds guests and the targets
 //! it needs ([`rust_target`]), the wiring of a composition ([`compose`]),
 //! and a build script's folders and the paths it watches ([`Build`]).

@@ -1,5 +1,5 @@
 //! Prints the folder the components are built in (the build script's
-//! output folder), for the JavaScript and Python packages' builds:
+//! output folder), for the JavaScript package's build:
 //! `cargo run -q -p engram-host-components`.
 
 fn main() {

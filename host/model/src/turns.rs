@@ -6,7 +6,7 @@
 //! question and assembles the prompt (ContextSelect, PromptAssemble),
 //! persisting nothing. Every host runs them here, through its binding of
 //! the cycle ([`Cycles`]): the Rust library and the command line natively,
-//! the JavaScript and Python packages in their JSON layer.
+//! the JavaScript and Python packages through the call surface.
 
 use crate::json::{Plan, RetrievedMemory, Stage, StepOutput};
 use crate::plans;
