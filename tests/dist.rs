@@ -87,24 +87,20 @@ struct Dist {
     cli: PathBuf,
 }
 
-/// `cargo run -q --locked -p engram-dist -- --out <target tmp>/dist`, once
-/// per test binary (the only step run with cargo).
+/// What `cargo run -p engram-dist -- --out <target tmp>/dist` builds, built
+/// by the same library call in this process, once per test binary (so the
+/// crates it shares with the tests are not built again for another
+/// selection of features).
 fn dist() -> &'static Dist {
     static DIST: OnceLock<Dist> = OnceLock::new();
     DIST.get_or_init(|| {
-        let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("dist");
-        let output = run(
-            Command::new(env!("CARGO"))
-                .args(["run", "-q", "--locked", "-p", "engram-dist", "--", "--out"])
-                .arg(&out)
-                .current_dir(root()),
-            "cargo run -p engram-dist",
-            "the build needs cargo",
-        );
+        let started = Instant::now();
+        let (out, _) =
+            engram_dist::artifacts::build(&Path::new(env!("CARGO_TARGET_TMPDIR")).join("dist"))
+                .unwrap_or_else(|e| panic!("engram-dist: {e:#}"));
         eprintln!(
-            "{}{}",
-            String::from_utf8_lossy(&output.stderr),
-            String::from_utf8_lossy(&output.stdout)
+            "engram-dist's build: {:.1} s",
+            started.elapsed().as_secs_f64()
         );
         let find = |prefix: &str, suffix: &str| {
             let found: Vec<PathBuf> = std::fs::read_dir(&out)
@@ -141,10 +137,10 @@ fn dist() -> &'static Dist {
             out: out.clone(),
             tarball: find("engram-memory-0", ".tgz"),
             platforms,
-            cli: out.join("engram-cli.wasm"),
+            cli: out.join(engram_dist::artifacts::CLI),
         };
         assert!(dist.cli.is_file(), "{} is missing", dist.cli.display());
-        let http = out.join("engram-http.wasm");
+        let http = out.join(engram_dist::artifacts::HTTP);
         assert!(http.is_file(), "{} is missing", http.display());
         dist
     })
@@ -1109,16 +1105,13 @@ fn the_readme_examples_run_from_the_installed_artifacts_without_cargo() {
                     "the README's Rust example is not {}",
                     source.display()
                 );
-                // Run in a folder of its own, which may be anywhere (under a
-                // target folder outside the checkout, too): the manifest is named.
+                // Built by cargo with the workspace's features (those the
+                // tests were built with, so nothing is built again), then run
+                // in a folder of its own, which may be anywhere.
                 let dir = fresh(&format!("readme-{n}-rust"));
                 runs.push(example(
                     what(" (examples/remember.rs)"),
-                    Command::new(env!("CARGO"))
-                        .args(["run", "-q", "--locked", "--manifest-path"])
-                        .arg(root().join("Cargo.toml"))
-                        .args(["-p", "engram", "--example", "remember"])
-                        .current_dir(&dir),
+                    &mut Command::new(remember_example()).current_dir(&dir),
                 ));
             }
             "mcp" => runs.extend(mcp_examples(&what, body, n)),
@@ -1166,6 +1159,28 @@ fn the_readme_examples_run_from_the_installed_artifacts_without_cargo() {
         }
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// `examples/remember.rs` built by `cargo build --workspace --example
+/// remember`: the executable cargo says it made.
+fn remember_example() -> PathBuf {
+    let output = run(
+        Command::new(env!("CARGO"))
+            .args(["build", "-q", "--locked", "--manifest-path"])
+            .arg(root().join("Cargo.toml"))
+            .args(["--workspace", "--example", "remember"])
+            .args(["--message-format", "json"]),
+        "cargo build --example remember",
+        "the Rust example needs cargo",
+    );
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .find(|message| {
+            message["reason"] == "compiler-artifact" && message["target"]["name"] == "remember"
+        })
+        .and_then(|message| message["executable"].as_str().map(PathBuf::from))
+        .expect("cargo named the example's executable")
 }
 
 // proves IO-W2: from the installed wheel and tarball, with no cargo on the

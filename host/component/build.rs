@@ -13,11 +13,29 @@ const PROFILE: &str = "guest";
 /// distribution (the Python package's sdist) carries instead of `guest/`.
 const PREBUILT: &str = "engram.wasm";
 
+/// Names a file holding the engine another build of this crate made from
+/// the same tree (for another profile or target: the engine's own profile
+/// and target are fixed, so its bytes are the same), which this build takes
+/// instead of building it again: `engram-dist` sets it for its release
+/// builds, to the engine its own build embeds.
+const BUILT_VAR: &str = "ENGRAM_ENGINE_BUILT";
+
 fn main() -> Result<()> {
     let Build { out_dir, workspace } =
         Build::new(&["guest/src", "guest/Cargo.toml", "guest/keyspace", "wit"])?;
-    let prebuilt = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(PREBUILT);
-    let component = if workspace.join("guest/Cargo.toml").is_file() {
+    // Read when the script runs, not when it is compiled: a tree unpacked
+    // elsewhere (the sdist) may run a build script compiled from another.
+    let prebuilt = std::path::PathBuf::from(
+        std::env::var_os("CARGO_MANIFEST_DIR").context("CARGO_MANIFEST_DIR is not set")?,
+    )
+    .join(PREBUILT);
+    println!("cargo:rerun-if-env-changed={BUILT_VAR}");
+    let component = if let Some(built) = std::env::var_os(BUILT_VAR) {
+        let built = std::path::PathBuf::from(built);
+        println!("cargo:rerun-if-changed={}", built.display());
+        std::fs::read(&built)
+            .with_context(|| format!("reading {} ({BUILT_VAR})", built.display()))?
+    } else if workspace.join("guest/Cargo.toml").is_file() {
         build(&workspace, &out_dir)?
     } else {
         println!("cargo:rerun-if-changed={}", prebuilt.display());

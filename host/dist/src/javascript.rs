@@ -158,6 +158,7 @@ pub fn build_addon(platform: &Platform) -> Result<PathBuf> {
         .args(["--release", "--locked", "--package", "engram-node"])
         .args(["--message-format", "json-render-diagnostics"]);
     crate::as_shipped(&mut command);
+    crate::with_built_engine(&mut command)?;
     let what = format!("building the Node addon for {}", platform.name);
     let output = crate::run(&mut command, &what, "the addon's build needs cargo")?;
     crate::native::built_library(&output.stdout, "engram_node")

@@ -23,6 +23,7 @@
 //! components ([`components`]), and the reading of a tarball
 //! ([`tar_entries`]).
 
+pub mod artifacts;
 pub mod javascript;
 pub mod native;
 pub mod python;
@@ -76,6 +77,26 @@ pub fn zig_path(python_bin: PathBuf) -> Result<std::ffi::OsString> {
 pub fn as_shipped(command: &mut Command) -> &mut Command {
     engram_build::rust_target::without_host_flags(command);
     command.env("CARGO_PROFILE_RELEASE_DEBUG", "false")
+}
+
+/// `command` (a release build of a crate that embeds the engine) told to
+/// take the engine this build embeds ([`engram_component::COMPONENT`],
+/// written once to a file named by its hash in the temporary folder) rather
+/// than build it from `guest/` again for its profile and target: the
+/// engine's own profile and target are fixed, so the bytes are the same.
+pub fn with_built_engine(command: &mut Command) -> Result<&mut Command> {
+    let path = std::env::temp_dir().join(format!(
+        "engram-engine-{:032x}.wasm",
+        engram_component::COMPONENT_XXH3
+    ));
+    if std::fs::read(&path).ok().as_deref() != Some(engram_component::COMPONENT) {
+        let partial = path.with_extension(format!("wasm.{}", std::process::id()));
+        std::fs::write(&partial, engram_component::COMPONENT)
+            .with_context(|| format!("writing {}", partial.display()))?;
+        std::fs::rename(&partial, &path)
+            .with_context(|| format!("renaming {}", partial.display()))?;
+    }
+    Ok(command.env("ENGRAM_ENGINE_BUILT", path))
 }
 
 /// Runs `command` (`what` names the step), its output captured: the output

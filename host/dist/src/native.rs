@@ -57,6 +57,7 @@ fn build(platform: &Platform) -> Result<Built> {
         // linked (PyO3 reads this as maturin sets it).
         .env("PYO3_BUILD_EXTENSION_MODULE", "1");
     crate::as_shipped(&mut command);
+    crate::with_built_engine(&mut command)?;
     let what = format!("building the native libraries for {}", platform.name);
     let output = crate::run(&mut command, &what, "the build needs cargo")?;
     let library = |name: &str| {

@@ -45,6 +45,7 @@ fn maturin() -> Result<(Command, std::ffi::OsString)> {
     let mut command = Command::new(exe);
     command.current_dir(package()).env("PATH", &path);
     crate::as_shipped(&mut command);
+    crate::with_built_engine(&mut command)?;
     Ok((command, path))
 }
 

