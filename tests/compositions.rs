@@ -1,9 +1,9 @@
-//! The components the JavaScript package's wasm driver loads (`engram-host-components`'s
+//! The components the JavaScript package's wasm driver loads (`engram-js-components`'s
 //! build script): each imports exactly what its host supplies, nothing of
 //! WASI, and exports the calls only (the engine's, or the JSON layer's and
 //! the host layer's).
 
-use engram_host_components::{ALGORITHMS, HOST, HOST_BUILTIN, TOKENIZER};
+use engram_js_components::{ALGORITHMS, HOST, HOST_BUILTIN, TOKENIZER};
 use wasmparser::{Parser, Payload};
 
 /// The names a component imports and exports itself (not those of the

@@ -1,5 +1,5 @@
 //! The JavaScript package (`host/js`), run from `cargo test`: the components
-//! this build made (`engram-host-components`'s build script) are transpiled by the
+//! this build made (`engram-js-components`'s build script) are transpiled by the
 //! package's pinned jco, then the package's own tests run under the Node it
 //! pins (the `node` package of the npm registry), not the machine's: the
 //! shared scenarios on the Node host over node:sqlite and in memory and in

@@ -395,7 +395,7 @@ fn every_test() -> (Vec<Test>, Vec<Problem>) {
             Host::Wasi
         } else if file.starts_with("host/js/")
             || file.starts_with("host/node/")
-            || file.starts_with("host/components/")
+            || file.starts_with("host/js-components/")
         {
             Host::JavaScript
         } else {
@@ -463,7 +463,7 @@ fn implementations() -> BTreeMap<String, BTreeSet<String>> {
 }
 
 /// The part a source file belongs to: its crate's or package's folder
-/// (`guest`, `host/store`, `host/components/adapter`), or `wit`.
+/// (`guest`, `host/store`, `host/js-components/adapter`), or `wit`.
 fn part(file: &str) -> &str {
     match file.split_once("/src/") {
         Some((folder, _)) => folder,
@@ -502,7 +502,7 @@ fn traceability() -> String {
          **command\nline** — the `engram` binary (`tests/cli.rs`, `scenarios.rs`, \
          `io_faults.rs`,\n`crash_consistency.rs`, `cache.rs`, `multihost.rs`); **WASI** — \
          `tests/wasi_*.rs` and `host/wasi`; **JavaScript** —\n`host/js/test`, \
-         `test-postgres`, `test-browser`, `tests/javascript.rs`, `host/node` and `host/components`; **Python** \
+         `test-postgres`, `test-browser`, `tests/javascript.rs`, `host/node` and `host/js-components`; **Python** \
          and **MCP** — `host/python/tests` (MCP: `test_mcp.py`, `test_knowledge_graph.py`); \
          **scenarios** —\nthe lines of \
          `tests/scenarios/`, which every host runs.\n\n\

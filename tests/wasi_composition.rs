@@ -74,7 +74,7 @@ fn composed() -> [(&'static str, Vec<u8>); 3] {
 
 #[test]
 fn the_composed_files_hold_the_engine_component_byte_for_byte() {
-    let engine = engram_component::COMPONENT;
+    let engine = engram_engine::COMPONENT;
     for (name, bytes) in composed() {
         let nested = shape(&bytes).components;
         assert!(
@@ -120,7 +120,7 @@ fn engram_http_exports_only_wasi_http_incoming_handler() {
 fn engram_standalone_exports_the_engine_interfaces_and_their_types() {
     let exports = shape(&read(engram_wasi::STANDALONE)).exports;
     let mut wanted = vec!["engram:memory/types@0.2.0".to_string()];
-    wanted.extend(shape(engram_component::COMPONENT).exports);
+    wanted.extend(shape(engram_engine::COMPONENT).exports);
     assert!(wanted.iter().any(|name| name == "engram:memory/io@0.2.0"));
     assert_eq!(exports, wanted);
 }

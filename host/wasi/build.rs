@@ -1,5 +1,5 @@
 //! Builds Engram's WASI 0.2 components and composes them with the engine
-//! component, unchanged (`engram-component`):
+//! component, unchanged (`engram-engine`):
 //!
 //! 1. adds the `wasm32-wasip2` target with rustup when the toolchain lacks it;
 //! 2. installs zig from PyPI (`ziglang`, pinned) in the tools folder when it

@@ -1,5 +1,5 @@
-//! What the build scripts of `engram-component` (the engine),
-//! `engram-host-components` (the components of the JavaScript package's
+//! What the build scripts of `engram-engine` (the engine),
+//! `engram-js-components` (the components of the JavaScript package's
 //! wasm driver) and `engram-wasi` (the WASI components) share, as their
 //! build-dependency: the cargo command that builds guests and the targets
 //! it needs ([`rust_target`]), the wiring of a composition ([`compose`]),
@@ -40,11 +40,11 @@ impl Build {
         Ok(Build { out_dir, workspace })
     }
 
-    /// The engine component the crate's `engram-component` dependency
-    /// built (`DEP_ENGRAM_COMPONENT_PATH`).
+    /// The engine component the crate's `engram-engine` dependency
+    /// built (`DEP_ENGRAM_ENGINE_PATH`).
     pub fn engine(&self) -> Result<Vec<u8>> {
-        let path = env::var_os("DEP_ENGRAM_COMPONENT_PATH")
-            .context("engram-component gave no component path (DEP_ENGRAM_COMPONENT_PATH)")?;
+        let path = env::var_os("DEP_ENGRAM_ENGINE_PATH")
+            .context("engram-engine gave no component path (DEP_ENGRAM_ENGINE_PATH)")?;
         compose::read(Path::new(&path))
     }
 }

@@ -44,9 +44,9 @@ pub fn workspace() -> PathBuf {
 
 /// The folder of the components the Python and JavaScript packages carry,
 /// with the SQLite and PostgreSQL schemas and the limits' defaults beside
-/// them: the output folder of `engram-host-components`' build script.
+/// them: the output folder of `engram-js-components`' build script.
 pub fn components() -> &'static Path {
-    Path::new(engram_host_components::HOST)
+    Path::new(engram_js_components::HOST)
         .parent()
         .expect("the components are in a folder")
 }

@@ -184,7 +184,7 @@ pub fn cross_wheel(host_wheel: &Path, platform: &Platform, out: &Path) -> Result
 /// (the Rust crates the module depends on, the package): the WIT contract
 /// the host's bindings are generated from, the sample conversation the
 /// command line's demo embeds, and the engine built (beside
-/// `engram-component`, which embeds it when the tree has no `guest/`), so
+/// `engram-engine`, which embeds it when the tree has no `guest/`), so
 /// that `pip install` of it needs cargo alone and builds the same engine
 /// bytes.
 fn sdist_extras() -> Result<Vec<(String, Vec<u8>)>> {
@@ -196,8 +196,8 @@ fn sdist_extras() -> Result<Vec<(String, Vec<u8>)>> {
                 .context("reading samples/conversation.jsonl")?,
         ),
         (
-            "host/component/engram.wasm".to_owned(),
-            engram_component::COMPONENT.to_vec(),
+            "host/engine/engram.wasm".to_owned(),
+            engram_engine::COMPONENT.to_vec(),
         ),
     ];
     let mut wit: Vec<PathBuf> = Vec::new();

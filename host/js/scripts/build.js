@@ -7,7 +7,7 @@
 // of every host (limits.json, of engram-store), put beside the components
 // by the Rust build. The
 // components are taken from ENGRAM_JS_WASM_DIR, by default from the folder
-// `cargo run -q -p engram-host-components` builds them in and prints.
+// `cargo run -q -p engram-js-components` builds them in and prints.
 
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
@@ -19,7 +19,7 @@ const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const from = process.env.ENGRAM_JS_WASM_DIR
   ? resolve(root, process.env.ENGRAM_JS_WASM_DIR)
   : // Builds them, and learns the folder cargo built them in.
-    execFileSync('cargo', ['run', '-q', '--locked', '-p', 'engram-host-components'], {
+    execFileSync('cargo', ['run', '-q', '--locked', '-p', 'engram-js-components'], {
       cwd: resolve(root, '..', '..'),
       encoding: 'utf8',
       stdio: ['ignore', 'pipe', 'inherit'],

@@ -3,7 +3,7 @@
 // storage), and what the backends share: key order.
 //
 // Keys a backend sees are whole keys: the host layer inside the component
-// (host/components/adapter, over engram-store's Scope) has already put the
+// (host/js-components/adapter, over engram-store's Scope) has already put the
 // domain's prefix in front of every key the engine names, and keeps the
 // maintenance locks outside every domain's range. A backend interprets
 // nothing: it keeps bytes in bytewise (memcmp) key order, and audit rows as

@@ -1,5 +1,5 @@
 // Byte strings as the host layer hands them over (`engram:adapter/store`,
-// host/components/adapter/wit/adapter.wit): a string of one character per byte, U+0000 to
+// host/js-components/adapter/wit/adapter.wit): a string of one character per byte, U+0000 to
 // U+00FF. Node's Buffer converts in native code; elsewhere (a Worker without
 // `nodejs_compat`, a browser) the portable way below does it: no
 // TextDecoder label decodes Latin-1 itself (`latin1` is windows-1252 there,

@@ -1,6 +1,6 @@
 // The raw store the host layer composed into the engine's component stores
-// through: `engram:adapter/store` (host/components/adapter/wit/adapter.wit) over a backend. The
-// host layer (host/components/adapter, in the Rust every host shares:
+// through: `engram:adapter/store` (host/js-components/adapter/wit/adapter.wit) over a backend. The
+// host layer (host/js-components/adapter, in the Rust every host shares:
 // engram-store's Scope and maintenance) does everything a host adds around
 // the engine — the domain's key prefix, the limits, the maintenance lock,
 // the audit entries; what is here is the packing. Keys are whole keys, byte

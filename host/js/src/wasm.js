@@ -2,7 +2,7 @@
 // Workers), a domain is an instance of the components jco transpiled at
 // build time (gen/): the engine composed with the JSON layer (the call
 // surface every package reaches a domain through) and the host layer
-// (host/components/adapter: engram-store's Scope and maintenance, the
+// (host/js-components/adapter: engram-store's Scope and maintenance, the
 // domain prefix, the limits, the maintenance lock, the audit entries), over
 // a store written in JavaScript (src/store.js packs its calls). It is also
 // what a store written in JavaScript runs on under Node.

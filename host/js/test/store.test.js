@@ -1,5 +1,5 @@
 // The raw store the host layer inside the component stores through
-// (src/store.js, `engram:adapter/store` of host/components/adapter/wit/adapter.wit): byte strings
+// (src/store.js, `engram:adapter/store` of host/js-components/adapter/wit/adapter.wit): byte strings
 // as strings of one character per byte, in Node and without Node's Buffer
 // (as in a Worker), lists packed, answers tagged.
 import { test } from 'node:test';

@@ -68,8 +68,8 @@ const STAMP_MAGIC: &[u8; 8] = b"ENGRAMS1";
 const STAMP_LEN: usize = 8 + 7 * 8 + 16 + 16;
 
 /// XXH3-128 of the embedded component ([`crate::COMPONENT`]), computed by
-/// the build script of `engram-component`.
-pub(crate) const COMPONENT_HASH: u128 = engram_component::COMPONENT_XXH3;
+/// the build script of `engram-engine`.
+pub(crate) const COMPONENT_HASH: u128 = engram_engine::COMPONENT_XXH3;
 
 /// Where a compiled component came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

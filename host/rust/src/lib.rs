@@ -162,8 +162,8 @@ pub mod cycle {
 }
 
 /// The engine component, as built from `guest/` by the build script of
-/// `engram-component`.
-pub const COMPONENT: &[u8] = engram_component::COMPONENT;
+/// `engram-engine`.
+pub const COMPONENT: &[u8] = engram_engine::COMPONENT;
 
 /// How a domain is opened (IO-W7).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

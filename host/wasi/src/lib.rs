@@ -1,5 +1,5 @@
 //! Engram as WASI 0.2 components, built by this crate's build script from
-//! the unchanged engine component (`engram-component`), the provider
+//! the unchanged engine component (`engram-engine`), the provider
 //! (`host/wasi/provider`: SQLite store, audit trail, domain, algorithms) and
 //! the `engram` command line (`host/rust`, built for `wasm32-wasip2`):
 //!

@@ -1,7 +1,7 @@
 //! The host layer of the language hosts: `engram:memory/persistence`,
 //! `audit` and `domain` for the engine, `engram:js/host` for the JSON layer
 //! and `engram:adapter/domain` for the host, over a raw store the host supplies
-//! (`engram:adapter/store`, `host/components/adapter/wit/adapter.wit`).
+//! (`engram:adapter/store`, `host/js-components/adapter/wit/adapter.wit`).
 //!
 //! Everything a host adds around the engine is `engram-store`'s, the code
 //! of the Rust host and the WASI provider: a [`Scope`] puts the domain's

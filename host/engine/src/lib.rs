@@ -7,14 +7,14 @@
 //! unchanged with its provider and command components.
 //!
 //! The build scripts of crates that depend on this one find the component's
-//! file in `DEP_ENGRAM_COMPONENT_PATH`.
+//! file in `DEP_ENGRAM_ENGINE_PATH`.
 
 /// The engine component, as built from `guest/` by the build script.
-pub const COMPONENT: &[u8] = include_bytes!(env!("ENGRAM_COMPONENT_PATH"));
+pub const COMPONENT: &[u8] = include_bytes!(env!("ENGRAM_ENGINE_PATH"));
 
 /// XXH3-128 of [`COMPONENT`], computed by the build script, so that a host
 /// naming files by it need not hash the component at start-up.
-pub const COMPONENT_XXH3: u128 = match u128::from_str_radix(env!("ENGRAM_COMPONENT_XXH3"), 16) {
+pub const COMPONENT_XXH3: u128 = match u128::from_str_radix(env!("ENGRAM_ENGINE_XXH3"), 16) {
     Ok(hash) => hash,
     Err(_) => panic!("the build script's component hash is not hexadecimal"),
 };

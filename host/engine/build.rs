@@ -52,12 +52,12 @@ fn main() -> Result<()> {
     let hash = xxhash_rust::xxh3::xxh3_128(&component);
     std::fs::write(&component_path, component)?;
     println!(
-        "cargo:rustc-env=ENGRAM_COMPONENT_PATH={}",
+        "cargo:rustc-env=ENGRAM_ENGINE_PATH={}",
         component_path.display()
     );
-    println!("cargo:rustc-env=ENGRAM_COMPONENT_XXH3={hash:032x}");
+    println!("cargo:rustc-env=ENGRAM_ENGINE_XXH3={hash:032x}");
     // For the build scripts of dependent crates (`links`):
-    // `DEP_ENGRAM_COMPONENT_PATH`.
+    // `DEP_ENGRAM_ENGINE_PATH`.
     println!("cargo::metadata=path={}", component_path.display());
     Ok(())
 }

@@ -1,22 +1,22 @@
 //! Builds the components of Engram's JavaScript package (its wasm driver,
 //! for browsers and Workers) and
 //! composes the JSON layer and the host layer with the engine component,
-//! unchanged (`engram-component`):
+//! unchanged (`engram-engine`):
 //!
 //! 1. adds the `wasm32-unknown-unknown` target with rustup when the
 //!    toolchain lacks it;
-//! 2. builds the JSON layer (`host/components/json-layer`), the default summarizer
-//!    and ranker (`host/components/algorithms`), the default tokenizer
-//!    (`host/components/tokenizer`), the HTTP API's decisions for the Worker
-//!    (`host/components/http-api`) and the host layer of the language hosts
-//!    (`host/components/adapter`) for `wasm32-unknown-unknown` with the `guest`
+//! 2. builds the JSON layer (`host/js-components/json-layer`), the default summarizer
+//!    and ranker (`host/js-components/algorithms`), the default tokenizer
+//!    (`host/js-components/tokenizer`), the HTTP API's decisions for the Worker
+//!    (`host/js-components/http-api`) and the host layer of the language hosts
+//!    (`host/js-components/adapter`) for `wasm32-unknown-unknown` with the `guest`
 //!    profile, in a target folder of their own in `OUT_DIR`;
 //! 3. encodes the core modules as components with `wit-component`, as
-//!    `engram-component` does the engine;
+//!    `engram-engine` does the engine;
 //! 4. composes them with `wac-graph`: `engram-host.wasm` is the engine
 //!    whose `persistence`, `audit` and `domain` imports, and the JSON
 //!    layer's `engram:js/host`, are supplied by the host layer, which
-//!    imports a raw store (`engram:adapter/store`, `host/components/adapter/wit`) and the
+//!    imports a raw store (`engram:adapter/store`, `host/js-components/adapter/wit`) and the
 //!    engine's types, summarizer, ranker and tokenizer; it exports `engram:js/calls`
 //!    and `engram:adapter/domain`. `engram-host-builtin.wasm` is that with the
 //!    summarizer and ranker inside too; those two are `engram-algorithms.wasm`
@@ -98,21 +98,21 @@ const POSTGRES_DEFAULTS_FILE: &str = "postgres-defaults.json";
 const MESSAGES_FILE: &str = "messages.json";
 
 fn main() -> Result<()> {
-    // Not `host/components` whole: a build's output may live there.
+    // Not `host/js-components` whole: a build's output may live there.
     let build = Build::new(&[
-        "host/components/json-layer/src",
-        "host/components/json-layer/Cargo.toml",
-        "host/components/json-layer/wit",
-        "host/components/algorithms/src",
-        "host/components/algorithms/Cargo.toml",
-        "host/components/tokenizer/src",
-        "host/components/tokenizer/Cargo.toml",
-        "host/components/http-api/src",
-        "host/components/http-api/Cargo.toml",
+        "host/js-components/json-layer/src",
+        "host/js-components/json-layer/Cargo.toml",
+        "host/js-components/json-layer/wit",
+        "host/js-components/algorithms/src",
+        "host/js-components/algorithms/Cargo.toml",
+        "host/js-components/tokenizer/src",
+        "host/js-components/tokenizer/Cargo.toml",
+        "host/js-components/http-api/src",
+        "host/js-components/http-api/Cargo.toml",
         "host/http",
-        "host/components/adapter/src",
-        "host/components/adapter/Cargo.toml",
-        "host/components/adapter/wit",
+        "host/js-components/adapter/src",
+        "host/js-components/adapter/Cargo.toml",
+        "host/js-components/adapter/wit",
         "host/model",
         "host/algorithms",
         "host/store/src",

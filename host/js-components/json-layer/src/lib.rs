@@ -3,7 +3,7 @@
 //! (`engram_model::surface`: the `engram` command line's requests and
 //! answers, JSON text in and out) over the engine's exports (`io`,
 //! `history`, `graph`, `cycle`, `maintenance`), which the build of
-//! `engram-host-components` wires to the unchanged engine component. The
+//! `engram-js-components` wires to the unchanged engine component. The
 //! surface, and the conversions of the JSON model, are the ones the native
 //! binding runs over the Rust library: this crate only binds the engine's
 //! exports as a `Domain` ([`binding`]).

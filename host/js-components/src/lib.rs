@@ -3,10 +3,10 @@
 //! crate's build script for `wasm32-unknown-unknown` (no WASI anywhere):
 //!
 //! - [`HOST`], `engram-host.wasm`: the unchanged engine component
-//!   (`engram-component`) composed with the JSON layer (`host/components/json-layer`,
-//!   world `engram:js/api` of `host/components/json-layer/wit/js.wit`) and the host layer of
-//!   the language hosts (`host/components/adapter`, world `engram:adapter/adapter`
-//!   of `host/components/adapter/wit/adapter.wit`). It exports `engram:js/calls`: the
+//!   (`engram-engine`) composed with the JSON layer (`host/js-components/json-layer`,
+//!   world `engram:js/api` of `host/js-components/json-layer/wit/js.wit`) and the host layer of
+//!   the language hosts (`host/js-components/adapter`, world `engram:adapter/adapter`
+//!   of `host/js-components/adapter/wit/adapter.wit`). It exports `engram:js/calls`: the
 //!   `engram` command line's requests as JSON text in, the very lines the
 //!   command line prints out; and `engram:adapter/domain`: opening and closing a
 //!   domain with its maintenance lock, forgetting, breaking a lock, listing
@@ -31,7 +31,7 @@
 //!
 //! The build script writes them, with the SQLite schema and the limits'
 //! defaults (`limits.json`), into its output folder only; `cargo run -q -p
-//! engram-host-components` builds them and prints that folder, which the
+//! engram-js-components` builds them and prints that folder, which the
 //! JavaScript package's `npm run build` asks for.
 
 /// The path of `engram-host.wasm`, the engine with the JSON layer and the
