@@ -80,18 +80,18 @@ pub fn as_shipped(command: &mut Command) -> &mut Command {
 }
 
 /// `command` (a release build of a crate that embeds the engine) told to
-/// take the engine this build embeds ([`engram_component::COMPONENT`],
+/// take the engine this build embeds ([`engram_engine::COMPONENT`],
 /// written once to a file named by its hash in the temporary folder) rather
 /// than build it from `guest/` again for its profile and target: the
 /// engine's own profile and target are fixed, so the bytes are the same.
 pub fn with_built_engine(command: &mut Command) -> Result<&mut Command> {
     let path = std::env::temp_dir().join(format!(
         "engram-engine-{:032x}.wasm",
-        engram_component::COMPONENT_XXH3
+        engram_engine::COMPONENT_XXH3
     ));
-    if std::fs::read(&path).ok().as_deref() != Some(engram_component::COMPONENT) {
+    if std::fs::read(&path).ok().as_deref() != Some(engram_engine::COMPONENT) {
         let partial = path.with_extension(format!("wasm.{}", std::process::id()));
-        std::fs::write(&partial, engram_component::COMPONENT)
+        std::fs::write(&partial, engram_engine::COMPONENT)
             .with_context(|| format!("writing {}", partial.display()))?;
         std::fs::rename(&partial, &path)
             .with_context(|| format!("renaming {}", partial.display()))?;
