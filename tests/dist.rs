@@ -1111,7 +1111,7 @@ fn the_readme_examples_run_from_the_installed_artifacts_without_cargo() {
                 let dir = fresh(&format!("readme-{n}-rust"));
                 runs.push(example(
                     what(" (examples/remember.rs)"),
-                    &mut Command::new(remember_example()).current_dir(&dir),
+                    Command::new(remember_example()).current_dir(&dir),
                 ));
             }
             "mcp" => runs.extend(mcp_examples(&what, body, n)),

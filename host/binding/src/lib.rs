@@ -10,7 +10,7 @@
 //! package supplies only what its language supplies: the summarizer,
 //! ranker, tokenizer or clock a caller gives ([`Plugins`]).
 //!
-//! The calls of a handle are the surface's ([`engram_model::surface`]) and
+//! The calls of a handle are the surface's ([`engram_surface`]) and
 //! these:
 //!
 //! | name | `args` | answer |
@@ -32,10 +32,10 @@ use engram::{
     Candidate, Config, Domain, Embedder, Engram, Mode, Model, Ranker, Role, Summarizer, Summary,
     Tokenizer,
 };
-pub use engram_model::surface::Answer;
-use engram_model::surface::Session;
 use engram_store::settings::{Access, Settings};
 use engram_store::{PostgresOptions, SqliteOptions, Storage, Synchronous};
+pub use engram_surface::Answer;
+use engram_surface::Session;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;

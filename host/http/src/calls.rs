@@ -1,6 +1,6 @@
 //! What a call of `/agents/{agent}/{op}` makes of the agent's domain: the
 //! domain to open (online at a tier ceiling, or for maintenance), the call
-//! of the call surface (`engram_model::surface`) with its arguments, and
+//! of the call surface (`engram_surface`) with its arguments, and
 //! how its answer becomes the HTTP answer. Every server runs the domain's
 //! calls its own way (the native binding, the WASI host, the Worker's
 //! wasm driver) and decides the rest here.
@@ -10,7 +10,7 @@
 //! misspelled option is never quietly ignored.
 
 use crate::Refusal;
-use engram_model::surface::EXPORT_PAGE;
+use engram_surface::EXPORT_PAGE;
 use serde_json::{Map, Value, json};
 
 /// The name an input error gives the request when the body names none.
@@ -775,7 +775,7 @@ pub fn export_args(start: Option<&str>) -> String {
     json!({"start": start, "limit": EXPORT_PAGE}).to_string()
 }
 
-/// The HTTP answer of a call's framed answer (`engram_model::surface::
+/// The HTTP answer of a call's framed answer (`engram_surface::
 /// Answer::framed`: `V`/`L` a value, `I` an input failure, `R` a refusal):
 /// 200 with the value (a JSON array of the lines for [`Shape::Lines`]),
 /// 400 `{"input_error"}`, 409 with the refusal's line.

@@ -10,7 +10,7 @@
 //   to wasm (src/wasm.js, transpiled by jco).
 //
 // Either way a domain's calls go by name to the one call surface every
-// package reaches a domain through (engram_model::surface), JSON text in,
+// package reaches a domain through (engram_surface), JSON text in,
 // the command line's answer lines out; what is here is the API: arguments
 // in, answers parsed, errors thrown.
 
@@ -798,7 +798,7 @@ async function maintainStore(store, name, args, options, each) {
   }
 }
 
-/** Export lines as the runs of consecutive lines of one agent (engram_model::surface::import_runs). */
+/** Export lines as the runs of consecutive lines of one agent (engram_surface::import_runs). */
 function runsOf(lines) {
   const runs = [];
   for (const line of lines) {

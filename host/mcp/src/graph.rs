@@ -24,11 +24,11 @@
 //!   over each other's changes.
 
 use crate::Domain;
-use engram_model::calls::{ListArgs, RelationshipsArgs};
 use engram_model::json::{
     self, Actor, Component, EntityType, FactPayload, Object, ReadAnswer, Record, StoredRecord,
 };
-use engram_model::surface::Engine;
+use engram_surface::Engine;
+use engram_surface::calls::{ListArgs, RelationshipsArgs};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
@@ -337,7 +337,7 @@ impl<'a, D: Domain> KnowledgeGraph<'a, D> {
     }
 
     fn request_id(&mut self, what: &str) -> Result<String> {
-        Ok(engram_model::turns::fresh_request_id(
+        Ok(engram_surface::turns::fresh_request_id(
             &format!("kg-{what}"),
             self.domain.entropy()?,
         ))

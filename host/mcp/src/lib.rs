@@ -4,7 +4,7 @@
 //! maintenance import-graph` also writes.
 //!
 //! Both run on any binding of the engine through the call surface every
-//! host shares ([`engram_model::surface::Engine`], in the JSON model), and
+//! host shares ([`engram_surface::Engine`], in the JSON model), and
 //! the few calls of a [`Domain`] beyond it. The native host's `Domain` and
 //! the WASI command's implement it with [`domain_graph!`].
 
@@ -18,7 +18,7 @@ mod server;
 pub use server::{Tools, serve};
 
 use engram_model::json;
-use engram_model::surface::Engine;
+use engram_surface::Engine;
 
 /// For [`domain_graph!`]'s expansion in other crates.
 #[doc(hidden)]

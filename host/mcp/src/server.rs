@@ -18,10 +18,10 @@ use crate::Domain;
 use crate::graph::{
     self as kg, Added, Deletion, Entity, Graph, KnowledgeGraph, NewObservations, Relation,
 };
-use engram_model::calls::{self, Lookup};
 use engram_model::json::{self, ReadAnswer, ReadRequest, WriteRequest};
-use engram_model::surface::{Axis, Engine};
-use engram_model::turns::{self, TurnError};
+use engram_surface::calls::{self, Lookup};
+use engram_surface::turns::{self, TurnError};
+use engram_surface::{Axis, Engine};
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{CallToolResult, ContentBlock, ServerCapabilities, ServerConfig};

@@ -167,6 +167,47 @@ impl AuditQuery {
     }
 }
 
+/// How many rows of a trail [`trail_of_pages`] asks a store for at once.
+pub const AUDIT_PAGE: u32 = 256;
+
+/// The newest `query.limit` entries of a trail that match `query`, oldest
+/// first, read from a store that keeps its rows as they come and pages them
+/// back: `page(before, limit)` is at most `limit` rows `(seq, entry)`, newest
+/// first, whose `seq` (the row's number in append order) is below `before`
+/// (every row's when `None`). Every host filters so
+/// ([`AuditQuery::matches`]); a page out of order or longer than asked is
+/// the store's fault, `broken` of why.
+pub fn trail_of_pages<E>(
+    query: &AuditQuery,
+    mut page: impl FnMut(Option<u64>, u32) -> std::result::Result<Vec<(u64, AuditEntry)>, E>,
+    broken: impl Fn(&str) -> E,
+) -> std::result::Result<Vec<AuditEntry>, E> {
+    let limit = query.limit as usize;
+    let mut found = Vec::new();
+    let mut before: Option<u64> = None;
+    while found.len() < limit {
+        let rows = page(before, AUDIT_PAGE)?;
+        if rows.len() > AUDIT_PAGE as usize {
+            return Err(broken("more audit rows than the limit"));
+        }
+        let full = rows.len() == AUDIT_PAGE as usize;
+        for (seq, entry) in rows {
+            if before.is_some_and(|before| seq >= before) {
+                return Err(broken("audit rows not newest first"));
+            }
+            before = Some(seq);
+            if query.matches(&entry) && found.len() < limit {
+                found.push(entry);
+            }
+        }
+        if !full {
+            break;
+        }
+    }
+    found.reverse();
+    Ok(found)
+}
+
 /// Where a host keeps the trail. An error fails the IO call it records.
 pub trait AuditSink: Send + Sync {
     /// Appends one entry.
@@ -217,5 +258,124 @@ impl AuditSink for MemoryAudit {
             .collect();
         found.reverse();
         Ok(found)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A trail of `n` entries by three agents, at times 0, 10, 20, …
+    fn trail(n: usize) -> Vec<AuditEntry> {
+        (0..n)
+            .map(|i| AuditEntry {
+                at: i as i64 * 10,
+                agent_id: ["alice", "bob", "carol"][i % 3].to_owned(),
+                request_id: format!("r{i}"),
+                operation: if i % 4 == 0 {
+                    Operation::Read
+                } else {
+                    Operation::Write
+                },
+                source: None,
+                record_type: None,
+                outcome: if i % 5 == 0 {
+                    Outcome::Rejected
+                } else {
+                    Outcome::Accepted
+                },
+                stored_id: None,
+                count: None,
+                reason: None,
+                caller: None,
+            })
+            .collect()
+    }
+
+    /// Pages of `entries` as a store keeps them: `seq` from 1, newest first,
+    /// below `before`.
+    fn pages(
+        entries: &[AuditEntry],
+    ) -> impl FnMut(Option<u64>, u32) -> Result<Vec<(u64, AuditEntry)>, String> + '_ {
+        move |before, limit| {
+            let end = before.map_or(entries.len(), |b| (b as usize - 1).min(entries.len()));
+            Ok((0..end)
+                .rev()
+                .take(limit as usize)
+                .map(|i| (i as u64 + 1, entries[i].clone()))
+                .collect())
+        }
+    }
+
+    // The paged trail answers what the whole trail filtered answers, across
+    // page boundaries, for every filter and limit.
+    #[test]
+    fn a_trail_read_in_pages_is_the_trail_filtered() {
+        let entries = trail(AUDIT_PAGE as usize * 2 + 37);
+        let memory = MemoryAudit::new();
+        for entry in &entries {
+            memory.append(entry).unwrap();
+        }
+        let queries = [
+            AuditQuery::default(),
+            AuditQuery {
+                limit: MAX_AUDIT_LIMIT,
+                ..AuditQuery::default()
+            },
+            AuditQuery {
+                agent: Some("bob".into()),
+                limit: 300,
+                ..AuditQuery::default()
+            },
+            AuditQuery {
+                outcome: Some(Outcome::Rejected),
+                operation: Some(Operation::Read),
+                limit: 7,
+                ..AuditQuery::default()
+            },
+            AuditQuery {
+                since: Some(500),
+                until: Some(4000),
+                agent: Some("carol".into()),
+                limit: 1000,
+                ..AuditQuery::default()
+            },
+            AuditQuery {
+                agent: Some("nobody".into()),
+                ..AuditQuery::default()
+            },
+        ];
+        for query in &queries {
+            let paged = trail_of_pages(query, pages(&entries), str::to_owned).unwrap();
+            let whole = memory.trail(query).unwrap();
+            assert_eq!(
+                paged.iter().map(|e| &e.request_id).collect::<Vec<_>>(),
+                whole.iter().map(|e| &e.request_id).collect::<Vec<_>>(),
+                "{query:?}"
+            );
+            assert!(!whole.is_empty() || query.agent.as_deref() == Some("nobody"));
+        }
+    }
+
+    // A store that pages back out of order, or more rows than asked, is
+    // named broken rather than believed.
+    #[test]
+    fn a_store_that_pages_out_of_order_or_too_much_is_broken() {
+        let entry = trail(1).remove(0);
+        let ascending = |_: Option<u64>, _: u32| Ok(vec![(1, entry.clone()), (2, entry.clone())]);
+        assert_eq!(
+            trail_of_pages(&AuditQuery::default(), ascending, str::to_owned),
+            Err("audit rows not newest first".to_owned())
+        );
+        let too_many = |_: Option<u64>, limit: u32| {
+            Ok((0..u64::from(limit) + 1)
+                .rev()
+                .map(|seq| (seq + 1, entry.clone()))
+                .collect())
+        };
+        assert_eq!(
+            trail_of_pages(&AuditQuery::default(), too_many, str::to_owned),
+            Err("more audit rows than the limit".to_owned())
+        );
     }
 }

@@ -1,20 +1,19 @@
-//! What every Engram host shares of the contract, with no runtime of its
-//! own: the JSON model in the seeds' names ([`json`]), the audit trail's
-//! entries and sinks ([`audit`]), the ready-made plans ([`plans`]), `remember` and `recall` ([`turns`]), and the conversions between the JSON model
-//! and a binding of the WIT ([`json_wit_conversions!`]).
+//! The contract's JSON model every Engram host shares, with no runtime of
+//! its own: the records, requests and answers in the seeds' names
+//! ([`json`]), the audit trail's entries and sinks ([`audit`]), the
+//! ready-made plans ([`plans`]), the size measures ([`size`]), the host's
+//! words ([`messages`]), and the conversions between the JSON model and a
+//! binding of the WIT ([`json_wit_conversions!`]). The call surface over it
+//! is `engram-surface`'s.
 
 #![warn(missing_docs)]
 
 pub mod audit;
-pub mod calls;
 pub mod embedding;
-pub mod guest;
 pub mod json;
 pub mod messages;
 pub mod plans;
 pub mod size;
-pub mod surface;
-pub mod turns;
 mod wit;
 
 /// Milliseconds since the Unix epoch by the system clock (`wasi:clocks`

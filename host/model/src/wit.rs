@@ -333,7 +333,7 @@ macro_rules! json_wit_conversions {
             /// "edges":[…]}`, or `{"error":…}`; and whether it was refused.
             pub fn traversal_answer(
                 result: Result<wg::Traversal, ReadError>,
-            ) -> ($crate::turns::Value, bool) {
+            ) -> ($crate::serde_json::Value, bool) {
                 let fact = |f: wit::StoredFact| StoredRecord::from(wit::StoredRecord::Fact(f));
                 match result {
                     Ok(traversal) => {
@@ -352,7 +352,7 @@ macro_rules! json_wit_conversions {
             }
 
             /// A stage's line: `{"stage","steps":[{"step","output"}…]}`.
-            pub fn stage_line(stage: wc::Stage, results: Vec<wc::StepResult>) -> $crate::turns::Value {
+            pub fn stage_line(stage: wc::Stage, results: Vec<wc::StepResult>) -> $crate::serde_json::Value {
                 let steps: Vec<_> = results
                     .into_iter()
                     .map(|r| $crate::serde_json::json!({"step": r.step, "output": StepOutput::from(r.output)}))

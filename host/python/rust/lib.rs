@@ -22,7 +22,7 @@
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-use engram::audit::{AuditEntry, AuditQuery, AuditSink};
+use engram::audit::{AuditEntry, AuditQuery, AuditSink, trail_of_pages};
 use engram::backend::{Op, Order, Pair, Precondition, StoreError};
 use engram_binding::{Builtin, Dispatch, Failure, Handle, Plugins, Store};
 use pyo3::exceptions::PyRuntimeError;
@@ -483,27 +483,26 @@ impl AuditSink for PyBackend {
         .map_err(anyhow::Error::msg)
     }
 
+    /// The store's rows a page at a time (`audit_page(before, limit)`:
+    /// `(seq, entry)` pairs, newest first), filtered as every host filters
+    /// them ([`trail_of_pages`]).
     fn trail(&self, query: &AuditQuery) -> anyhow::Result<Vec<AuditEntry>> {
-        let operation = query.operation.map(engram::backend::name_of).transpose()?;
-        let outcome = query.outcome.map(engram::backend::name_of).transpose()?;
-        let text = Python::attach(|py| {
-            let args = (
-                query.agent.clone(),
-                operation,
-                outcome,
-                query.since,
-                query.until,
-                query.limit,
-            );
-            let entries = self.call(py, "trail", args)?;
-            py.import("json")
-                .and_then(|json| json.call_method1("dumps", (entries,)))
-                .and_then(|text| text.extract::<String>())
-                .map_err(|e| format!("the store's trail answered no list of entries: {e}"))
+        let page = |before: Option<u64>, limit: u32| {
+            let text = Python::attach(|py| {
+                let rows = self.call(py, "audit_page", (before, limit))?;
+                py.import("json")
+                    .and_then(|json| json.call_method1("dumps", (rows,)))
+                    .and_then(|text| text.extract::<String>())
+                    .map_err(|e| format!("the store's audit_page answered no list of rows: {e}"))
+            })
+            .map_err(anyhow::Error::msg)?;
+            serde_json::from_str::<Vec<(u64, AuditEntry)>>(&text).map_err(|e| {
+                anyhow::anyhow!("the store's audit_page answered no list of (seq, entry) rows: {e}")
+            })
+        };
+        trail_of_pages(query, page, |why| {
+            anyhow::anyhow!("the store's audit_page: {why}")
         })
-        .map_err(anyhow::Error::msg)?;
-        serde_json::from_str(&text)
-            .map_err(|e| anyhow::anyhow!("the store's trail answered no list of entries: {e}"))
     }
 }
 

@@ -85,27 +85,8 @@ class DictStore:
         with self._lock:
             self._entries.extend(entries)
 
-    def trail(
-        self,
-        agent: str | None,
-        operation: str | None,
-        outcome: str | None,
-        since: int | None,
-        until: int | None,
-        limit: int,
-    ) -> list[dict]:
-        self._count("trail")
+    def audit_page(self, before: int | None, limit: int) -> list[tuple[int, dict]]:
+        self._count("audit_page")
         with self._lock:
-            found: list[dict] = []
-            for entry in reversed(self._entries):
-                if len(found) >= limit:
-                    break
-                if (
-                    (agent is None or entry["agent_id"] == agent)
-                    and (since is None or entry["at"] >= since)
-                    and (until is None or entry["at"] < until)
-                    and (operation is None or entry["operation"] == operation)
-                    and (outcome is None or entry["outcome"] == outcome)
-                ):
-                    found.append(entry)
-            return list(reversed(found))
+            end = len(self._entries) if before is None else min(before - 1, len(self._entries))
+            return [(i + 1, self._entries[i]) for i in range(end - 1, max(end - limit, 0) - 1, -1)]

@@ -453,7 +453,7 @@ impl Domain {
     /// Remembers one finished turn: the user's `message` and the model's
     /// `response` are summarized and the summary stored as one memory, in
     /// one commit (the raw text is never stored, B5-S1), on the built-in
-    /// plan ([`engram_model::turns::remember_plan`]). With a fresh request
+    /// plan ([`engram_surface::turns::remember_plan`]). With a fresh request
     /// id, the default session and the clock's time; [`Self::remember_with`]
     /// takes them.
     pub fn remember(&mut self, message: &str, response: &str) -> Result<Remembered, TurnError> {
@@ -467,13 +467,13 @@ impl Domain {
     /// [`Self::remember`] with every argument: the same request id again
     /// stores nothing new (IO-W2) and answers the first time's ids.
     pub fn remember_with(&mut self, args: RememberArgs) -> Result<Remembered, TurnError> {
-        engram_model::turns::remember(self, args)
+        engram_surface::turns::remember(self, args)
     }
 
     /// The memories that answer `question`, best first, and the prompt
     /// assembled from them, on the built-in plan
-    /// ([`engram_model::turns::recall_plan`]): at most
-    /// [`engram_model::turns::RECALL_TOP_K`]. Persists nothing.
+    /// ([`engram_surface::turns::recall_plan`]): at most
+    /// [`engram_surface::turns::RECALL_TOP_K`]. Persists nothing.
     pub fn recall(&mut self, question: &str) -> Result<Recalled, TurnError> {
         self.recall_with(RecallArgs::new(question))
     }
@@ -481,7 +481,7 @@ impl Domain {
     /// [`Self::recall`] with every argument: `top_k`, a token budget for
     /// the memories' lines, the request id.
     pub fn recall_with(&mut self, args: RecallArgs) -> Result<Recalled, TurnError> {
-        engram_model::turns::recall(self, args)
+        engram_surface::turns::recall(self, args)
     }
 
     /// Lowers the highest privacy tier this domain's reads may return

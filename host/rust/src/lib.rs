@@ -95,15 +95,15 @@ pub use backend::{
     Storage, Synchronous,
 };
 pub use cache::Origin;
-pub use engram_model::turns::{RecallArgs, Recalled, RememberArgs, Remembered};
+pub use engram_surface::turns::{RecallArgs, Recalled, RememberArgs, Remembered};
 
 /// Why a [`Domain::remember`] or [`Domain::recall`] did not answer: refused
 /// by the contract (`Refused`, its `{"plan_error"}` or `{"cycle_error"}`
 /// line) or failed in the host (`Failed`). Nothing of it was persisted.
-pub type TurnError = engram_model::turns::TurnError<anyhow::Error>;
+pub type TurnError = engram_surface::turns::TurnError<anyhow::Error>;
 
-engram_model::domain_cycles!();
-engram_model::domain_engine!();
+engram_surface::domain_cycles!();
+engram_surface::domain_engine!();
 engram_mcp::domain_graph!();
 
 use std::path::PathBuf;

@@ -22,7 +22,7 @@ use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use engram_http::calls::{self, Call, Shape};
 use engram_http::{Answer, Limits, Refusal, Route, Token, Tokens};
-use engram_model::surface::Session;
+use engram_surface::Session;
 use std::collections::HashMap;
 use std::io::Write as _;
 use std::net::SocketAddr;

@@ -1,5 +1,5 @@
 //! The call surface over this host's [`Domain`]: the calls of
-//! `engram_model::surface` and those of the store around the domain
+//! `engram_surface` and those of the store around the domain
 //! (`audit`, `forget`, `domains`, `unlock`), and the kinds of a host's
 //! failure. The native binding of Python and Node and `engram serve` call a
 //! domain through it.
@@ -8,7 +8,7 @@ use crate::audit::AuditQuery;
 use crate::{Domain, Storage};
 use anyhow::Result;
 use engram_model::json::ExportLine;
-use engram_model::surface::{Answer, Session, expire_domains, export_domains, import_lines};
+use engram_surface::{Answer, Session, expire_domains, export_domains, import_lines};
 use serde_json::json;
 
 /// The answer of the call `name` with `args` (`input` names the input in

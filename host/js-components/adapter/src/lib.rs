@@ -20,7 +20,7 @@ wit_bindgen::generate!({
 
 use engram::adapter::store;
 use engram::memory::types::{self, PrivacyTier};
-use engram_model::audit::{self as trail, AuditEntry, AuditQuery, AuditSink};
+use engram_model::audit::{self as trail, AuditEntry, AuditQuery, AuditSink, trail_of_pages};
 use engram_model::json::PrivacyTier as Tier;
 use engram_store::maintenance::{self, LockGuard};
 use engram_store::scope::EngineEntry;
@@ -235,9 +235,6 @@ impl Row {
     }
 }
 
-/// How many rows of the trail one `store.audit-rows` asks for.
-const AUDIT_PAGE: u32 = 256;
-
 impl Raw {
     /// Audit rows as the store keeps them, a JSON line each, stamped with
     /// the host's time (asked for once, when a row needs it).
@@ -255,38 +252,23 @@ impl Raw {
 
     /// The newest `query.limit` entries of the trail that match `query`,
     /// oldest first: the store's rows read a page at a time, newest first,
-    /// filtered as every host filters them.
+    /// filtered as every host filters them ([`trail_of_pages`]).
     fn trail(query: &AuditQuery) -> Result<Vec<AuditEntry>, StoreError> {
-        let mut found = Vec::new();
-        let mut before = None;
-        while found.len() < query.limit as usize {
-            let page = answer(store::audit_rows(before, AUDIT_PAGE))?;
-            let mut rows = 0;
-            for line in page.lines().filter(|line| !line.is_empty()) {
-                let row: Row = serde_json::from_str(line)
-                    .map_err(|e| broken(&format!("an audit row is not one: {e}")))?;
-                let seq = row
-                    .seq
-                    .ok_or_else(|| broken("an audit row without its seq"))?;
-                if before.is_some_and(|before| seq >= before) {
-                    return Err(broken("audit rows not newest first"));
-                }
-                before = Some(seq);
-                rows += 1;
-                let entry = row.entry()?;
-                if query.matches(&entry) && found.len() < query.limit as usize {
-                    found.push(entry);
-                }
-            }
-            if rows > AUDIT_PAGE {
-                return Err(broken("more audit rows than the limit"));
-            }
-            if rows < AUDIT_PAGE {
-                break;
-            }
-        }
-        found.reverse();
-        Ok(found)
+        let page = |before: Option<u64>, limit: u32| {
+            let page = answer(store::audit_rows(before, limit))?;
+            page.lines()
+                .filter(|line| !line.is_empty())
+                .map(|line| {
+                    let row: Row = serde_json::from_str(line)
+                        .map_err(|e| broken(&format!("an audit row is not one: {e}")))?;
+                    let seq = row
+                        .seq
+                        .ok_or_else(|| broken("an audit row without its seq"))?;
+                    Ok((seq, row.entry()?))
+                })
+                .collect::<Result<Vec<_>, StoreError>>()
+        };
+        trail_of_pages(query, page, broken)
     }
 
     /// Commits with the audit rows of `trail`, after the rows of calls

@@ -1,6 +1,6 @@
 //! The JSON layer of the JavaScript package (world `engram:js/api`): the
 //! call surface every language package reaches a domain through
-//! (`engram_model::surface`: the `engram` command line's requests and
+//! (`engram_surface`: the `engram` command line's requests and
 //! answers, JSON text in and out) over the engine's exports (`io`,
 //! `history`, `graph`, `cycle`, `maintenance`), which the build of
 //! `engram-js-components` wires to the unchanged engine component. The
@@ -24,13 +24,13 @@ wit_bindgen::generate!({
 
 use engram::js::host;
 use engram::memory as wit;
-use engram_model::surface::{Answer, BeginArgs, Engine, RunCycleArgs, Session};
+use engram_surface::{Answer, BeginArgs, Engine, RunCycleArgs, Session};
 use exports::engram::js::calls::{self, ExportPage, Failure};
 use serde_json::Value;
 use std::cell::RefCell;
 
 // The binding's modules: types, io, history, graph, cycle, export, json.
-engram_model::contract_modules!();
+engram_surface::contract_modules!();
 
 /// The engine's exports as a `Domain` with the calls of the Rust library's
 /// (`engram::Domain`), written by `engram-model` as for every component
@@ -41,14 +41,14 @@ pub mod binding {
     use super::{cycle, export, graph, history, host, io, json, types, wit};
     use anyhow::Result;
 
-    engram_model::guest_domain!(Host);
-    engram_model::domain_cycles!();
-    engram_model::domain_engine!();
+    engram_surface::guest_domain!(Host);
+    engram_surface::domain_cycles!();
+    engram_surface::domain_engine!();
 
     /// What the JavaScript host (`engram:js/host`) gives the domain.
     struct Host;
 
-    impl engram_model::guest::GuestHost for Host {
+    impl engram_surface::guest::GuestHost for Host {
         fn max_record_bytes() -> u64 {
             host::max_record_bytes()
         }
@@ -209,7 +209,7 @@ impl calls::Guest for Api {
             Err(fault) => panic!("{fault:#}"),
         };
         Ok(ExportPage {
-            items: items.iter().map(engram_model::surface::line).collect(),
+            items: items.iter().map(engram_surface::line).collect(),
             next,
         })
     }

@@ -403,18 +403,18 @@ class Backend(Protocol):
         """Appends the entries of calls that commit nothing (reads, refusals)."""
         ...
 
-    def trail(
-        self,
-        agent: str | None,
-        operation: str | None,
-        outcome: str | None,
-        since: int | None,
-        until: int | None,
-        limit: int,
-    ) -> list[dict]:
-        """The newest ``limit`` entries that match every filter given,
-        oldest first."""
+    def audit_page(self, before: int | None, limit: int) -> list[tuple[int, dict]]:
+        """At most ``limit`` audit entries as they were appended, newest
+        first, each with its number in append order (``seq``, counting up
+        from 1): those numbered below ``before`` (all when None). The Rust
+        host filters them (agent, operation, outcome, since, until) and
+        pages on until a query's limit is met."""
         ...
+
+
+#: The methods a :class:`Backend` must have (``lock_domain``,
+#: ``unlock_domain`` and ``close`` are optional).
+_BACKEND_METHODS = ("get_many", "scan", "commit", "append_audit", "audit_page")
 
 
 class Store:
@@ -526,7 +526,7 @@ def _store_of(store: Any, synchronous: str | None, busy_timeout: float | None) -
         return Store(_open(store)), True
     if isinstance(store, (str, os.PathLike)):
         return SqliteStore(store, synchronous=synchronous, busy_timeout=busy_timeout), True
-    if all(callable(getattr(store, name, None)) for name in ("get_many", "scan", "commit", "append_audit", "trail")):
+    if all(callable(getattr(store, name, None)) for name in _BACKEND_METHODS):
         return Store(_native.NativeStore.of_backend(store)), False
     raise TypeError("a store is a path, a postgres:// URL, a Store, or a Backend (None: in memory)")
 

@@ -5,7 +5,7 @@
 use crate::binding as engram;
 use clap::{Parser, Subcommand};
 use engram::types::PrivacyTier;
-use engram_model::calls;
+use engram_surface::calls;
 use serde::de::DeserializeOwned;
 use std::path::PathBuf;
 
@@ -255,7 +255,7 @@ pub struct RecallArgs {
     #[arg(long, env = "ENGRAM_AGENT", value_parser = parse_agent)]
     pub agent: String,
     /// How many memories at most.
-    #[arg(long, value_name = "K", default_value_t = engram_model::turns::RECALL_TOP_K)]
+    #[arg(long, value_name = "K", default_value_t = engram_surface::turns::RECALL_TOP_K)]
     pub top_k: u32,
     /// The most tokens the prompt's memory lines may take (o200k_base
     /// by default): the best that fit are kept.
@@ -555,7 +555,7 @@ pub enum Maintenance {
         #[arg(long)]
         agent: Vec<String>,
         /// How many memories one commit embeds.
-        #[arg(long, default_value_t = engram_model::surface::REEMBED_BATCH,
+        #[arg(long, default_value_t = engram_surface::REEMBED_BATCH,
               value_parser = clap::value_parser!(u32).range(1..))]
         batch: u32,
     },

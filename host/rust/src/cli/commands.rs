@@ -2,7 +2,7 @@
 //! (the IO contract), `remember` and `recall` (a turn), the lookups
 //! (`history`, `as-of`, `list`, `entities`, `relationships`, `traverse`,
 //! answered through the call surface every host shares:
-//! [`engram_model::surface::Engine`]), `audit`, `mcp` and `serve`.
+//! [`engram_surface::Engine`]), `audit`, `mcp` and `serve`.
 
 use super::args::{
     AsOfArgs, AuditArgs, EntitiesArgs, HistoryArgs, Io, ListArgs, McpArgs, RecallArgs,
@@ -17,9 +17,9 @@ use crate::platform;
 use engram::json::{self, ReadRequest, WriteAnswer, WriteRequest};
 use engram::types::PrivacyTier;
 use engram::{AuditQuery, Mode};
-use engram_model::calls;
-use engram_model::surface::{Axis, Engine};
-use engram_model::turns::TurnError;
+use engram_surface::calls;
+use engram_surface::turns::TurnError;
+use engram_surface::{Axis, Engine};
 
 /// The request id of a lookup made from the command line: the call's name
 /// and the clock.
@@ -55,14 +55,14 @@ pub(super) fn read(global: &Global, io: &Io) -> Result<u8, Exit> {
 /// Remembers one turn: `{"request_id","committed":[…]}`.
 pub(super) fn remember(global: &Global, args: RememberArgs) -> Result<u8, Exit> {
     let mut domain = open_domain(global, &args.agent, true)?;
-    let args = engram_model::turns::RememberArgs {
+    let args = engram_surface::turns::RememberArgs {
         message: args.message,
         response: args.response,
         session: args.session,
         request_id: args.request_id,
         time: args.time,
     };
-    match engram_model::turns::remember(&mut domain, args) {
+    match engram_surface::turns::remember(&mut domain, args) {
         Ok(remembered) => {
             let line = serde_json::to_string(&remembered).map_err(failure)?;
             super::output::write_lines(vec![line])
@@ -76,13 +76,13 @@ pub(super) fn remember(global: &Global, args: RememberArgs) -> Result<u8, Exit> 
 /// Recalls the memories that answer a question, and the prompt.
 pub(super) fn recall(global: &Global, args: RecallArgs) -> Result<u8, Exit> {
     let mut domain = open_domain(global, &args.agent, true)?;
-    let args = engram_model::turns::RecallArgs {
+    let args = engram_surface::turns::RecallArgs {
         question: args.question,
         top_k: args.top_k,
         token_budget: args.token_budget,
         request_id: args.request_id,
     };
-    match engram_model::turns::recall(&mut domain, args) {
+    match engram_surface::turns::recall(&mut domain, args) {
         Ok(recalled) => print_answer(serde_json::to_string(&recalled).map_err(failure)?, false),
         Err(error) => turn_refusal(error),
     }

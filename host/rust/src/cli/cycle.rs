@@ -89,12 +89,12 @@ pub(super) fn run_cycle(
     {
         Ok(cycle) => cycle,
         Err(error) => {
-            let line = engram_model::turns::plan_refusal(&error.step, &error.rule, &error.kind);
+            let line = engram_surface::turns::plan_refusal(&error.step, &error.rule, &error.kind);
             emit(line).map_err(unprinted)?;
             return Ok(REFUSED);
         }
     };
-    let refused = |error: CycleError| engram_model::turns::cycle_refusal(&error);
+    let refused = |error: CycleError| engram_surface::turns::cycle_refusal(&error);
     let code = match run_stages(domain, plan, &cycle, turn.input, emit)? {
         Some(error) => {
             emit(refused(error)).map_err(unprinted)?;

@@ -110,7 +110,7 @@ fn answer(
     };
     for stage in [Stage::ContextSelect, Stage::PromptAssemble] {
         if let Err(error) = domain.run_stage(&cycle, stage, &input).map_err(failure)? {
-            lines.push(engram_model::turns::cycle_refusal(&error).to_string());
+            lines.push(engram_surface::turns::cycle_refusal(&error).to_string());
             print_lines(lines)?;
             return Ok(REFUSED);
         }

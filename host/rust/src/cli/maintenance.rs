@@ -92,7 +92,7 @@ fn forget(store: &str, agent: &str) -> Result<u8, Exit> {
 fn expire(store: &str, agents: Vec<String>) -> Result<u8, Exit> {
     let storage = open_store(store, false)?;
     let agents = agents_or_all(&storage, agents)?;
-    engram_model::surface::expire_domains(&agents, maintenance_domain(&storage), |answer| {
+    engram_surface::expire_domains(&agents, maintenance_domain(&storage), |answer| {
         Ok(write_lines(vec![answer.to_string()])?)
     })
     .map_err(failure)?
@@ -106,7 +106,7 @@ fn reembed(store: &str, agents: Vec<String>, batch: u32) -> Result<u8, Exit> {
     let storage = open_store(store, false)?;
     for agent in agents_or_all(&storage, agents)? {
         let mut domain = open_in(&storage, &agent, Mode::Maintenance, PrivacyTier::Private)?;
-        let embedded = engram_model::surface::Engine::reembed(&mut domain, batch)
+        let embedded = engram_surface::Engine::reembed(&mut domain, batch)
             .map_err(failure)?
             .map_err(|refused| {
                 Exit(
@@ -133,7 +133,7 @@ fn maintenance_domain(storage: &Store) -> impl FnMut(&str) -> anyhow::Result<eng
 
 /// The refusal of a domain of a store-wide call: its agent, what could not
 /// be done, and the engine's words.
-fn refused_in((agent, refused): engram_model::surface::DomainRefusal, what: &str) -> Exit {
+fn refused_in((agent, refused): engram_surface::DomainRefusal, what: &str) -> Exit {
     let why = match refused.get("error") {
         Some(serde_json::Value::String(why)) => why.clone(),
         _ => refused.to_string(),
@@ -151,7 +151,7 @@ fn export(storage: &Store, agents: &[String], out: Option<PathBuf>) -> Result<u8
     };
     let mut sink = BufWriter::new(sink);
     let bar = Progress::new(None, "exporting");
-    engram_model::surface::export_domains(agents, maintenance_domain(storage), |line| {
+    engram_surface::export_domains(agents, maintenance_domain(storage), |line| {
         serde_json::to_writer(&mut sink, &line)?;
         sink.write_all(b"\n")?;
         bar.inc(1);
@@ -207,7 +207,7 @@ fn read_lines(file: Option<PathBuf>) -> Result<Vec<Line>, Exit> {
 fn import(storage: &Store, lines: Vec<Line>) -> Result<u8, Exit> {
     let bar = Progress::new(Some(lines.len() as u64), "importing");
     let mut answers = Vec::new();
-    engram_model::surface::import_lines(lines, maintenance_domain(storage), |answer| {
+    engram_surface::import_lines(lines, maintenance_domain(storage), |answer| {
         bar.inc(answer["items"].as_u64().unwrap_or_default());
         answers.push(answer.to_string());
         Ok(())

@@ -19,7 +19,7 @@ pub use self::engram::host::store as host_store;
 pub use self::engram::memory as wit;
 
 // The binding's modules: types, io, history, graph, cycle, export, json.
-engram_model::contract_modules!();
+engram_surface::contract_modules!();
 
 /// Ready-made execution plans (`engram_model::plans`) in this binding's
 /// types: those the command line runs.
@@ -62,15 +62,15 @@ pub mod binding {
         Maintenance,
     }
 
-    engram_model::guest_domain!(Provider);
-    engram_model::domain_cycles!();
-    engram_model::domain_engine!();
+    engram_surface::guest_domain!(Provider);
+    engram_surface::domain_cycles!();
+    engram_surface::domain_engine!();
     engram_mcp::domain_graph!();
 
     /// What the provider (`engram:host/store`) gives the domain.
     struct Provider;
 
-    impl engram_model::guest::GuestHost for Provider {
+    impl engram_surface::guest::GuestHost for Provider {
         fn max_record_bytes() -> u64 {
             host_store::max_record_bytes()
         }

@@ -21,7 +21,7 @@
 use engram_http::calls::{self, Call, Shape};
 use engram_http::{Answer, Limits, Refusal, Route, Token, Tokens};
 use engram_model::audit::AuditQuery;
-use engram_model::surface::Session;
+use engram_surface::Session;
 use engram_wasi_guest::binding::Domain;
 use engram_wasi_guest::host_store;
 use engram_wasi_guest::types::PrivacyTier;

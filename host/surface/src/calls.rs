@@ -3,7 +3,7 @@
 //! the command line's options (the same names, `_` for `-`), the JSON layer
 //! of the JavaScript and Python packages and the MCP server take them from
 //! here. `request_id` may be left out: the call surface
-//! ([`crate::surface`]) then makes a fresh random one, as `remember` and
+//! ([`crate`]) then makes a fresh random one, as `remember` and
 //! `recall` do; the command line makes one from the clock.
 
 use serde::Deserialize;
@@ -98,7 +98,7 @@ lookup_args! {
     /// `entities`: `{"request_id","entity_type","limit"}`.
     EntitiesArgs {
         /// `person`, `organization`, `place`, `product` or `event`.
-        pub entity_type: crate::json::EntityType,
+        pub entity_type: engram_model::json::EntityType,
         /// How many at most: 100 by default.
         #[serde(default = "entities_limit")]
         pub limit: u32,

@@ -31,14 +31,32 @@
 //! batch and the problem) or [`Answer::Refused`] (the contract refused it,
 //! its line: nothing of it was persisted). A failure of the host (its store,
 //! its instance) is the binding's fault, `Err`.
+//!
+//! Beside it: the lookups' arguments ([`calls`]), `remember` and `recall`
+//! and the cycles under them ([`turns`]), and a component's own binding of
+//! the engine as a domain ([`guest`]); all over the contract's JSON model,
+//! [`engram_model`].
+
+#![warn(missing_docs)]
+
+pub mod calls;
+pub mod guest;
+pub mod turns;
+
+/// For the macros' expansions in other crates.
+#[doc(hidden)]
+pub use engram_model;
+/// For the macros' expansions in other crates.
+#[doc(hidden)]
+pub use serde_json;
 
 use crate::calls::{
     AsOfArgs, EntitiesArgs, HistoryArgs, ListArgs, Lookup, RelationshipsArgs, TraverseArgs,
 };
-use crate::json::{
+use crate::turns::{Cycles, RecallArgs, RememberArgs, TurnError, Value};
+use engram_model::json::{
     ExportItem, ExportLine, Plan, ReadAnswer, ReadRequest, Stage, WriteAnswer, WriteRequest,
 };
-use crate::turns::{self, Cycles, RecallArgs, RememberArgs, TurnError, Value};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -649,8 +667,10 @@ impl<E: Engine> Session<E> {
                     (&host.name, host.dimension, &model)
                     && (theirs != name || *their_dimension != dimension)
                 {
-                    let why =
-                        crate::json::model_changed((theirs, *their_dimension), (name, dimension));
+                    let why = engram_model::json::model_changed(
+                        (theirs, *their_dimension),
+                        (name, dimension),
+                    );
                     return Ok(Err(Refusal::Refused(
                         json!({ "error": format!("agent {:?}: {why}", engine.agent()) })
                             .to_string(),
@@ -787,7 +807,7 @@ pub fn parse_requests<T: DeserializeOwned>(
 fn answered(answer: Result<String, Refusal>) -> Answer {
     match answer {
         Ok(value) => Answer::Value(value),
-        Err(Refusal::Input(why)) => Answer::Input(crate::size::one_line(&why)),
+        Err(Refusal::Input(why)) => Answer::Input(engram_model::size::one_line(&why)),
         Err(Refusal::Refused(line)) => Answer::Refused(line),
     }
 }
@@ -826,8 +846,8 @@ pub fn turn_inputs(
     let summarizes_turn = plan.steps.iter().any(|s| {
         matches!(
             s.kind,
-            crate::json::StepKind::SummarizeMemory {
-                of: crate::json::SummarizeInput::Turn
+            engram_model::json::StepKind::SummarizeMemory {
+                of: engram_model::json::SummarizeInput::Turn
             }
         )
     });
@@ -1065,12 +1085,12 @@ macro_rules! domain_engine {
                     "the host has no embedder: give one to make vectors".to_owned()
                 }
                 export::MaintenanceError::ModelChanged((domain, host)) => {
-                    $crate::json::model_changed(
+                    $crate::engram_model::json::model_changed(
                         (&domain.name, domain.dimension),
                         (&host.name, host.dimension),
                     )
                 }
-                other => $crate::json::error_name(other),
+                other => $crate::engram_model::json::error_name(other),
             };
             $crate::serde_json::json!({ "error": why })
         }
@@ -1084,22 +1104,22 @@ macro_rules! domain_engine {
             }
         }
 
-        impl $crate::surface::Engine for Domain {
+        impl $crate::Engine for Domain {
             fn agent(&self) -> String {
                 self.agent_id().to_owned()
             }
 
             fn write(
                 &mut self,
-                request: $crate::json::WriteRequest,
-            ) -> anyhow::Result<$crate::json::WriteAnswer> {
+                request: $crate::engram_model::json::WriteRequest,
+            ) -> anyhow::Result<$crate::engram_model::json::WriteAnswer> {
                 Ok(Domain::write(self, &io::WriteRequest::from(request))?.into())
             }
 
             fn read(
                 &mut self,
-                request: $crate::json::ReadRequest,
-            ) -> anyhow::Result<$crate::json::ReadAnswer> {
+                request: $crate::engram_model::json::ReadRequest,
+            ) -> anyhow::Result<$crate::engram_model::json::ReadAnswer> {
                 Ok(json::read_answer(Domain::read(self, &request.into())?))
             }
 
@@ -1107,7 +1127,7 @@ macro_rules! domain_engine {
                 &mut self,
                 request_id: String,
                 args: $crate::calls::HistoryArgs,
-            ) -> anyhow::Result<$crate::json::ReadAnswer> {
+            ) -> anyhow::Result<$crate::engram_model::json::ReadAnswer> {
                 let request = history::VersionsRequest {
                     request_id,
                     key: args.key,
@@ -1120,15 +1140,15 @@ macro_rules! domain_engine {
                 &mut self,
                 request_id: String,
                 args: $crate::calls::AsOfArgs,
-                axis: $crate::surface::Axis,
+                axis: $crate::Axis,
                 at: i64,
-            ) -> anyhow::Result<$crate::json::ReadAnswer> {
+            ) -> anyhow::Result<$crate::engram_model::json::ReadAnswer> {
                 let request = history::AsOfRequest {
                     request_id,
                     key: args.key,
                     axis: match axis {
-                        $crate::surface::Axis::Valid => history::TimeAxis::Valid,
-                        $crate::surface::Axis::Known => history::TimeAxis::Transaction,
+                        $crate::Axis::Valid => history::TimeAxis::Valid,
+                        $crate::Axis::Known => history::TimeAxis::Transaction,
                     },
                     at,
                     limit: args.limit,
@@ -1141,7 +1161,7 @@ macro_rules! domain_engine {
                 &mut self,
                 request_id: String,
                 args: $crate::calls::ListArgs,
-            ) -> anyhow::Result<$crate::json::ReadAnswer> {
+            ) -> anyhow::Result<$crate::engram_model::json::ReadAnswer> {
                 Ok(json::facts_answer(self.list_after(
                     &request_id,
                     &args.namespace,
@@ -1154,7 +1174,7 @@ macro_rules! domain_engine {
                 &mut self,
                 request_id: String,
                 args: $crate::calls::EntitiesArgs,
-            ) -> anyhow::Result<$crate::json::ReadAnswer> {
+            ) -> anyhow::Result<$crate::engram_model::json::ReadAnswer> {
                 Ok(json::facts_answer(self.entities_of_type(
                     &request_id,
                     args.entity_type.into(),
@@ -1166,7 +1186,7 @@ macro_rules! domain_engine {
                 &mut self,
                 request_id: String,
                 args: $crate::calls::RelationshipsArgs,
-            ) -> anyhow::Result<$crate::json::ReadAnswer> {
+            ) -> anyhow::Result<$crate::engram_model::json::ReadAnswer> {
                 let request = graph::RelationshipsRequest {
                     request_id,
                     entity: args.entity,
@@ -1205,7 +1225,7 @@ macro_rules! domain_engine {
                 &mut self,
                 start: Option<&[u8]>,
                 limit: u32,
-            ) -> anyhow::Result<Result<$crate::surface::ExportPage, $crate::turns::Value>> {
+            ) -> anyhow::Result<Result<$crate::ExportPage, $crate::turns::Value>> {
                 Ok(Domain::export_page(self, start, limit)?
                     .map(|page| (page.items.into_iter().map(Into::into).collect(), page.next))
                     .map_err(|e| maintenance_refusal(&e)))
@@ -1213,7 +1233,7 @@ macro_rules! domain_engine {
 
             fn import(
                 &mut self,
-                items: Vec<$crate::json::ExportItem>,
+                items: Vec<$crate::engram_model::json::ExportItem>,
             ) -> anyhow::Result<Result<u32, $crate::turns::Value>> {
                 let items: Vec<export::ExportedItem> = items.into_iter().map(Into::into).collect();
                 let mut new = 0u32;
@@ -1243,14 +1263,14 @@ macro_rules! domain_engine {
 
             fn vector_model(
                 &mut self,
-            ) -> anyhow::Result<Result<Option<$crate::surface::VectorModel>, $crate::turns::Value>> {
+            ) -> anyhow::Result<Result<Option<$crate::VectorModel>, $crate::turns::Value>> {
                 Ok(Domain::vector_model(self)?
                     .map(|model| model.map(|m| (m.name, m.dimension)))
                     .map_err(|refused| maintenance_refusal(&refused)))
             }
 
             fn expire(&mut self) -> anyhow::Result<Result<u64, $crate::turns::Value>> {
-                let expired = $crate::size::expire_all(
+                let expired = $crate::engram_model::size::expire_all(
                     |limit| match Domain::expire(self, limit) {
                         Ok(Ok(n)) => Ok(n),
                         Ok(Err(e)) => Err(Ok(e)),

@@ -7,7 +7,7 @@
 //! surface. What differs between the components is only what their hosts
 //! give them ([`GuestHost`]).
 
-use crate::audit::AuditEntry;
+use engram_model::audit::AuditEntry;
 
 /// What a component's host gives the `Domain` of [`guest_domain!`] besides
 /// the engine's exports.
@@ -73,8 +73,8 @@ macro_rules! contract_modules {
 
         /// The JSON model of the contract, with its conversions to this binding.
         pub mod json {
-            pub use $crate::json::*;
-            $crate::json_wit_conversions!();
+            pub use $crate::engram_model::json::*;
+            $crate::engram_model::json_wit_conversions!();
         }
     };
 }
@@ -121,7 +121,7 @@ macro_rules! guest_domain {
             pub fn oversized_record(&self, record: &types::MemoryRecord) -> Option<String> {
                 let max = <$host as $crate::guest::GuestHost>::max_record_bytes();
                 let max = usize::try_from(max).unwrap_or(usize::MAX);
-                $crate::size::record_refusal(json::record_size(record), max)
+                $crate::engram_model::size::record_refusal(json::record_size(record), max)
             }
 
             /// Writes one record (IO-W1 … IO-W8); a record above the host's

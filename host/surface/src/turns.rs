@@ -8,8 +8,8 @@
 //! the cycle ([`Cycles`]): the Rust library and the command line natively,
 //! the JavaScript and Python packages through the call surface.
 
-use crate::json::{Plan, RetrievedMemory, Stage, StepOutput};
-use crate::plans;
+use engram_model::json::{Plan, RetrievedMemory, Stage, StepOutput};
+use engram_model::plans;
 use serde::{Deserialize, Serialize};
 pub use serde_json::Value;
 use serde_json::json;
@@ -154,12 +154,12 @@ pub fn plan_refusal(
     rule: &impl Serialize,
     kind: &impl std::fmt::Debug,
 ) -> Value {
-    json!({"plan_error": {"step": step, "rule": rule, "kind": crate::json::error_name(kind)}})
+    json!({"plan_error": {"step": step, "rule": rule, "kind": engram_model::json::error_name(kind)}})
 }
 
 /// A failed cycle's line: `{"cycle_error":…}`.
 pub fn cycle_refusal(error: &impl std::fmt::Debug) -> Value {
-    json!({ "cycle_error": crate::json::error_name(error) })
+    json!({ "cycle_error": engram_model::json::error_name(error) })
 }
 
 /// A fresh request id for a call given none: `<call>-` and 128 random bits
@@ -315,7 +315,7 @@ fn run<C: Cycles, T>(
 /// `anyhow::Result`: `begin_cycle`, `run_stage`, `step_output`,
 /// `commit_cycle`, `drop_cycle`, `time`, `set_time` and `entropy`, with the
 /// binding's `cycle` module and its `json` conversions
-/// ([`json_wit_conversions!`](crate::json_wit_conversions)) in scope. The Rust
+/// ([`json_wit_conversions!`](engram_model::json_wit_conversions)) in scope. The Rust
 /// library and the `wasm32-wasip2` command are such bindings.
 #[macro_export]
 macro_rules! domain_cycles {
@@ -327,7 +327,7 @@ macro_rules! domain_cycles {
 
             fn begin(
                 &mut self,
-                plan: &$crate::json::Plan,
+                plan: &$crate::engram_model::json::Plan,
                 session: &str,
                 request_id: &str,
             ) -> anyhow::Result<Result<Cycle, $crate::turns::Value>> {
@@ -340,7 +340,7 @@ macro_rules! domain_cycles {
             fn run_stage(
                 &mut self,
                 cycle: &Cycle,
-                stage: $crate::json::Stage,
+                stage: $crate::engram_model::json::Stage,
                 message: Option<&str>,
                 response: Option<&str>,
             ) -> anyhow::Result<Result<Vec<cycle::StepResult>, $crate::turns::Value>> {
@@ -354,7 +354,7 @@ macro_rules! domain_cycles {
             }
 
             fn stage_line(
-                stage: $crate::json::Stage,
+                stage: $crate::engram_model::json::Stage,
                 results: Vec<cycle::StepResult>,
             ) -> $crate::turns::Value {
                 json::stage_line(cycle::Stage::from(stage), results)
@@ -364,7 +364,7 @@ macro_rules! domain_cycles {
                 &mut self,
                 cycle: &Cycle,
                 step: &str,
-            ) -> anyhow::Result<Option<$crate::json::StepOutput>> {
+            ) -> anyhow::Result<Option<$crate::engram_model::json::StepOutput>> {
                 Ok(self.step_output(cycle, step)?.map(Into::into))
             }
 
