@@ -766,9 +766,10 @@ export async function importStore(store, lines, options = {}) {
  * The store-wide maintenance call `name` with `args`: in the Rust host for
  * a store it opened (engram::surface::maintain, every domain opened for
  * maintenance there); for a store written in JavaScript, where each domain
- * is an instance of the components, `each(domain, lines)` on each domain
- * opened for maintenance here, in the same order. Answers what each domain
- * answered, flat.
+ * is an instance of the components, the call as the call surface checks
+ * and plans it (`store-call`: the agents, or the import's runs, in order),
+ * then `each(domain, items)` on each domain opened for maintenance here.
+ * Answers what each domain answered, flat.
  */
 async function maintainStore(store, name, args, options, each) {
   const opened = await storeOf(store, options);
@@ -777,15 +778,17 @@ async function maintainStore(store, name, args, options, each) {
       const settings = settingsOf(undefined, { ...options, mode: 'maintenance' });
       return valueOf(await opened.store._maintain(name, stringify(args), settings, options));
     }
-    const runs =
-      name === 'import'
-        ? runsOf(args.lines)
-        : (args.agents ?? (await domains(opened.store, options))).map((agent) => ({ agent, lines: undefined }));
+    // Parsed as lines are, integers past 2^53 in the items exact.
+    const exact = (framed) => (framed.charCodeAt(0) === 0x56 ? parse(framed.slice(1)) : valueOf(framed));
+    const call = await withDomain(opened.store, 'engram', options, (domain) =>
+      then(domain._call('store-call', stringify({ call: name, args })), exact),
+    );
+    const runs = call.runs ?? (call.agents ?? (await domains(opened.store, options))).map((agent_id) => ({ agent_id }));
     const answers = [];
     for (const run of runs) {
-      const domain = await open(run.agent, { ...options, store: opened.store, mode: 'maintenance' });
+      const domain = await open(run.agent_id, { ...options, store: opened.store, mode: 'maintenance' });
       try {
-        const answer = await each(domain, run.lines);
+        const answer = await each(domain, run.items);
         if (name === 'export') answers.push(...answer);
         else answers.push(answer);
       } finally {
@@ -796,17 +799,6 @@ async function maintainStore(store, name, args, options, each) {
   } finally {
     await release(opened);
   }
-}
-
-/** Export lines as the runs of consecutive lines of one agent (engram_surface::import_runs). */
-function runsOf(lines) {
-  const runs = [];
-  for (const line of lines) {
-    const last = runs.at(-1);
-    if (last !== undefined && last.agent === line.agent_id) last.lines.push(line);
-    else runs.push({ agent: line.agent_id, lines: [line] });
-  }
-  return runs;
 }
 
 /**

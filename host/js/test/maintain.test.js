@@ -66,3 +66,25 @@ for (const [driver, storeOf] of Object.entries(STORES)) {
     copy.close?.();
   });
 }
+
+test('io_w7 a store-wide import of lines that are not export lines is refused in the same words on both drivers', { skip: notBuilt }, async () => {
+  const messages = [];
+  for (const [driver, storeOf] of Object.entries(STORES)) {
+    const store = await storeOf(`refused-${driver.replace(' ', '-')}`);
+    for (const lines of [[{ item: {} }], 'not lines']) {
+      await assert.rejects(importStore(store, lines), (error) => {
+        assert.ok(error instanceof EngramInputError, `${driver}: ${error}`);
+        assert.match(error.message, /^import: not valid arguments: /);
+        messages.push([driver, error.message]);
+        return true;
+      });
+    }
+    // Nothing was opened for maintenance: the store takes online writes.
+    const domain = await open('alice', { store });
+    assert.equal(domain.mode, 'online');
+    domain.close();
+    store.close?.();
+  }
+  const [addon, wasm] = [messages.slice(0, 2), messages.slice(2)].map((list) => list.map(([, message]) => message));
+  assert.deepEqual(wasm, addon);
+});

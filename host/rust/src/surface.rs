@@ -7,8 +7,7 @@
 use crate::audit::AuditQuery;
 use crate::{Domain, Storage};
 use anyhow::Result;
-use engram_model::json::ExportLine;
-use engram_surface::{Answer, Session, expire_domains, export_domains, import_lines};
+use engram_surface::{Answer, Session, StoreCall, expire_domains, export_domains, import_into};
 use serde_json::json;
 
 /// The answer of the call `name` with `args` (`input` names the input in
@@ -140,57 +139,36 @@ pub fn maintain(
     args: &str,
     open: impl FnMut(&str) -> Result<Domain>,
 ) -> Result<Answer> {
-    #[derive(serde::Deserialize, Default)]
-    #[serde(deny_unknown_fields)]
-    struct Args {
-        #[serde(default)]
-        agents: Option<Vec<String>>,
-        #[serde(default)]
-        lines: Option<Vec<ExportLine>>,
-    }
-    if !matches!(name, "export" | "import" | "expire") {
-        return Ok(Answer::Input(format!(
-            "{name}: not a maintenance call of a store (export, import, expire)"
-        )));
-    }
-    let args: Args = if args.trim().is_empty() {
-        Args::default()
-    } else {
-        match serde_json::from_str(args) {
-            Ok(args) => args,
-            Err(e) => return Ok(Answer::Input(format!("{name}: not valid arguments: {e}"))),
-        }
+    let call = match StoreCall::of(name, args) {
+        Ok(call) => call,
+        Err(why) => return Ok(Answer::Input(why)),
     };
     let mut answers = Vec::new();
-    let done = match (name, args.lines) {
-        ("import", Some(lines)) if args.agents.is_none() => import_lines(lines, open, |answer| {
+    let every = || crate::maintenance::domains(storage.backend.as_ref());
+    let done = match call {
+        StoreCall::Import { runs } => import_into(runs, open, |answer| {
             answers.push(answer);
             Ok(())
         })?,
-        ("import", _) => {
-            return Ok(Answer::Input(
-                "import: give the export lines as \"lines\"".into(),
-            ));
-        }
-        (_, Some(_)) => {
-            return Ok(Answer::Input(format!("{name}: \"lines\" is for import")));
-        }
-        (_, None) => {
-            let agents = match args.agents {
+        StoreCall::Export { agents } => {
+            let agents = match agents {
                 Some(agents) => agents,
-                None => crate::maintenance::domains(storage.backend.as_ref())?,
+                None => every()?,
             };
-            if name == "export" {
-                export_domains(&agents, open, |line| {
-                    answers.push(serde_json::to_value(line)?);
-                    Ok(())
-                })?
-            } else {
-                expire_domains(&agents, open, |answer| {
-                    answers.push(answer);
-                    Ok(())
-                })?
-            }
+            export_domains(&agents, open, |line| {
+                answers.push(serde_json::to_value(line)?);
+                Ok(())
+            })?
+        }
+        StoreCall::Expire { agents } => {
+            let agents = match agents {
+                Some(agents) => agents,
+                None => every()?,
+            };
+            expire_domains(&agents, open, |answer| {
+                answers.push(answer);
+                Ok(())
+            })?
         }
     };
     Ok(match done {

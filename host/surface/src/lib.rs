@@ -20,6 +20,7 @@
 //! | `export` | `{"start","limit"}` (`start` the `next` of the page before, in hex), or `{"all":true}` (every page, `next` null) | `{"lines":[{"agent_id","item"}…],"next"}` |
 //! | `import` | a JSON array of export lines of this agent, or bare items | `{"agent_id","items","new"}` |
 //! | `expire` | nothing | `{"agent_id","expired"}` |
+//! | `store-call` | `{"call","args"}`: a store-wide `export`, `import` or `expire` and its arguments | the call checked and planned ([`StoreCall`]), for a host that opens each domain itself |
 //!
 //! Optional arguments may be left out or `null`: `session` is `default`
 //! (`js` for the cycle calls, as before), a `request_id` left out is a fresh
@@ -409,6 +410,7 @@ impl<E: Engine> Session<E> {
             "export" | "import" | "expire" | "reembed" | "vector-model" => {
                 self.maintenance_call(name, args)
             }
+            "store-call" => Ok(store_call(args)),
             other => Ok(Err(no_call(other))),
         }
     }
@@ -888,15 +890,112 @@ pub fn export_all<E: Engine>(
     }
 }
 
+/// A store-wide maintenance call, its arguments checked: what every host
+/// runs domain after domain, each domain opened for maintenance (under its
+/// maintenance lock).
+#[derive(Debug, Serialize)]
+#[serde(tag = "call", rename_all = "lowercase")]
+pub enum StoreCall {
+    /// Exports the domains of `agents` (every domain's when `None`).
+    Export {
+        /// The agents whose domains to export, in order.
+        agents: Option<Vec<String>>,
+    },
+    /// Imports each run of export lines into its agent's domain, in order.
+    Import {
+        /// The runs ([`import_runs`]).
+        runs: Vec<ImportRun>,
+    },
+    /// Removes the expired records of the domains of `agents` (every
+    /// domain's when `None`).
+    Expire {
+        /// The agents whose domains to expire, in order.
+        agents: Option<Vec<String>>,
+    },
+}
+
+/// A run of export lines of one agent, imported into its domain at once.
+#[derive(Debug, Serialize)]
+pub struct ImportRun {
+    /// The agent whose domain takes the items.
+    pub agent_id: String,
+    /// The items, in order.
+    pub items: Vec<ExportItem>,
+}
+
+impl StoreCall {
+    /// The store-wide call `name` (`export`, `import` or `expire`) with
+    /// `args` (JSON: `{"agents"}` for `export` and `expire`, every domain
+    /// when absent or null; `{"lines"}`, export lines, for `import`; empty:
+    /// `{}`): why it is not one, on one line, when it is not.
+    pub fn of(name: &str, args: &str) -> Result<StoreCall, String> {
+        #[derive(Deserialize, Default)]
+        #[serde(deny_unknown_fields)]
+        struct Args {
+            #[serde(default)]
+            agents: Option<Vec<String>>,
+            #[serde(default)]
+            lines: Option<Vec<ExportLine>>,
+        }
+        if !matches!(name, "export" | "import" | "expire") {
+            return Err(format!(
+                "{name}: not a maintenance call of a store (export, import, expire)"
+            ));
+        }
+        let args: Args = if args.trim().is_empty() {
+            Args::default()
+        } else {
+            serde_json::from_str(args).map_err(|e| format!("{name}: not valid arguments: {e}"))?
+        };
+        match (name, args.lines) {
+            ("import", Some(lines)) if args.agents.is_none() => Ok(StoreCall::Import {
+                runs: import_runs(lines),
+            }),
+            ("import", _) => Err("import: give the export lines as \"lines\"".into()),
+            (_, Some(_)) => Err(format!("{name}: \"lines\" is for import")),
+            ("export", None) => Ok(StoreCall::Export {
+                agents: args.agents,
+            }),
+            (_, None) => Ok(StoreCall::Expire {
+                agents: args.agents,
+            }),
+        }
+    }
+}
+
+/// The surface's call `store-call` (`{"call","args"}`: a store-wide call's
+/// name and its arguments): the [`StoreCall`] they make as JSON
+/// (`{"call":"export"|"expire","agents"}` or `{"call":"import","runs":
+/// [{"agent_id","items"}…]}`), for a host whose domains are instances of
+/// their own (the JavaScript package's stores written in JavaScript), which
+/// opens them one after another itself; or the input failure.
+fn store_call(args: &str) -> Result<String, Refusal> {
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Args {
+        call: String,
+        #[serde(default)]
+        args: Option<Value>,
+    }
+    let args: Args = serde_json::from_str(args)
+        .map_err(|e| Refusal::Input(format!("store-call: not valid arguments: {e}")))?;
+    let inner = args.args.map(|args| args.to_string()).unwrap_or_default();
+    let call = StoreCall::of(&args.call, &inner).map_err(Refusal::Input)?;
+    Ok(line(&call))
+}
+
 /// Export lines as the runs of consecutive lines of one agent, each its
 /// agent and its items in order: what an import of a whole store imports
 /// into one domain after another.
-pub fn import_runs(lines: Vec<ExportLine>) -> Vec<(String, Vec<ExportItem>)> {
-    let mut runs: Vec<(String, Vec<ExportItem>)> = Vec::new();
+pub fn import_runs(lines: Vec<ExportLine>) -> Vec<ImportRun> {
+    let mut runs: Vec<ImportRun> = Vec::new();
     for line in lines {
         match runs.last_mut() {
-            Some((agent, items)) if *agent == line.agent_id => items.push(line.item),
-            _ => runs.push((line.agent_id, vec![line.item])),
+            Some(run) if run.agent_id == line.agent_id => run.items.push(line.item),
+            _ => runs.push(ImportRun {
+                agent_id: line.agent_id,
+                items: vec![line.item],
+            }),
         }
     }
     runs
@@ -930,10 +1029,24 @@ pub fn export_domains<E: Engine>(
 /// import` and every package's import into a store run.
 pub fn import_lines<E: Engine>(
     lines: Vec<ExportLine>,
+    open: impl FnMut(&str) -> Result<E, E::Fault>,
+    each: impl FnMut(Value) -> Result<(), E::Fault>,
+) -> Result<Result<(), DomainRefusal>, E::Fault> {
+    import_into(import_runs(lines), open, each)
+}
+
+/// Imports each run into its agent's domain, opened by `open` for
+/// maintenance; one `{"agent_id","items","new"}` a run to `each`.
+pub fn import_into<E: Engine>(
+    runs: Vec<ImportRun>,
     mut open: impl FnMut(&str) -> Result<E, E::Fault>,
     mut each: impl FnMut(Value) -> Result<(), E::Fault>,
 ) -> Result<Result<(), DomainRefusal>, E::Fault> {
-    for (agent, items) in import_runs(lines) {
+    for ImportRun {
+        agent_id: agent,
+        items,
+    } in runs
+    {
         let mut domain = open(&agent)?;
         let count = items.len();
         match domain.import(items)? {
@@ -1289,4 +1402,60 @@ macro_rules! domain_engine {
             }
         }
     };
+}
+
+#[cfg(test)]
+mod store_call_tests {
+    use super::*;
+
+    // A store-wide call's arguments are checked once, here, for every
+    // host: what is not a store-wide call is named, and so are misplaced
+    // arguments.
+    #[test]
+    fn io_w7_a_store_wide_call_is_checked_before_any_domain_opens() {
+        let refused = |name: &str, args: &str| StoreCall::of(name, args).unwrap_err();
+        assert_eq!(
+            refused("forget", ""),
+            "forget: not a maintenance call of a store (export, import, expire)"
+        );
+        assert_eq!(
+            refused("import", "{}"),
+            "import: give the export lines as \"lines\""
+        );
+        assert_eq!(
+            refused("import", r#"{"lines":[],"agents":["a"]}"#),
+            "import: give the export lines as \"lines\""
+        );
+        assert_eq!(
+            refused("export", r#"{"lines":[]}"#),
+            "export: \"lines\" is for import"
+        );
+        assert!(refused("expire", r#"{"agent":"a"}"#).starts_with("expire: not valid arguments: "));
+        assert!(
+            refused("import", r#"{"lines":[{"item":{}}]}"#)
+                .starts_with("import: not valid arguments: ")
+        );
+        assert!(matches!(
+            StoreCall::of("export", ""),
+            Ok(StoreCall::Export { agents: None })
+        ));
+        assert!(matches!(
+            StoreCall::of("expire", r#"{"agents":["b","a"]}"#),
+            Ok(StoreCall::Expire { agents: Some(agents) }) if agents == ["b", "a"]
+        ));
+        assert!(matches!(
+            StoreCall::of("import", r#"{"lines":[]}"#),
+            Ok(StoreCall::Import { runs }) if runs.is_empty()
+        ));
+        // The surface's `store-call` answers the same call as JSON, or the
+        // same input failure.
+        assert_eq!(
+            store_call(r#"{"call":"expire","args":{"agents":["a"]}}"#).ok(),
+            Some(r#"{"call":"expire","agents":["a"]}"#.to_owned())
+        );
+        assert!(matches!(
+            store_call(r#"{"call":"import"}"#),
+            Err(Refusal::Input(why)) if why == "import: give the export lines as \"lines\""
+        ));
+    }
 }
