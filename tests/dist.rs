@@ -1173,13 +1173,9 @@ fn remember_example() -> PathBuf {
         "cargo build --example remember",
         "the Rust example needs cargo",
     );
-    String::from_utf8_lossy(&output.stdout)
-        .lines()
-        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
-        .find(|message| {
-            message["reason"] == "compiler-artifact" && message["target"]["name"] == "remember"
-        })
-        .and_then(|message| message["executable"].as_str().map(PathBuf::from))
+    engram_dist::native::artifacts(&output.stdout, "remember")
+        .iter()
+        .find_map(|message| message["executable"].as_str().map(PathBuf::from))
         .expect("cargo named the example's executable")
 }
 

@@ -89,7 +89,8 @@ pub fn with_built_engine(command: &mut Command) -> Result<&mut Command> {
         "engram-engine-{:032x}.wasm",
         engram_engine::COMPONENT_XXH3
     ));
-    if std::fs::read(&path).ok().as_deref() != Some(engram_engine::COMPONENT) {
+    // Named by its bytes' hash and put in place whole: there, it is them.
+    if !path.is_file() {
         let partial = path.with_extension(format!("wasm.{}", std::process::id()));
         std::fs::write(&partial, engram_engine::COMPONENT)
             .with_context(|| format!("writing {}", partial.display()))?;

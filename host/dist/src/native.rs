@@ -70,15 +70,23 @@ fn build(platform: &Platform) -> Result<Built> {
     })
 }
 
-/// The shared library cargo said (`--message-format json`, its standard
-/// output) it built of the crate target `name`.
-pub fn built_library(messages: &[u8], name: &str) -> Option<PathBuf> {
+/// What cargo said (`--message-format json`, its standard output) it
+/// built of the crate target `name`: each such message.
+pub fn artifacts(messages: &[u8], name: &str) -> Vec<serde_json::Value> {
     String::from_utf8_lossy(messages)
         .lines()
         .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
         .filter(|message| {
             message["reason"] == "compiler-artifact" && message["target"]["name"] == name
         })
+        .collect()
+}
+
+/// The shared library cargo said (`--message-format json`, its standard
+/// output) it built of the crate target `name`.
+pub fn built_library(messages: &[u8], name: &str) -> Option<PathBuf> {
+    artifacts(messages, name)
+        .into_iter()
         .flat_map(|message| message["filenames"].as_array().cloned().unwrap_or_default())
         .filter_map(|file| file.as_str().map(PathBuf::from))
         .find(|path| {

