@@ -23,8 +23,9 @@
 //! when it returns: Engram's default) and at NORMAL (LangGraph's connection
 //! set to WAL + NORMAL, Engram's `Synchronous::Normal`). Pages per put: the
 //! frames a put appends to the WAL, counted over `FRAMES_N` puts into a
-//! fresh file with no checkpoint in between (the WAL's growth over the
-//! puts, divided by the size of a frame).
+//! fresh file with no checkpoint in between (the log read frame by frame,
+//! one commit a put), in all and by the table or index each page belongs
+//! to (SQLite's `dbstat`).
 
 use engram::graph::PutRequest;
 use engram::io::WriteResult;
@@ -42,7 +43,7 @@ const ROUNDS: usize = 3;
 const FRAMES_N: usize = 300;
 
 const PYTHON: &str = r#"
-import json, os, sqlite3, sys, time
+import json, os, shutil, sqlite3, sys, time
 from langgraph.store.sqlite import SqliteStore
 
 path, synchronous, n, phase = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
@@ -56,11 +57,13 @@ value = lambda i: {"content": f"The user prefers option {i} for dinner", "confid
 if phase == "frames":
     conn.execute("PRAGMA wal_autocheckpoint=0")
     wal = path + "-wal"
-    before = os.path.getsize(wal)
     for i in range(n):
         store.put(ns, f"k{i:08d}", value(i))
-    page = conn.execute("PRAGMA page_size").fetchone()[0]
-    print(json.dumps({"frames": (os.path.getsize(wal) - before) / (page + 24) / n}))
+    # The file and its log as they are before the connection closes (and
+    # checkpoints): read by the bench.
+    for suffix in ["", "-wal"]:
+        shutil.copyfile(path + suffix, path + ".kept" + suffix)
+    print(json.dumps({}))
     sys.exit(0)
 t = time.perf_counter()
 for i in range(n):
@@ -215,22 +218,97 @@ fn put_all(domain: &mut engram::Domain, n: usize) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The WAL frames one put appends, over `n` puts into a fresh store (fewer
-/// than the store's checkpoint interval).
+/// What a put appends to the write-ahead log: frames (pages) per put, in
+/// all and by the table or index each page belongs to, over the last
+/// `puts` commits of the log beside `db` (one commit a put).
+struct WalPages {
+    per_put: f64,
+    by_tree: Vec<(String, f64)>,
+}
+
+/// Reads the log beside `db` frame by frame (a 32-byte header, then each
+/// frame a 24-byte header — page number, and the database's size in pages
+/// on a commit's last frame — and the page), keeps the last `puts`
+/// commits, and names each page's table or index by `dbstat` (the log's
+/// pages included: a read sees them).
+fn wal_pages(db: &Path, puts: usize) -> anyhow::Result<WalPages> {
+    let wal = std::fs::read(format!("{}-wal", db.display()))?;
+    anyhow::ensure!(wal.len() >= 32, "{}-wal: no log", db.display());
+    let word = |at: usize| u32::from_be_bytes(wal[at..at + 4].try_into().expect("4 bytes"));
+    let page = word(8) as usize;
+    let mut commits: Vec<Vec<u32>> = Vec::new();
+    let mut frames = Vec::new();
+    let mut at = 32;
+    while at + 24 + page <= wal.len() {
+        frames.push(word(at));
+        if word(at + 4) != 0 {
+            commits.push(std::mem::take(&mut frames));
+        }
+        at += 24 + page;
+    }
+    anyhow::ensure!(
+        commits.len() >= puts,
+        "{}-wal: {} commits, fewer than the {puts} puts",
+        db.display(),
+        commits.len()
+    );
+    let conn =
+        rusqlite::Connection::open_with_flags(db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)?;
+    let owners: std::collections::HashMap<u32, String> = conn
+        .prepare("SELECT pageno, name FROM dbstat")?
+        .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))?
+        .collect::<Result<_, _>>()?;
+    let mut by_tree: std::collections::BTreeMap<String, usize> = Default::default();
+    let last = &commits[commits.len() - puts..];
+    for page in last.iter().flatten() {
+        let owner = owners.get(page).cloned().unwrap_or_else(|| "(free)".into());
+        *by_tree.entry(owner).or_default() += 1;
+    }
+    let mut by_tree: Vec<(String, f64)> = by_tree
+        .into_iter()
+        .map(|(tree, n)| (tree, n as f64 / puts as f64))
+        .collect();
+    by_tree.sort_by(|a, b| b.1.total_cmp(&a.1));
+    Ok(WalPages {
+        per_put: last.iter().map(Vec::len).sum::<usize>() as f64 / puts as f64,
+        by_tree,
+    })
+}
+
+/// The log pages of `n` puts into a fresh Engram store (fewer than the
+/// store's checkpoint interval).
 fn engram_frames(
     engram: &Engram,
     dir: &Path,
     synchronous: Synchronous,
     n: usize,
-) -> anyhow::Result<f64> {
+) -> anyhow::Result<WalPages> {
     let (path, mut domain) = engram_domain(engram, dir, synchronous)?;
-    let wal = PathBuf::from(format!("{}-wal", path.display()));
-    // The log is made at the first write.
-    let size = || std::fs::metadata(&wal).map_or(0, |m| m.len());
-    let before = size();
     put_all(&mut domain, n)?;
-    let grown = size() - before;
-    Ok(grown as f64 / (4096.0 + 24.0) / n as f64)
+    // Read while the store is open: closing it checkpoints the log.
+    wal_pages(&path, n)
+}
+
+/// The log pages of `n` puts into a fresh `SqliteStore`: its script keeps
+/// a copy of the file and its log before it closes the connection.
+fn langgraph_frames(
+    python: &Path,
+    script: &Path,
+    dir: &Path,
+    n: usize,
+) -> anyhow::Result<WalPages> {
+    langgraph_json(python, script, dir, Synchronous::Full, n, "frames")?;
+    wal_pages(&dir.join("langgraph-FULL.db.kept"), n)
+}
+
+/// One line of each side's log pages.
+fn print_pages(name: &str, pages: &WalPages) {
+    let trees: Vec<String> = pages
+        .by_tree
+        .iter()
+        .map(|(tree, n)| format!("{tree} {n:.2}"))
+        .collect();
+    println!("  {name:<10} {:>5.2}: {}", pages.per_put, trees.join(", "));
 }
 
 fn engram_run(
@@ -271,6 +349,41 @@ fn engram_run(
     })
 }
 
+/// Engram's side alone at WAL + NORMAL, for a profiler (`perf record`):
+/// `n` puts, then (unless `put` is asked for alone) `n` gets each 20
+/// times over, timed apart.
+fn profile(n: usize) -> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
+    let engram = Engram::new()?;
+    let (_, mut domain) = engram_domain(&engram, dir.path(), Synchronous::Normal)?;
+    let namespace = namespace();
+    let started = Instant::now();
+    put_all(&mut domain, n)?;
+    let put = started.elapsed().as_secs_f64() / n as f64;
+    let rounds = if std::env::args().any(|a| a == "put") {
+        0
+    } else {
+        20
+    };
+    let started = Instant::now();
+    for round in 0..rounds {
+        for i in 0..n {
+            let id = format!("k{:08}", (i * 7919 + round) % n);
+            let found = domain
+                .get("g", &namespace, &id)?
+                .map_err(|e| anyhow::anyhow!("{e:?}"))?;
+            anyhow::ensure!(found.is_some());
+        }
+    }
+    let get = started.elapsed().as_secs_f64() / (rounds * n).max(1) as f64;
+    println!(
+        "profile: N = {n}, put {:.1} µs, get {:.1} µs",
+        put * 1e6,
+        get * 1e6
+    );
+    Ok(())
+}
+
 fn median(values: &mut [f64]) -> f64 {
     values.sort_by(f64::total_cmp);
     values[values.len() / 2]
@@ -282,6 +395,9 @@ fn main() -> anyhow::Result<()> {
         .find_map(|a| a.parse().ok())
         .unwrap_or(2_000)
         .max(100);
+    if std::env::args().any(|a| a == "profile") {
+        return profile(n);
+    }
     let target = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
     let python = venv(&target)?;
     let dir = tempfile::tempdir()?;
@@ -310,16 +426,7 @@ fn main() -> anyhow::Result<()> {
             list: median(&mut r.iter().map(|p| p.list).collect::<Vec<_>>()),
         })
         .collect();
-    let peer_frames = langgraph_json(
-        &python,
-        &script,
-        dir.path(),
-        Synchronous::Full,
-        FRAMES_N,
-        "frames",
-    )?["frames"]
-        .as_f64()
-        .unwrap_or(f64::NAN);
+    let peer_frames = langgraph_frames(&python, &script, dir.path(), FRAMES_N)?;
     let frames = engram_frames(&engram, dir.path(), Synchronous::Full, FRAMES_N)?;
     println!("peers: N = {n}, medians of {ROUNDS} interleaved rounds, µs per operation");
     println!("{:<46} {:>10} {:>10} {:>12}", "", "put", "get", "list(100)");
@@ -340,7 +447,9 @@ fn main() -> anyhow::Result<()> {
         );
     }
     println!(
-        "WAL pages a put appends (over {FRAMES_N} puts): LangGraph {peer_frames:.2}, Engram {frames:.2}"
+        "WAL pages a put appends (over {FRAMES_N} puts into a fresh file), by table or index:"
     );
+    print_pages("LangGraph", &peer_frames);
+    print_pages("Engram", &frames);
     Ok(())
 }
