@@ -229,6 +229,27 @@ impl NativeDomain {
         }))
     }
 
+    /// The call `name` as [`NativeDomain::call`] makes it, its value
+    /// already made Python objects: `(None, value)`, or `(framed, None)`
+    /// when the answer is no value (a failure, framed). The answer's JSON
+    /// text is read once, in Rust ([`objects`]), instead of being handed
+    /// to `json.loads`.
+    #[pyo3(signature = (name, input, args, time=None))]
+    fn call_value<'py>(
+        &self,
+        py: Python<'py>,
+        name: &str,
+        input: &str,
+        args: &str,
+        time: Option<i64>,
+    ) -> PyResult<(Option<String>, Bound<'py, PyAny>)> {
+        let framed = self.call(py, name, input, args, time)?;
+        match framed.as_bytes().first() {
+            Some(b'V' | b'L') => Ok((None, objects(py, &framed[1..])?)),
+            _ => Ok((Some(framed), py.None().into_bound(py))),
+        }
+    }
+
     /// How many times the domain's engine instance stopped and was let go
     /// (the next call makes a fresh one); 0 once closed.
     #[getter]
@@ -529,6 +550,82 @@ fn main(py: Python<'_>, argv: Vec<String>) -> u8 {
 }
 
 /// The module.
+/// JSON text as the Python objects `json.loads` makes of it (dicts, lists,
+/// strings, ints, floats, booleans, None), built while serde_json reads the
+/// text, with no tree in between. Integers are exact (an answer's are
+/// 64-bit at most), floats the value their shortest text names.
+fn objects<'py>(py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyAny>> {
+    use serde::de::DeserializeSeed;
+    let mut reader = serde_json::Deserializer::from_str(text);
+    let value = Objects(py)
+        .deserialize(&mut reader)
+        .and_then(|value| reader.end().map(|()| value))
+        .map_err(|e| error(format!("the host's answer is not JSON: {e}")))?;
+    Ok(value)
+}
+
+/// Makes the Python object of one JSON value ([`objects`]).
+#[derive(Clone, Copy)]
+struct Objects<'py>(Python<'py>);
+
+impl<'de, 'py> serde::de::DeserializeSeed<'de> for Objects<'py> {
+    type Value = Bound<'py, PyAny>;
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, from: D) -> Result<Self::Value, D::Error> {
+        from.deserialize_any(self)
+    }
+}
+
+impl<'de, 'py> serde::de::Visitor<'de> for Objects<'py> {
+    type Value = Bound<'py, PyAny>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_bool<E: serde::de::Error>(self, v: bool) -> Result<Self::Value, E> {
+        Ok(pyo3::types::PyBool::new(self.0, v).to_owned().into_any())
+    }
+
+    fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<Self::Value, E> {
+        Ok(pyo3::types::PyInt::new(self.0, v).into_any())
+    }
+
+    fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<Self::Value, E> {
+        Ok(pyo3::types::PyInt::new(self.0, v).into_any())
+    }
+
+    fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<Self::Value, E> {
+        Ok(pyo3::types::PyFloat::new(self.0, v).into_any())
+    }
+
+    fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Self::Value, E> {
+        Ok(pyo3::types::PyString::new(self.0, v).into_any())
+    }
+
+    fn visit_unit<E: serde::de::Error>(self) -> Result<Self::Value, E> {
+        Ok(self.0.None().into_bound(self.0))
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        let list = PyList::empty(self.0);
+        while let Some(item) = seq.next_element_seed(self)? {
+            list.append(item).map_err(serde::de::Error::custom)?;
+        }
+        Ok(list.into_any())
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let dict = pyo3::types::PyDict::new(self.0);
+        while let Some(key) = map.next_key_seed(self)? {
+            let value = map.next_value_seed(self)?;
+            dict.set_item(key, value)
+                .map_err(serde::de::Error::custom)?;
+        }
+        Ok(dict.into_any())
+    }
+}
+
 #[pymodule]
 #[pyo3(name = "_native")]
 fn native(module: &Bound<'_, PyModule>) -> PyResult<()> {

@@ -95,6 +95,29 @@ def test_state_timestamps_at_the_i64_bounds_round_trip() -> None:
             assert read["records"][0]["timestamp"] == t
 
 
+def test_an_answer_made_python_objects_in_rust_holds_the_exact_ints_and_floats_written() -> None:
+    # Integers beyond 2^53 (where a double loses them) and floats whose
+    # shortest text a fast parser may round to a neighbour come back as the
+    # very values written, of the same types, as json.loads would give them.
+    floats = (0.1 + 0.2, 5e-324, 1.7976931348623157e308, 2.2250738585072014e-308, 0.30000000000000004, 1 / 3)
+    with Engram() as mem:
+        alice = mem.open("alice")
+        for i, t in enumerate((2**53 + 1, -(2**53) - 1, 2**62 + 7)):
+            stored = alice.write(state(f"w{i}", t))["ACCEPTED"]["stored_id"]
+            read = alice.read({"record_type": "STATE", "selector": {"ById": {"id": stored}}, "request_id": f"r{i}"})
+            (record,) = read["records"]
+            assert type(record["timestamp"]) is int and record["timestamp"] == t
+            assert record == json.loads(json.dumps(record))
+        for i, value in enumerate(floats):
+            request = fact(f"f{i}", "Alice is vegetarian", key=f"user.diet{i}")
+            request["record"]["payload"]["semantic"]["strength"] = value
+            assert "ACCEPTED" in alice.write(request)
+            by_key = {"ByKey": {"key": f"user.diet{i}"}}
+            read = alice.read({"record_type": "FACT", "selector": by_key, "request_id": f"q{i}"})
+            strength = read["records"][0]["payload"]["semantic"]["strength"]
+            assert type(strength) is float and strength == value, (strength, value)
+
+
 def test_open_refuses_what_no_domain_can_be() -> None:
     with Engram() as mem:
         with pytest.raises(ValueError, match="agent id"):

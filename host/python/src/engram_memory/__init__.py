@@ -756,17 +756,37 @@ class Domain:
         """``online`` or ``maintenance``."""
         return self._mode
 
-    def _call(self, name: str, args: str, input: str = "") -> str:
-        """The call ``name`` of the call surface: its framed answer."""
+    def _now(self) -> int | None:
+        """The time the caller's clock gives the next call, if it has one;
+        refuses a call of a closed domain."""
         if self._closed:
             raise ClosedError(_MESSAGES["closed"])
-        now = None if self._clock is None else int(self._clock())
-        framed: str = _crossing(lambda: self._native.call(name, input, args, now))
+        return None if self._clock is None else int(self._clock())
+
+    def _answered(self, framed: str) -> None:
+        """Takes note of a framed answer: once the instance stopped, the
+        cycles begun in it are gone."""
         if framed[:1] == "S":
-            # The instance stopped: the cycles begun in it are gone.
             for cycle in list(self._cycles):
                 cycle._lost()
+
+    def _call(self, name: str, args: str, input: str = "") -> str:
+        """The call ``name`` of the call surface: its framed answer."""
+        now = self._now()
+        framed: str = _crossing(lambda: self._native.call(name, input, args, now))
+        self._answered(framed)
         return framed
+
+    def _value_of(self, name: str, args: str, input: str = "") -> Any:
+        """The value the call ``name`` answers, made Python objects by the
+        native module (no JSON text parsed here); or the error its answer
+        says it is."""
+        now = self._now()
+        framed, value = _crossing(lambda: self._native.call_value(name, input, args, now))
+        if framed is None:
+            return value
+        self._answered(framed)
+        raise _failure(framed)
 
     def _io(self, call: str, request: Any, batch: bool | None, input: str | None) -> Any:
         many = isinstance(request, (list, tuple))
@@ -775,8 +795,9 @@ class Domain:
         else:
             text, many = _text(request), bool(batch)
         # No input named: the call surface names it (``request``).
-        framed = self._call(f"{call}-batch" if many else call, text, input or self._input or "")
-        return _lines(framed) if many else _value(framed)
+        if many:
+            return _lines(self._call(f"{call}-batch", text, input or self._input or ""))
+        return self._value_of(call, text, input or self._input or "")
 
     def write(
         self, request: WriteRequest | str | Sequence[Any], *, batch: bool | None = None, input: str | None = None
@@ -800,7 +821,7 @@ class Domain:
         full: dict[str, Any] = {}
         full.update(args or {})
         full.update(kwargs)
-        return _value(self._call(call, _compact(full)))
+        return self._value_of(call, _compact(full))
 
     def history(self, args: Mapping[str, Any] | None = None, /, **kwargs: Any) -> Any:
         """The versions of a FACT key, newest first: ``key``, ``limit``
@@ -851,7 +872,7 @@ class Domain:
         the ``{"cycle_error": …}`` line when the contract refuses it."""
         when = None if time is None else _time(time)
         args = _args(message=message, response=response, session=session, request_id=request_id, time=when)
-        answer = _value(self._call("remember", args))
+        answer = self._value_of("remember", args)
         return Remembered(request_id=answer["request_id"], committed=answer["committed"])
 
     def recall(
@@ -866,7 +887,7 @@ class Domain:
         assembled from them: ``top_k`` at most (5 when None), their lines
         within ``token_budget`` tokens when given. Persists nothing."""
         args = _args(question=question, top_k=top_k, token_budget=token_budget, request_id=request_id)
-        answer = _value(self._call("recall", args))
+        answer = self._value_of("recall", args)
         return Recalled(
             request_id=answer["request_id"],
             memories=[Memory(**memory) for memory in answer["memories"]],
@@ -879,7 +900,7 @@ class Domain:
         :class:`RefusedError` with the ``{"plan_error": …}``. Use it in a
         ``with`` block: leaving it without a commit persists nothing."""
         args = _args(plan=plan, session=session, request_id=request_id)
-        cycle = Cycle(self, _value(self._call("cycle-begin", args))["cycle"])
+        cycle = Cycle(self, self._value_of("cycle-begin", args)["cycle"])
         self._cycles.add(cycle)
         return cycle
 
@@ -902,12 +923,12 @@ class Domain:
     def audit(self, **query: Any) -> builtins.list[dict]:
         """This domain's audit trail, oldest first: ``operation``,
         ``outcome``, ``since``, ``until``, ``limit`` (100)."""
-        return _value(self._call("audit", _args(**query)))
+        return self._value_of("audit", _args(**query))
 
     def export(self) -> builtins.list[dict]:
         """Every item of a domain opened for maintenance, as export lines
         ``{"agent_id", "item"}``."""
-        lines: builtins.list[dict] = _value(self._call("export", _args(all=True)))["lines"]
+        lines: builtins.list[dict] = self._value_of("export", _args(all=True))["lines"]
         return lines
 
     def import_(self, lines: Iterable[Any]) -> dict:
@@ -916,13 +937,13 @@ class Domain:
         ``{"agent_id", "items", "new"}``; items held exactly so already are
         passed over."""
         items = [json.loads(line) if isinstance(line, str) else line for line in lines]
-        return _value(self._call("import", _compact(items)))
+        return self._value_of("import", _compact(items))
 
     def expire(self) -> dict:
         """Removes every record of a domain opened for maintenance whose
         expiry has passed, from every index, each with an EXPIRE entry in
         the audit trail: ``{"agent_id", "expired"}``."""
-        return _value(self._call("expire", ""))
+        return self._value_of("expire", "")
 
     def reembed(self, batch: int | None = None) -> dict:
         """Makes the vectors of every memory of a domain opened for
@@ -931,17 +952,17 @@ class Domain:
         there was an embedder. ``batch`` memories a commit (256 unless
         given); a run stopped at any point goes on where it stopped.
         Answers ``{"agent_id", "embedded"}``."""
-        return _value(self._call("reembed", _args(batch=batch)))
+        return self._value_of("reembed", _args(batch=batch))
 
     def vector_model(self) -> dict | None:
         """The model that made the domain's vectors (``{"name",
         "dimension"}``), or None while it has none."""
-        return _value(self._call("vector-model", ""))
+        return self._value_of("vector-model", "")
 
     def forget(self) -> dict:
         """Forgets this agent (see :meth:`Engram.forget`), under this
         domain's lock in maintenance mode."""
-        return _value(self._call("forget", ""))
+        return self._value_of("forget", "")
 
     def close(self) -> None:
         """Drops the instance and releases the maintenance lock, once a call
@@ -980,21 +1001,26 @@ class Cycle:
             raise EngramError("the cycle is gone: it was closed, or the engine stopped")
         return self._domain._call(name, _args(cycle=self._id, **args))
 
+    def _value_of(self, name: str, **args: Any) -> Any:
+        if self._id is None:
+            raise EngramError("the cycle is gone: it was closed, or the engine stopped")
+        return self._domain._value_of(name, _args(cycle=self._id, **args))
+
     def run_stage(self, stage: str, *, message: str | None = None, response: str | None = None) -> Any:
         """Runs every step of ``stage`` (``ContextSelect``,
         ``PromptAssemble``, ``SummarizeMemory``, ``PersistMemory``) with the
         turn's inputs: ``{"stage", "steps"}``; raises :class:`RefusedError`
         with the ``{"cycle_error"}``."""
-        return _value(self._call("cycle-stage", stage=stage, message=message, response=response))
+        return self._value_of("cycle-stage", stage=stage, message=message, response=response)
 
     def output(self, step: str) -> Any:
         """The output of a step that has run, parsed; None if none."""
-        return _value(self._call("cycle-output", step=step))
+        return self._value_of("cycle-output", step=step)
 
     def commit(self) -> Any:
         """Persists the cycle's memories in one commit: ``{"committed":
         [ids]}``; raises :class:`RefusedError` with the ``{"cycle_error"}``."""
-        return _value(self._call("cycle-commit"))
+        return self._value_of("cycle-commit")
 
     def close(self) -> None:
         """Drops the cycle; nothing not committed is persisted."""
