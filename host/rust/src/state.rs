@@ -139,13 +139,15 @@ impl wit_domain::Host for DomainState {
         self.expire_after
     }
 
+    /// 128 random bits, read from the system in one call.
     fn id_entropy(&mut self) -> wasmtime::Result<(u64, u64)> {
-        let random = || {
-            getrandom::u64().map_err(|e| {
-                wasmtime::Error::from_anyhow(anyhow::anyhow!("no entropy for record ids: {e}"))
-            })
-        };
-        Ok((random()?, random()?))
+        let mut bytes = [0u8; 16];
+        getrandom::fill(&mut bytes).map_err(|e| {
+            wasmtime::Error::from_anyhow(anyhow::anyhow!("no entropy for record ids: {e}"))
+        })?;
+        let (high, low) = bytes.split_at(8);
+        let word = |half: &[u8]| u64::from_le_bytes(half.try_into().expect("8 bytes"));
+        Ok((word(high), word(low)))
     }
 }
 
