@@ -313,9 +313,7 @@ impl PyBackend {
     /// `entries` as the list of dicts the store takes.
     fn entries<'py>(py: Python<'py>, entries: &[AuditEntry]) -> Result<Bound<'py, PyAny>, String> {
         let text = serde_json::to_string(entries).map_err(|e| e.to_string())?;
-        py.import("json")
-            .and_then(|json| json.call_method1("loads", (text,)))
-            .map_err(|e| e.to_string())
+        objects(py, &text).map_err(|e| e.to_string())
     }
 
     /// `(key, value or None)` pairs of conditions or changes.
