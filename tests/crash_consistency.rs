@@ -526,3 +526,169 @@ fn b5_d1_killed_cycles_persist_whole_turns_or_nothing_and_replay_their_ids() {
         acknowledged.len()
     );
 }
+
+/// The store at `path` as its file holds it, read with SQLite alone
+/// (whatever its schema version): its schema version, its key-value pairs
+/// and its audit rows (agent, seq, time, request id, operation, outcome),
+/// each in order.
+type Held = (
+    i32,
+    Vec<(Vec<u8>, Vec<u8>)>,
+    Vec<(String, i64, i64, String, String, String)>,
+);
+
+fn held(path: &Path) -> Held {
+    let conn = rusqlite::Connection::open(path).unwrap();
+    let integrity: String = conn
+        .query_row("PRAGMA integrity_check", [], |row| row.get(0))
+        .unwrap();
+    assert_eq!(integrity, "ok");
+    let version = conn
+        .query_row("PRAGMA user_version", [], |row| row.get(0))
+        .unwrap();
+    let pairs = conn
+        .prepare("SELECT key, value FROM engram_kv ORDER BY key")
+        .unwrap()
+        .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    let rows = conn
+        .prepare(
+            "SELECT agent_id, seq, at, request_id, operation, outcome FROM engram_audit
+             ORDER BY agent_id, seq",
+        )
+        .unwrap()
+        .query_map([], |row| {
+            Ok((
+                row.get(0)?,
+                row.get(1)?,
+                row.get(2)?,
+                row.get(3)?,
+                row.get(4)?,
+                row.get(5)?,
+            ))
+        })
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    (version, pairs, rows)
+}
+
+#[test]
+fn s_file_s_audit_a_format_upgrade_killed_at_random_points_leaves_a_store_that_opens_holding_everything()
+ {
+    // proves S-FILE, S-AUDIT: a store of schema version 3, as the build
+    // before version 4 wrote it (tests/fixtures/store-v3.sh), grown to
+    // 50,000 audit rows so that its upgrade (the audit rows copied into the
+    // table keyed by agent) takes a while, is opened by `engram` processes
+    // killed with SIGKILL at random moments, each on a fresh copy. After
+    // every kill the file passes `integrity_check` and is of version 3 with
+    // its old index, or of version 4 without it, never between; opened, it
+    // is of version 4 and holds every key-value pair and every audit row
+    // it held, each row with its `seq`, and the trail reads every entry.
+    // At least one kill must land inside the upgrade's transaction.
+    use std::os::unix::process::ExitStatusExt;
+    warm_cache();
+    let dir = tempfile::tempdir().unwrap();
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/store-v3.db");
+    let source = dir.path().join("v3.db");
+    std::fs::copy(&fixture, &source).unwrap();
+    rusqlite::Connection::open(&source)
+        .unwrap()
+        .execute_batch(
+            "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 50000)
+             INSERT INTO engram_audit (at, agent_id, request_id, operation, record_type, outcome, count)
+             SELECT 1000 + i, CASE i % 3 WHEN 0 THEN 'bob' ELSE 'alice' END, 'grown-' || i,
+                    'READ', 'FACT', 'RETURNED', i % 7 FROM n;",
+        )
+        .unwrap();
+    let before = held(&source);
+    assert_eq!(before.0, 3);
+    assert_eq!(before.2.len(), 50_016);
+    let version = |db: &rusqlite::Connection| -> i32 {
+        db.query_row("PRAGMA user_version", [], |row| row.get(0))
+            .unwrap()
+    };
+    let has_agent_index = |db: &rusqlite::Connection| -> bool {
+        db.query_row(
+            "SELECT count(*) FROM sqlite_schema WHERE name = 'engram_audit_agent'",
+            [],
+            |row| row.get::<_, i64>(0),
+        )
+        .unwrap()
+            == 1
+    };
+    let upgrade = |path: &Path| {
+        Command::new(env!("CARGO_BIN_EXE_engram"))
+            .env("ENGRAM_CACHE_DIR", CACHE_DIR)
+            .env_remove("ENGRAM_STORE")
+            .arg("--store")
+            .arg(path)
+            .args(["audit", "--agent", "bob", "--limit", "1"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap()
+    };
+    // How long one process takes, unkilled: the kills land over it.
+    let timed = dir.path().join("timed.db");
+    std::fs::copy(&source, &timed).unwrap();
+    let started = Instant::now();
+    assert!(upgrade(&timed).wait().unwrap().success());
+    let span = started.elapsed().as_millis() as u64;
+    assert_eq!(held(&timed).0, 4);
+
+    let seed = seed();
+    eprintln!("ENGRAM_CRASH_SEED={seed}");
+    let mut rng = Rng(seed);
+    let (mut inside, mut after) = (0, 0);
+    for run in 0..runs().max(12) {
+        let path = dir.path().join(format!("run-{run}.db"));
+        std::fs::copy(&source, &path).unwrap();
+        let mut child = upgrade(&path);
+        std::thread::sleep(Duration::from_millis(rng.below(span + span / 2 + 1)));
+        let finished = child.try_wait().unwrap().is_some();
+        let _ = child.kill();
+        let status = child.wait().unwrap();
+        let killed = !finished && status.signal() == Some(9);
+        let wal = std::fs::metadata(path.with_extension("db-wal")).map_or(0, |m| m.len());
+        {
+            let db = rusqlite::Connection::open(&path).unwrap();
+            let integrity: String = db
+                .query_row("PRAGMA integrity_check", [], |row| row.get(0))
+                .unwrap();
+            assert_eq!(integrity, "ok", "run {run}");
+            match version(&db) {
+                3 => {
+                    assert!(has_agent_index(&db), "run {run}");
+                    inside += usize::from(killed && wal > 0);
+                }
+                4 => {
+                    assert!(!has_agent_index(&db), "run {run}");
+                    after += 1;
+                }
+                other => panic!("run {run}: schema version {other}"),
+            }
+        }
+        let store = SqliteBackend::open(&path).expect("the store opens after a kill");
+        let trail = store
+            .audit_trail(&AuditQuery {
+                limit: 1_000_000,
+                ..AuditQuery::default()
+            })
+            .unwrap();
+        drop(store);
+        let now = held(&path);
+        assert_eq!(now.0, 4, "run {run}");
+        assert!(now.1 == before.1, "run {run}: the key-value pairs changed");
+        assert!(now.2 == before.2, "run {run}: the audit rows changed");
+        assert_eq!(trail.len(), before.2.len(), "run {run}");
+    }
+    eprintln!(
+        "{inside} kills inside the upgrade, {after} after it, of {} (one process: {span} ms)",
+        runs().max(12)
+    );
+    assert!(inside > 0, "no kill landed inside the upgrade");
+}

@@ -446,3 +446,68 @@ fn a_write_of_a_long_lived_process_survives_other_processes_opening_and_closing_
     }
     drop(alice);
 }
+
+#[test]
+fn s_audit_the_trail_of_every_agent_lists_entries_in_the_order_made_and_each_agents_in_its_own() {
+    // proves S-AUDIT: entries of three agents made one after another, in
+    // the same millisecond and with the clock stepping back, some moved
+    // from the trail file and some written in commits: listed together
+    // they are in the order made, the newest `limit` of them are the last
+    // made, and each agent's are its own in order (the audit rows keyed by
+    // agent, schema version 4)
+    use engram::AuditSink;
+    use engram::audit::{AuditEntry, AuditQuery, Operation, Outcome};
+    use engram::backend::Backend;
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteBackend::open(dir.path().join("order.db")).unwrap();
+    let entry = |agent: &str, n: usize, at: i64| AuditEntry {
+        at,
+        agent_id: agent.into(),
+        request_id: format!("{agent}-{n}"),
+        operation: Operation::Read,
+        source: None,
+        record_type: None,
+        outcome: Outcome::Returned,
+        stored_id: None,
+        count: Some(0),
+        reason: None,
+        caller: None,
+    };
+    let agents = ["carol", "alice", "bob"];
+    let mut made = Vec::new();
+    for n in 0..30 {
+        let agent = agents[(n * 7) % 3];
+        // Ten in one millisecond, then the clock steps back.
+        let at = 5_000 - (n as i64 / 10) * 1_000;
+        let e = entry(agent, n, at);
+        made.push(e.request_id.clone());
+        if n % 4 == 0 {
+            store.commit_audited(&[], &[], &[e], &store).unwrap();
+        } else {
+            store.append(&e).unwrap();
+        }
+    }
+    let listed = |agent: Option<&str>, limit: u32| -> Vec<String> {
+        store
+            .audit_trail(&AuditQuery {
+                agent: agent.map(str::to_owned),
+                limit,
+                ..AuditQuery::default()
+            })
+            .unwrap()
+            .into_iter()
+            .map(|e| e.request_id)
+            .collect()
+    };
+    assert_eq!(listed(None, 100), made);
+    assert_eq!(listed(None, 4), made[26..]);
+    for agent in agents {
+        let own: Vec<String> = made
+            .iter()
+            .filter(|id| id.starts_with(&format!("{agent}-")))
+            .cloned()
+            .collect();
+        assert_eq!(listed(Some(agent), 100), own);
+        assert_eq!(listed(Some(agent), 2), own[own.len() - 2..]);
+    }
+}

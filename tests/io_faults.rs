@@ -268,11 +268,11 @@ fn a_version_1_store_is_upgraded_and_a_newer_one_refused() {
         .unwrap()
         .query_row("PRAGMA user_version", [], |r| r.get(0))
         .unwrap();
-    assert_eq!(version, 3);
+    assert_eq!(version, 4);
 
     rusqlite::Connection::open(&store)
         .unwrap()
-        .execute_batch("PRAGMA user_version = 4;")
+        .execute_batch("PRAGMA user_version = 5;")
         .unwrap();
     let refused = engram(&[], &store, &["audit", "--agent", "alice"], dir.path())
         .output()
@@ -280,9 +280,143 @@ fn a_version_1_store_is_upgraded_and_a_newer_one_refused() {
     assert!(!refused.status.success());
     let message = String::from_utf8(refused.stderr).unwrap();
     assert!(
-        message.contains("schema version 4") && message.lines().count() == 1,
+        message.contains("schema version 5") && message.lines().count() == 1,
         "{message}"
     );
+}
+
+/// The request ids of `engram audit`'s lines, in order.
+fn audited(out: &Output) -> Vec<String> {
+    assert!(out.status.success(), "{out:?}");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|line| {
+            let entry: serde_json::Value = serde_json::from_str(line).unwrap();
+            entry["request_id"].as_str().unwrap().to_owned()
+        })
+        .collect()
+}
+
+#[test]
+fn s_file_s_audit_a_version_3_store_written_by_the_build_before_opens_holding_everything() {
+    // proves S-FILE, S-AUDIT: tests/fixtures/store-v3.db, written by the
+    // build before schema version 4 (tests/fixtures/store-v3.sh): two
+    // agents' records and audit entries in the file, and four read entries
+    // pending in the trail file beside it. Opened by `engram`, it is of
+    // version 4 (the audit rows keyed by agent, no index beside them): the
+    // reads answer what that build answered, every key-value pair is as it
+    // was, every audit row keeps its `seq`, the pending entries and the new
+    // reads' follow them, an agent's trail is its entries in the order they
+    // were made, and a new write's entry comes last.
+    let dir = tempfile::tempdir().unwrap();
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures");
+    let store = dir.path().join("v3.db");
+    std::fs::copy(fixtures.join("store-v3.db"), &store).unwrap();
+    let trail = dir.path().join("v3.db-trail");
+    std::fs::copy(fixtures.join("store-v3.db-trail"), &trail).unwrap();
+    type Row = (String, i64, String);
+    let held = |order: &str| -> (i32, Vec<(Vec<u8>, Vec<u8>)>, Vec<Row>, i64) {
+        let db = rusqlite::Connection::open(&store).unwrap();
+        let pairs = db
+            .prepare("SELECT key, value FROM engram_kv ORDER BY key")
+            .unwrap()
+            .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        let rows = db
+            .prepare(&format!(
+                "SELECT agent_id, seq, request_id FROM engram_audit ORDER BY {order}"
+            ))
+            .unwrap()
+            .query_map([], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        let version = db
+            .query_row("PRAGMA user_version", [], |row| row.get(0))
+            .unwrap();
+        let indexes = db
+            .query_row(
+                "SELECT count(*) FROM sqlite_schema WHERE type = 'index' AND name = 'engram_audit_agent'",
+                [],
+                |row| row.get(0),
+            )
+            .unwrap();
+        (version, pairs, rows, indexes)
+    };
+    let (version, pairs, rows, indexes) = held("seq");
+    assert_eq!((version, indexes), (3, 1));
+    let pending: Vec<String> = std::fs::read_to_string(&trail)
+        .unwrap()
+        .lines()
+        .map(|line| {
+            let entry: serde_json::Value = serde_json::from_str(line).unwrap();
+            entry["request_id"].as_str().unwrap().to_owned()
+        })
+        .collect();
+    assert_eq!(pending, ["q-1", "q-2", "q-3", "q-4"]);
+
+    let samples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../samples/reads.jsonl");
+    let samples = samples.to_str().unwrap();
+    let read = engram(
+        &[],
+        &store,
+        &["read", "--agent", "alice", "--batch", samples],
+        dir.path(),
+    )
+    .output()
+    .unwrap();
+    assert!(read.status.success(), "{read:?}");
+    assert_eq!(
+        String::from_utf8(read.stdout).unwrap(),
+        std::fs::read_to_string(fixtures.join("store-v3.reads.jsonl")).unwrap(),
+        "the reads answer what the build before answered"
+    );
+    let everyone = audited(
+        &engram(&[], &store, &["audit", "--limit", "1000"], dir.path())
+            .output()
+            .unwrap(),
+    );
+    let (version, pairs_now, rows_now, indexes) = held("agent_id, seq");
+    assert_eq!((version, indexes), (4, 0));
+    assert!(pairs_now == pairs, "the key-value pairs changed");
+    for row in &rows {
+        assert!(rows_now.contains(row), "{row:?} is gone or has another seq");
+    }
+    let mut expected: Vec<String> = rows.iter().map(|(_, _, id)| id.clone()).collect();
+    expected.extend(pending.iter().cloned());
+    expected.extend(pending.iter().cloned());
+    assert_eq!(everyone, expected, "every agent's trail, in the order made");
+    assert_eq!(rows_now.len(), expected.len());
+
+    let write = dir.path().join("bob.json");
+    std::fs::write(
+        &write,
+        r#"{"request_id":"bob-4","source":{"agent_id":"bob","component":"COGNITION","actor":"USER"},"record":{"record_type":"STATE","timestamp":4000,"payload":{"subject":"mission.current","properties":{}}}}"#,
+    )
+    .unwrap();
+    let written = engram(
+        &[],
+        &store,
+        &["write", "--agent", "bob", write.to_str().unwrap()],
+        dir.path(),
+    )
+    .output()
+    .unwrap();
+    assert!(written.status.success(), "{written:?}");
+    let bob = audited(
+        &engram(&[], &store, &["audit", "--agent", "bob"], dir.path())
+            .output()
+            .unwrap(),
+    );
+    let mut expected: Vec<String> = rows
+        .iter()
+        .filter(|(agent, _, _)| agent == "bob")
+        .map(|(_, _, id)| id.clone())
+        .collect();
+    expected.push("bob-4".into());
+    assert_eq!(bob, expected);
 }
 
 /// A STATE write of agent `io`, `request_id` `io-{n}`.

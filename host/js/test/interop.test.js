@@ -5,7 +5,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
@@ -117,6 +117,33 @@ test('a store written by the engram command line is read from Node', { skip }, a
   }
 });
 
+// proves S-FILE: a store of schema version 3, written by the build before
+// version 4 (tests/fixtures/store-v3.sh), opens from Node holding its
+// records and its agent's whole trail, the entries pending in its trail file
+// after those in the file
+test('a version 3 store written by the build before opens from Node', { skip }, async () => {
+  const fixtures = new URL('../../../tests/fixtures/', import.meta.url);
+  const store = join(dir, 'v3.db');
+  copyFileSync(new URL('store-v3.db', fixtures), store);
+  copyFileSync(new URL('store-v3.db-trail', fixtures), `${store}-trail`);
+  const domain = await open('alice', { store });
+  try {
+    const reads = ['q-1', 'q-2', 'q-3', 'q-4'];
+    const trail = domain.audit({ limit: 1000 }).map((e) => e.request_id);
+    assert.deepEqual(trail, [1, 2, 3, 4, 5, 6, 7].map((n) => `alice-000${n}`).concat(reads, reads));
+    const read = domain.read(byKey('n-1'));
+    assert.equal(read.records[0].payload.semantic.content, 'Alice is vegetarian');
+  } finally {
+    domain.close();
+  }
+  const db = new DatabaseSync(store);
+  try {
+    assert.equal(db.prepare('PRAGMA user_version').get().user_version, 4);
+  } finally {
+    db.close();
+  }
+});
+
 /** The schema a store holds: every table and index with its SQL text. */
 function schemaOf(path) {
   const db = new DatabaseSync(path);
@@ -138,7 +165,7 @@ test('a store created from Node has the schema text of one the command line crea
   const node = schemaOf(fromNode);
   assert.deepEqual(
     node.map((row) => row.name),
-    ['engram_audit', 'engram_audit_agent', 'engram_kv', 'engram_trail'],
+    ['engram_audit', 'engram_kv', 'engram_trail'],
   );
   assert.deepEqual(node, schemaOf(fromCli));
 });

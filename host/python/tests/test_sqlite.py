@@ -107,7 +107,7 @@ def test_a_store_created_from_python_has_the_schema_text_of_one_the_command_line
     SqliteStore(from_python).close()
     cli(engram_bin, from_cli, ["write", "--agent", "alice"], json.dumps(fact("w1", "Alice is vegetarian")))
     python = _schema_of(from_python)
-    assert [row[1] for row in python] == ["engram_audit", "engram_audit_agent", "engram_kv", "engram_trail"]
+    assert [row[1] for row in python] == ["engram_audit", "engram_kv", "engram_trail"]
     assert python == _schema_of(from_cli)
 
 
@@ -116,10 +116,10 @@ def test_sqlite_the_file_format_every_host_shares(tmp_path: Path) -> None:
     SqliteStore(path).close()
     db = sqlite3.connect(path)
     assert db.execute("PRAGMA application_id").fetchone()[0] == 0x454E4752
-    assert db.execute("PRAGMA user_version").fetchone()[0] == 3
+    assert db.execute("PRAGMA user_version").fetchone()[0] == 4
     assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     names = [r[0] for r in db.execute("SELECT name FROM sqlite_schema WHERE type IN ('table','index') ORDER BY name")]
-    assert names == ["engram_audit", "engram_audit_agent", "engram_kv", "engram_trail"]
+    assert names == ["engram_audit", "engram_kv", "engram_trail"]
     assert db.execute("SELECT moved FROM engram_trail WHERE id = 1").fetchone()[0] == 0
     db.close()
     assert path.read_bytes()[18:20] == b"\x02\x02"
@@ -196,7 +196,28 @@ def test_sqlite_a_version_1_store_is_upgraded_and_its_trail_file_moved_from_the_
         assert [e["request_id"] for e in mem.audit()] == ["old-read"]
     assert Path(f"{path}-trail").read_bytes() == b""
     db = sqlite3.connect(path)
-    assert db.execute("PRAGMA user_version").fetchone()[0] == 3
+    assert db.execute("PRAGMA user_version").fetchone()[0] == 4
+    db.close()
+
+
+# proves S-FILE: a store of schema version 3, written by the build before version 4
+# (tests/fixtures/store-v3.sh), opens from Python holding its records and its whole trail, the entries
+# pending in its trail file after those in the file
+def test_sqlite_a_version_3_store_written_by_the_build_before_opens_from_python(tmp_path: Path) -> None:
+    fixtures = Path(__file__).resolve().parents[3] / "tests" / "fixtures"
+    path = tmp_path / "v3.db"
+    shutil.copy(fixtures / "store-v3.db", path)
+    shutil.copy(fixtures / "store-v3.db-trail", f"{path}-trail")
+    with Engram(path) as mem:
+        trail = [e["request_id"] for e in mem.audit(limit=1000)]
+        assert trail[:7] == [f"alice-000{n}" for n in range(1, 8)]
+        reads = ["q-1", "q-2", "q-3", "q-4"]
+        assert trail[7:] == ["bob-1", "bob-2", "bob-3", "bob-bad", *reads, "bob-turn-1#persist", *reads]
+        [diet] = mem.open("alice").read(by_key("p-1"))["records"]
+        assert diet["payload"]["semantic"]["content"] == "Alice is vegetarian"
+        assert [e["request_id"] for e in mem.audit("alice", limit=2)] == ["q-4", "p-1"]
+    db = sqlite3.connect(path)
+    assert db.execute("PRAGMA user_version").fetchone()[0] == 4
     db.close()
 
 

@@ -32,7 +32,7 @@ use anyhow::{Context, Result, bail};
 use engram_model::audit::{AuditEntry, AuditQuery, AuditSink};
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{LazyLock, Mutex, MutexGuard, RwLock};
 use std::time::Duration;
 
@@ -47,7 +47,8 @@ static SCHEMA_VERSIONS: LazyLock<Vec<(i32, &'static str)>> =
 
 /// The schema version this build reads and writes (`PRAGMA user_version`):
 /// the last of [`SCHEMA`]. Version 2 added `engram_trail`, version 3 the
-/// audit trail's `caller`; a store of an older version is brought to it
+/// audit trail's `caller`, version 4 keyed the audit rows by agent (one
+/// tree, no index beside it); a store of an older version is brought to it
 /// when opened.
 fn schema_version() -> i32 {
     crate::schema::last(&SCHEMA_VERSIONS)
@@ -133,6 +134,9 @@ pub struct SqliteBackend {
     /// takes it alone. The file's own lock keeps other processes out, but
     /// not other threads: they share its one open file.
     trail_gate: RwLock<()>,
+    /// The last audit `seq` this process gave (see [`insert_audit`]);
+    /// changed only by the writer holding the connection.
+    last_seq: AtomicI64,
     /// `None` when group commit is off.
     group: Option<GroupQueue>,
     /// The threads of this process writing a domain take turns; other
@@ -214,6 +218,7 @@ impl SqliteBackend {
             broken: AtomicBool::new(false),
             trail,
             trail_gate: RwLock::new(()),
+            last_seq: AtomicI64::new(0),
             group: options.group_commit.then(GroupQueue::default),
             writers: Default::default(),
         })
@@ -296,70 +301,124 @@ impl SqliteBackend {
     }
 
     /// The audit trail, oldest first: the newest entries that match `query`.
+    /// One agent's are one range of the table's key; those of every agent
+    /// are each agent's newest, merged (the agents found by a skip over the
+    /// key, so a listing reads no more than each agent's newest `limit`).
     pub fn audit_trail(&self, query: &AuditQuery) -> Result<Vec<AuditEntry>> {
+        let shown = |e: &dyn std::fmt::Display| anyhow::anyhow!("{}: {e}", self.path.display());
         // The pending entries first: every entry is then in the table.
-        self.commit_with(&[], &[], &[])
-            .map_err(|e| anyhow::anyhow!("{}: {e}", self.path.display()))?;
-        let conn = self
-            .lock()
-            .map_err(|e| anyhow::anyhow!("{}: {e}", self.path.display()))?;
-        let mut statement = conn.prepare_cached(
-            "SELECT at, agent_id, request_id, operation, source, record_type, outcome,
-                    stored_id, count, reason, caller
-             FROM engram_audit
-             WHERE (?1 IS NULL OR agent_id = ?1)
-               AND (?2 IS NULL OR at >= ?2)
-               AND (?3 IS NULL OR at < ?3)
-               AND (?4 IS NULL OR operation = ?4)
-               AND (?5 IS NULL OR outcome = ?5)
-             ORDER BY seq DESC LIMIT ?6",
-        )?;
-        let text = |v: serde_json::Value| v.as_str().map(str::to_owned);
-        let operation = query.operation.map(serde_json::to_value).transpose()?;
-        let outcome = query.outcome.map(serde_json::to_value).transpose()?;
-        let (operation, outcome) = (operation.and_then(text), outcome.and_then(text));
-        let rows = statement.query_map(
-            params![
-                query.agent,
-                query.since,
-                query.until,
-                operation,
-                outcome,
-                query.limit
-            ],
-            |row| {
-                let text = |i: usize| row.get::<_, Option<String>>(i);
-                Ok((
-                    row.get::<_, i64>(0)?,
-                    row.get::<_, String>(1)?,
-                    row.get::<_, String>(2)?,
-                    row.get::<_, String>(3)?,
-                    text(4)?,
-                    text(5)?,
-                    row.get::<_, String>(6)?,
-                    text(7)?,
-                    row.get::<_, Option<u32>>(8)?,
-                    text(9)?,
-                    text(10)?,
-                ))
-            },
-        )?;
-        let mut entries = Vec::new();
-        for row in rows {
-            let (
-                at,
-                agent_id,
-                request_id,
-                operation,
-                source,
-                record_type,
-                outcome,
-                stored_id,
-                count,
-                reason,
-                caller,
-            ) = row?;
-            entries.push(AuditEntry {
+        self.commit_with(&[], &[], &[]).map_err(|e| shown(&e))?;
+        let conn = self.lock().map_err(|e| shown(&e))?;
+        // One read transaction: every agent's entries of one moment.
+        let conn = conn.unchecked_transaction()?;
+        let mut newest: Vec<(i64, AuditEntry)> = match &query.agent {
+            Some(agent) => agent_trail(&conn, agent, query, None)?,
+            None => {
+                let mut first = conn.prepare_cached(
+                    "SELECT agent_id FROM engram_audit ORDER BY agent_id LIMIT 1",
+                )?;
+                let mut next = conn.prepare_cached(
+                    "SELECT agent_id FROM engram_audit WHERE agent_id > ?1
+                     ORDER BY agent_id LIMIT 1",
+                )?;
+                let limit = usize::try_from(query.limit).unwrap_or(usize::MAX);
+                let mut newest = Vec::new();
+                let mut agent: Option<String> = None;
+                while let Some(found) = match &agent {
+                    None => first.query_row([], |row| row.get::<_, String>(0)),
+                    Some(after) => next.query_row([after], |row| row.get::<_, String>(0)),
+                }
+                .optional()?
+                {
+                    // Once `limit` entries are in hand, an agent's older
+                    // than the oldest of them cannot be among the newest.
+                    let floor = (newest.len() >= limit)
+                        .then(|| newest.last().map(|(seq, _): &(i64, AuditEntry)| *seq))
+                        .flatten();
+                    newest.extend(agent_trail(&conn, &found, query, floor)?);
+                    newest.sort_by(|(a, x), (b, y)| b.cmp(a).then(y.agent_id.cmp(&x.agent_id)));
+                    newest.truncate(limit);
+                    agent = Some(found);
+                }
+                newest
+            }
+        };
+        newest.reverse();
+        Ok(newest.into_iter().map(|(_, entry)| entry).collect())
+    }
+}
+
+/// The newest entries of `agent` that match `query` (its agent aside),
+/// newest first, each with its `seq`; only those from `floor` on when given.
+fn agent_trail(
+    conn: &Connection,
+    agent: &str,
+    query: &AuditQuery,
+    floor: Option<i64>,
+) -> Result<Vec<(i64, AuditEntry)>> {
+    let mut statement = conn.prepare_cached(
+        "SELECT seq, at, agent_id, request_id, operation, source, record_type, outcome,
+                stored_id, count, reason, caller
+         FROM engram_audit
+         WHERE agent_id = ?1
+           AND (?2 IS NULL OR at >= ?2)
+           AND (?3 IS NULL OR at < ?3)
+           AND (?4 IS NULL OR operation = ?4)
+           AND (?5 IS NULL OR outcome = ?5)
+           AND (?7 IS NULL OR seq >= ?7)
+         ORDER BY seq DESC LIMIT ?6",
+    )?;
+    let text = |v: serde_json::Value| v.as_str().map(str::to_owned);
+    let operation = query.operation.map(serde_json::to_value).transpose()?;
+    let outcome = query.outcome.map(serde_json::to_value).transpose()?;
+    let (operation, outcome) = (operation.and_then(text), outcome.and_then(text));
+    let rows = statement.query_map(
+        params![
+            agent,
+            query.since,
+            query.until,
+            operation,
+            outcome,
+            query.limit,
+            floor
+        ],
+        |row| {
+            let text = |i: usize| row.get::<_, Option<String>>(i);
+            Ok((
+                row.get::<_, i64>(0)?,
+                row.get::<_, i64>(1)?,
+                row.get::<_, String>(2)?,
+                row.get::<_, String>(3)?,
+                row.get::<_, String>(4)?,
+                text(5)?,
+                text(6)?,
+                row.get::<_, String>(7)?,
+                text(8)?,
+                row.get::<_, Option<u32>>(9)?,
+                text(10)?,
+                text(11)?,
+            ))
+        },
+    )?;
+    let mut entries = Vec::new();
+    for row in rows {
+        let (
+            seq,
+            at,
+            agent_id,
+            request_id,
+            operation,
+            source,
+            record_type,
+            outcome,
+            stored_id,
+            count,
+            reason,
+            caller,
+        ) = row?;
+        entries.push((
+            seq,
+            AuditEntry {
                 at,
                 agent_id,
                 request_id,
@@ -373,11 +432,10 @@ impl SqliteBackend {
                 count,
                 reason,
                 caller,
-            });
-        }
-        entries.reverse();
-        Ok(entries)
+            },
+        ));
     }
+    Ok(entries)
 }
 
 /// The error of one step of opening the store at `path`: the file, what
@@ -795,7 +853,7 @@ impl SqliteBackend {
         // commit when this process is alone on it.
         let mut alone = None;
         if length > 0 {
-            match move_trail(&tx, &self.trail) {
+            match move_trail(&tx, &self.trail, &self.last_seq) {
                 Ok(exclusive) => alone = exclusive,
                 Err(error) => return every(format!("{error:#}")),
             }
@@ -803,7 +861,7 @@ impl SqliteBackend {
         let answers = match group {
             // Alone, a commit that fails ends the transaction: no savepoint
             // is needed.
-            [one] => match apply(&tx, one) {
+            [one] => match apply(&tx, one, &self.last_seq) {
                 Ok(()) => vec![Ok(())],
                 Err(error) => return vec![Err(error)],
             },
@@ -817,7 +875,7 @@ impl SqliteBackend {
                     if let Err(error) = tx.execute_batch("SAVEPOINT engram_commit") {
                         return every(describe(&error));
                     }
-                    let applied = apply(&tx, commit);
+                    let applied = apply(&tx, commit, &self.last_seq);
                     // An error SQLite answers by rolling the transaction
                     // back fails the whole group.
                     if tx.is_autocommit() {
@@ -872,14 +930,18 @@ fn get_many(conn: &Connection, keys: &[Vec<u8>]) -> Result<Vec<Option<Vec<u8>>>,
 /// `engram_audit`, in the transaction `tx` is in, and records the new
 /// offset: 0 when this process is alone on the file and will empty it
 /// after the commit (the answer holds it alone until then).
-fn move_trail<'a>(tx: &Connection, trail: &'a TrailFile) -> Result<Option<Exclusive<'a>>> {
+fn move_trail<'a>(
+    tx: &Connection,
+    trail: &'a TrailFile,
+    last_seq: &AtomicI64,
+) -> Result<Option<Exclusive<'a>>> {
     let moved: i64 = tx
         .prepare_cached("SELECT moved FROM engram_trail WHERE id = 1")?
         .query_row([], |row| row.get(0))
         .context("reading how far the audit trail is moved")?;
     let pending = trail.pending(u64::try_from(moved).unwrap_or(0))?;
     for entry in &pending.entries {
-        insert_audit(tx, entry)?;
+        insert_audit(tx, entry, last_seq)?;
     }
     let alone = trail.exclusive()?;
     let moved = if alone.is_some() { 0 } else { pending.end };
@@ -891,7 +953,7 @@ fn move_trail<'a>(tx: &Connection, trail: &'a TrailFile) -> Result<Option<Exclus
 
 /// Checks the preconditions of `commit`, then applies its ops and appends
 /// its audit entries, in the transaction `tx` is in.
-fn apply(tx: &Connection, commit: &Commit<'_>) -> Result<(), StoreError> {
+fn apply(tx: &Connection, commit: &Commit<'_>, last_seq: &AtomicI64) -> Result<(), StoreError> {
     let mut read = tx
         .prepare_cached("SELECT value FROM engram_kv WHERE key = ?1")
         .map_err(unavailable)?;
@@ -922,41 +984,60 @@ fn apply(tx: &Connection, commit: &Commit<'_>) -> Result<(), StoreError> {
         .map_err(unavailable)?;
     }
     for entry in commit.trail {
-        insert_audit(tx, entry).map_err(|e| StoreError::Unavailable(format!("{e:#}")))?;
+        insert_audit(tx, entry, last_seq).map_err(|e| StoreError::Unavailable(format!("{e:#}")))?;
     }
     Ok(())
 }
 
-/// Appends one entry to the trail through `conn`.
-fn insert_audit(conn: &Connection, entry: &AuditEntry) -> Result<()> {
+/// Appends one entry to the trail through `conn`, after its agent's
+/// others (the table's key is the agent and `seq`: one page of the file
+/// takes the entry). Its `seq` is the first number that is after its
+/// agent's last, after the last this process gave (`last_seq`, so that
+/// entries of one process keep their order across agents), and not before
+/// its time in microseconds (`at` × 1000, so that entries of processes
+/// writing one file one after another are ordered by their time).
+fn insert_audit(conn: &Connection, entry: &AuditEntry, last_seq: &AtomicI64) -> Result<()> {
     let text = |v: serde_json::Value| v.as_str().map(str::to_owned);
-    conn.prepare_cached(
-        "INSERT INTO engram_audit (at, agent_id, request_id, operation, source, record_type,
-                                   outcome, stored_id, count, reason, caller)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
-    )?
-    .execute(params![
-        entry.at,
-        entry.agent_id,
-        entry.request_id,
-        text(serde_json::to_value(entry.operation)?),
-        entry
-            .source
-            .as_ref()
-            .map(serde_json::to_string)
-            .transpose()?,
-        entry
-            .record_type
-            .map(|t| serde_json::to_value(t).map(text))
-            .transpose()?
-            .flatten(),
-        text(serde_json::to_value(entry.outcome)?),
-        entry.stored_id,
-        entry.count,
-        entry.reason,
-        entry.caller,
-    ])
-    .context("appending to the audit trail")?;
+    let floor = last_seq
+        .load(Ordering::Relaxed)
+        .saturating_add(1)
+        .max(entry.at.saturating_mul(1000));
+    let seq: i64 = conn
+        .prepare_cached(
+            "INSERT INTO engram_audit (agent_id, seq, at, request_id, operation, source,
+                                       record_type, outcome, stored_id, count, reason, caller)
+             VALUES (?1, max(?2, (SELECT ifnull(max(seq), 0) + 1 FROM engram_audit
+                                  WHERE agent_id = ?1)),
+                     ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)
+             RETURNING seq",
+        )?
+        .query_row(
+            params![
+                entry.agent_id,
+                floor,
+                entry.at,
+                entry.request_id,
+                text(serde_json::to_value(entry.operation)?),
+                entry
+                    .source
+                    .as_ref()
+                    .map(serde_json::to_string)
+                    .transpose()?,
+                entry
+                    .record_type
+                    .map(|t| serde_json::to_value(t).map(text))
+                    .transpose()?
+                    .flatten(),
+                text(serde_json::to_value(entry.outcome)?),
+                entry.stored_id,
+                entry.count,
+                entry.reason,
+                entry.caller,
+            ],
+            |row| row.get(0),
+        )
+        .context("appending to the audit trail")?;
+    last_seq.store(seq, Ordering::Relaxed);
     Ok(())
 }
 
