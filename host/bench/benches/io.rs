@@ -118,11 +118,10 @@ fn native_connection(path: &std::path::Path, sync: &str) -> anyhow::Result<Conne
         "PRAGMA synchronous = {sync};
          CREATE TABLE kv (key BLOB PRIMARY KEY NOT NULL, value BLOB NOT NULL) WITHOUT ROWID;
          CREATE TABLE audit (
-             seq INTEGER PRIMARY KEY, at INTEGER NOT NULL, agent_id TEXT NOT NULL,
+             agent_id TEXT NOT NULL, seq INTEGER NOT NULL, at INTEGER NOT NULL,
              request_id TEXT NOT NULL, operation TEXT NOT NULL, source TEXT,
              record_type TEXT, outcome TEXT NOT NULL, stored_id TEXT, count INTEGER,
-             reason TEXT);
-         CREATE INDEX audit_agent ON audit (agent_id, seq);"
+             reason TEXT, PRIMARY KEY (agent_id, seq)) WITHOUT ROWID;"
     ))?;
     Ok(conn)
 }
@@ -246,15 +245,16 @@ fn native_writes(conn: &mut Connection, n: usize, baseline: Baseline) -> anyhow:
                     put.execute(params![keyword_key(keyword, i), stored_id.as_bytes()])?;
                 }
                 tx.prepare_cached(
-                    "INSERT INTO audit (at, agent_id, request_id, operation, source,
+                    "INSERT INTO audit (seq, at, agent_id, request_id, operation, source,
                                         record_type, outcome, stored_id)
-                     VALUES (?1, 'bench', ?2, 'write', ?3, 'EVENT', 'ACCEPTED', ?4)",
+                     VALUES (?5, ?1, 'bench', ?2, 'write', ?3, 'EVENT', 'ACCEPTED', ?4)",
                 )?
                 .execute(params![
                     1_700_000_000_000i64 + i as i64,
                     format!("req-{i}"),
                     r#"{"agent_id":"bench","component":"COGNITION","actor":"SYSTEM"}"#,
                     stored_id,
+                    i as i64,
                 ])?;
             }
             put.execute(params![record_key(i), value(i)])?;

@@ -998,45 +998,43 @@ fn apply(tx: &Connection, commit: &Commit<'_>, last_seq: &AtomicI64) -> Result<(
 /// writing one file one after another are ordered by their time).
 fn insert_audit(conn: &Connection, entry: &AuditEntry, last_seq: &AtomicI64) -> Result<()> {
     let text = |v: serde_json::Value| v.as_str().map(str::to_owned);
-    let floor = last_seq
+    let after_agent: i64 = conn
+        .prepare_cached("SELECT ifnull(max(seq), 0) + 1 FROM engram_audit WHERE agent_id = ?1")?
+        .query_row([&entry.agent_id], |row| row.get(0))
+        .context("reading the audit trail's last entry of the agent")?;
+    let seq = last_seq
         .load(Ordering::Relaxed)
         .saturating_add(1)
-        .max(entry.at.saturating_mul(1000));
-    let seq: i64 = conn
-        .prepare_cached(
-            "INSERT INTO engram_audit (agent_id, seq, at, request_id, operation, source,
-                                       record_type, outcome, stored_id, count, reason, caller)
-             VALUES (?1, max(?2, (SELECT ifnull(max(seq), 0) + 1 FROM engram_audit
-                                  WHERE agent_id = ?1)),
-                     ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)
-             RETURNING seq",
-        )?
-        .query_row(
-            params![
-                entry.agent_id,
-                floor,
-                entry.at,
-                entry.request_id,
-                text(serde_json::to_value(entry.operation)?),
-                entry
-                    .source
-                    .as_ref()
-                    .map(serde_json::to_string)
-                    .transpose()?,
-                entry
-                    .record_type
-                    .map(|t| serde_json::to_value(t).map(text))
-                    .transpose()?
-                    .flatten(),
-                text(serde_json::to_value(entry.outcome)?),
-                entry.stored_id,
-                entry.count,
-                entry.reason,
-                entry.caller,
-            ],
-            |row| row.get(0),
-        )
-        .context("appending to the audit trail")?;
+        .max(entry.at.saturating_mul(1000))
+        .max(after_agent);
+    conn.prepare_cached(
+        "INSERT INTO engram_audit (agent_id, seq, at, request_id, operation, source,
+                                   record_type, outcome, stored_id, count, reason, caller)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+    )?
+    .execute(params![
+        entry.agent_id,
+        seq,
+        entry.at,
+        entry.request_id,
+        text(serde_json::to_value(entry.operation)?),
+        entry
+            .source
+            .as_ref()
+            .map(serde_json::to_string)
+            .transpose()?,
+        entry
+            .record_type
+            .map(|t| serde_json::to_value(t).map(text))
+            .transpose()?
+            .flatten(),
+        text(serde_json::to_value(entry.outcome)?),
+        entry.stored_id,
+        entry.count,
+        entry.reason,
+        entry.caller,
+    ])
+    .context("appending to the audit trail")?;
     last_seq.store(seq, Ordering::Relaxed);
     Ok(())
 }
