@@ -230,7 +230,7 @@ test('a store given by path is a SQLite file of the shared format, closed with t
   }
   const db = new DatabaseSync(path);
   assert.equal(db.prepare('PRAGMA application_id').get().application_id, 0x454e4752);
-  assert.equal(db.prepare('PRAGMA user_version').get().user_version, 3);
+  assert.equal(db.prepare('PRAGMA user_version').get().user_version, 4);
   assert.equal(db.prepare('PRAGMA journal_mode').get().journal_mode, 'wal');
   assert.equal(db.prepare('SELECT count(*) AS n FROM engram_kv').get().n > 0, true);
   db.close();

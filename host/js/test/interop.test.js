@@ -67,7 +67,7 @@ test('a store written from Node is read by the engram command line', { skip }, a
   // The file carries the format's marks.
   const db = new DatabaseSync(store, { readOnly: true });
   assert.equal(db.prepare('PRAGMA application_id').get().application_id, 0x454e4752);
-  assert.equal(db.prepare('PRAGMA user_version').get().user_version, 3);
+  assert.equal(db.prepare('PRAGMA user_version').get().user_version, 4);
   assert.equal(db.prepare('PRAGMA journal_mode').get().journal_mode, 'wal');
   db.close();
 

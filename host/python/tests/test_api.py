@@ -262,7 +262,7 @@ def test_a_store_given_by_path_is_a_sqlite_file_of_the_shared_format(tmp_path: P
         assert len(alice.audit()) == 2
     db = sqlite3.connect(path)
     assert db.execute("PRAGMA application_id").fetchone()[0] == 0x454E4752
-    assert db.execute("PRAGMA user_version").fetchone()[0] == 3
+    assert db.execute("PRAGMA user_version").fetchone()[0] == 4
     assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     assert db.execute("SELECT count(*) FROM engram_kv").fetchone()[0] > 0
     db.close()

@@ -173,9 +173,9 @@ def test_sqlite_another_database_or_a_newer_schema_is_refused_and_left_alone(tmp
     newer = tmp_path / "newer.db"
     SqliteStore(newer).close()
     db = sqlite3.connect(newer)
-    db.execute("PRAGMA user_version = 4")
+    db.execute("PRAGMA user_version = 5")
     db.close()
-    with pytest.raises(StoreError, match="schema version 4"):
+    with pytest.raises(StoreError, match="schema version 5"):
         SqliteStore(newer)
     text = tmp_path / "text.db"
     text.write_bytes(b"hello, this is not a database at all, not even close to one" + b"." * 100)
