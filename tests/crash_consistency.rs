@@ -533,7 +533,7 @@ fn b5_d1_killed_cycles_persist_whole_turns_or_nothing_and_replay_their_ids() {
 /// each in order.
 type Held = (
     i32,
-    Vec<(Vec<u8>, Vec<u8>)>,
+    Vec<engram::backend::Pair>,
     Vec<(String, i64, i64, String, String, String)>,
 );
 
@@ -546,13 +546,7 @@ fn held(path: &Path) -> Held {
     let version = conn
         .query_row("PRAGMA user_version", [], |row| row.get(0))
         .unwrap();
-    let pairs = conn
-        .prepare("SELECT key, value FROM engram_kv ORDER BY key")
-        .unwrap()
-        .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))
-        .unwrap()
-        .collect::<Result<_, _>>()
-        .unwrap();
+    let pairs = file_pairs(path);
     let rows = conn
         .prepare(
             "SELECT agent_id, seq, at, request_id, operation, outcome FROM engram_audit

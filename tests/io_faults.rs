@@ -3,8 +3,12 @@
 //! reads, locks and unlocks that fail, and answers that cannot be printed.
 //! Real `engram` processes on real files; faults injected with strace.
 
+mod support;
+
+use engram::backend::Pair;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
+use support::file_pairs;
 
 const CACHE_DIR: &str = concat!(env!("CARGO_TARGET_TMPDIR"), "/engram-cache");
 
@@ -315,15 +319,9 @@ fn s_file_s_audit_a_version_3_store_written_by_the_build_before_opens_holding_ev
     let trail = dir.path().join("v3.db-trail");
     std::fs::copy(fixtures.join("store-v3.db-trail"), &trail).unwrap();
     type Row = (String, i64, String);
-    let held = |order: &str| -> (i32, Vec<(Vec<u8>, Vec<u8>)>, Vec<Row>, i64) {
+    let held = |order: &str| -> (i32, Vec<Pair>, Vec<Row>, i64) {
         let db = rusqlite::Connection::open(&store).unwrap();
-        let pairs = db
-            .prepare("SELECT key, value FROM engram_kv ORDER BY key")
-            .unwrap()
-            .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))
-            .unwrap()
-            .collect::<Result<_, _>>()
-            .unwrap();
+        let pairs = file_pairs(&store);
         let rows = db
             .prepare(&format!(
                 "SELECT agent_id, seq, request_id FROM engram_audit ORDER BY {order}"

@@ -273,6 +273,20 @@ impl Fixture {
     }
 }
 
+/// The key-value pairs of the SQLite store at `path` in key order, read
+/// with SQLite alone (whatever the file's schema version, before or after
+/// a host opens it).
+pub fn file_pairs(path: &std::path::Path) -> Vec<Pair> {
+    rusqlite::Connection::open(path)
+        .unwrap()
+        .prepare("SELECT key, value FROM engram_kv ORDER BY key")
+        .unwrap()
+        .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap()
+}
+
 /// The PostgreSQL URL a PostgreSQL case runs against. Such a case is marked
 /// ignored (and counted so in the harness's summary) when the build saw no
 /// `ENGRAM_TEST_POSTGRES_URL`; run anyway, it fails saying what it needs.

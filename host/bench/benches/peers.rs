@@ -349,13 +349,18 @@ fn engram_run(
     })
 }
 
-/// Engram's side alone at WAL + NORMAL, for a profiler (`perf record`):
-/// `n` puts, then (unless `put` is asked for alone) `n` gets each 20
-/// times over, timed apart.
+/// Engram's side alone at WAL + NORMAL (WAL + FULL when `full` is asked
+/// for), for a profiler (`perf record`): `n` puts, then (unless `put` is
+/// asked for alone) `n` gets each 20 times over, timed apart.
 fn profile(n: usize) -> anyhow::Result<()> {
     let dir = tempfile::tempdir()?;
     let engram = Engram::new()?;
-    let (_, mut domain) = engram_domain(&engram, dir.path(), Synchronous::Normal)?;
+    let synchronous = if std::env::args().any(|a| a == "full") {
+        Synchronous::Full
+    } else {
+        Synchronous::Normal
+    };
+    let (_, mut domain) = engram_domain(&engram, dir.path(), synchronous)?;
     let namespace = namespace();
     let started = Instant::now();
     put_all(&mut domain, n)?;
@@ -377,7 +382,7 @@ fn profile(n: usize) -> anyhow::Result<()> {
     }
     let get = started.elapsed().as_secs_f64() / (rounds * n).max(1) as f64;
     println!(
-        "profile: N = {n}, put {:.1} µs, get {:.1} µs",
+        "profile: N = {n}, {synchronous:?}, put {:.1} µs, get {:.1} µs",
         put * 1e6,
         get * 1e6
     );
