@@ -12,7 +12,8 @@
 //! cargo: a Rust user has it. Each example must print the memory it
 //! remembered, dated in ISO 8601, in the prompt it recalled. The wheel
 //! cross-built for aarch64 runs the Python example on its machine, under
-//! qemu-user with an arm64 Debian's CPython; the sdist builds with cargo.
+//! qemu-user with an arm64 Debian's CPython. (The sdist's build from source is
+//! `tests/python.rs`'s: see there why.)
 //!
 //! `ENGRAM_README` names another README to take the examples from (a path
 //! from the repository's top, or absolute). The tests need Python 3 with
@@ -76,8 +77,6 @@ fn run(command: &mut Command, what: &str, needs: &str) -> Output {
 struct Dist {
     /// The Python wheel of each platform, by platform.
     wheels: Vec<(&'static engram_dist::javascript::Platform, PathBuf)>,
-    /// The Python package's source distribution.
-    sdist: PathBuf,
     /// The folder they are all in.
     out: PathBuf,
     /// The npm package, `engram-memory-<version>.tgz`.
@@ -131,9 +130,10 @@ fn dist() -> &'static Dist {
                 (platform, find(prefix, &format!("_{arch}.whl")))
             })
             .collect();
+        // One sdist beside them (`tests/python.rs` builds one and installs it).
+        find(prefix, ".tar.gz");
         let dist = Dist {
             wheels,
-            sdist: find(prefix, ".tar.gz"),
             out: out.clone(),
             tarball: find("engram-memory-0", ".tgz"),
             platforms,
@@ -713,58 +713,6 @@ fn each_python_wheel_holds_the_module_of_its_machine_and_installs_alone_with_the
     assert_eq!(
         String::from_utf8_lossy(&version.stdout).trim(),
         "engram 0.1.0"
-    );
-}
-
-// The sdist builds with cargo alone (no wasm target, no guest sources: it
-// carries the engine built) into a wheel whose `engram` answers as the
-// binary does.
-#[test]
-fn the_python_sdist_builds_with_cargo_and_runs() {
-    let dist = dist();
-    let dir = fresh("sdist");
-    let venv = dir.join("venv");
-    run(
-        Command::new("python3").args(["-m", "venv"]).arg(&venv),
-        "python3 -m venv",
-        NEEDS_PYTHON,
-    );
-    let python = venv.join("bin/python");
-    let started = Instant::now();
-    let mut install = Command::new(&python);
-    install
-        .args([
-            "-m",
-            "pip",
-            "install",
-            "--disable-pip-version-check",
-            "--no-input",
-        ])
-        .arg(&dist.sdist)
-        // maturin, the build backend, from the package index; the crates
-        // built into this build's target folder, where the crates.io
-        // dependencies are built already (the same, at the same settings).
-        .env(
-            "CARGO_TARGET_DIR",
-            Path::new(env!("CARGO_TARGET_TMPDIR")).parent().unwrap(),
-        );
-    engram_dist::as_shipped(&mut install);
-    run(&mut install, "pip install the sdist", NEEDS_PYTHON);
-    eprintln!(
-        "measured: the sdist built and installed in {:.0} s",
-        started.elapsed().as_secs_f64()
-    );
-    let answer = run(
-        Command::new(venv.join("bin/engram"))
-            .args(["--store", "m.db", "remember", "--agent", "alice"])
-            .args(["I booked the Hotel Avenida in Lisbon.", "Lovely!"])
-            .current_dir(&dir),
-        "the sdist's engram remember",
-        NEEDS_PYTHON,
-    );
-    assert!(
-        String::from_utf8_lossy(&answer.stdout).contains("\"committed\""),
-        "{answer:?}"
     );
 }
 

@@ -566,3 +566,55 @@ fn the_defaults_and_words_each_package_reads_are_the_rust_hosts_value_for_value(
     assert!(messages.contains_key("closed") && messages.contains_key("not_unicode"));
     assert_eq!(python["messages"], javascript["messages"]);
 }
+
+// The sdist (what `engram_dist` packs into `dist/`) builds with cargo alone
+// (no wasm target, no guest sources: it carries the engine built) into a
+// wheel whose `engram` answers as the binary does. Its crates build into this
+// build's target folder, where the crates.io dependencies are built already
+// (the same, at the same settings), under the names the checkout's crates
+// have there; so it builds after this binary's install of the package from
+// the checkout, the last build from it in `cargo test` (the test binaries
+// run by name, this one after `dist` and `javascript`), and nothing of the
+// checkout is built again after it.
+#[test]
+fn the_python_sdist_builds_with_cargo_and_runs() {
+    installed();
+    let dir = tempfile::tempdir().unwrap();
+    let sdist = engram_dist::python::sdist(dir.path())
+        .unwrap_or_else(|e| panic!("building the sdist: {e:#}"));
+    let venv = dir.path().join("venv");
+    let mut make = Command::new("python3");
+    make.args(["-m", "venv"]).arg(&venv);
+    run(make, "python3 -m venv");
+    let started = std::time::Instant::now();
+    let mut install = Command::new(venv.join("bin/python"));
+    install
+        .args([
+            "-m",
+            "pip",
+            "install",
+            "--disable-pip-version-check",
+            "--no-input",
+        ])
+        .arg(&sdist)
+        .env(
+            "CARGO_TARGET_DIR",
+            Path::new(env!("CARGO_TARGET_TMPDIR")).parent().unwrap(),
+        );
+    engram_dist::as_shipped(&mut install);
+    run(install, "pip install the sdist");
+    eprintln!(
+        "measured: the sdist built and installed in {:.0} s",
+        started.elapsed().as_secs_f64()
+    );
+    let mut remember = Command::new(venv.join("bin/engram"));
+    remember
+        .args(["--store", "m.db", "remember", "--agent", "alice"])
+        .args(["I booked the Hotel Avenida in Lisbon.", "Lovely!"])
+        .current_dir(dir.path());
+    let answer = run(remember, "the sdist's engram remember");
+    assert!(
+        String::from_utf8_lossy(&answer.stdout).contains("\"committed\""),
+        "{answer:?}"
+    );
+}

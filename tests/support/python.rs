@@ -102,8 +102,12 @@ fn install() -> PathBuf {
             "PATH",
             with_first(python.parent().expect("the environment's bin")),
         );
-    // As the addon's build: what ships, without line tables.
+    // As the addon's build: what ships, without line tables, embedding the
+    // engine this build embeds (without it, the engine's build script runs
+    // again and every crate above it is built once more).
     engram_dist::as_shipped(&mut install);
+    engram_dist::with_built_engine(&mut install)
+        .unwrap_or_else(|e| panic!("writing the built engine for the module's build: {e:#}"));
     run(install, "pip install host/python");
     python
 }

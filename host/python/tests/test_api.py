@@ -99,7 +99,17 @@ def test_an_answer_made_python_objects_in_rust_holds_the_exact_ints_and_floats_w
     # Integers beyond 2^53 (where a double loses them) and floats whose
     # shortest text a fast parser may round to a neighbour come back as the
     # very values written, of the same types, as json.loads would give them.
-    floats = (0.1 + 0.2, 5e-324, 1.7976931348623157e308, 2.2250738585072014e-308, 0.30000000000000004, 1 / 3)
+    floats = (
+        0.1 + 0.2,
+        5e-324,
+        1.7976931348623157e308,
+        2.2250738585072014e-308,
+        0.30000000000000004,
+        1 / 3,
+        1.0715660391465826e-75,
+        3.0261999441573203e-52,
+        1.2345678901234568e-300,
+    )
     with Engram() as mem:
         alice = mem.open("alice")
         for i, t in enumerate((2**53 + 1, -(2**53) - 1, 2**62 + 7)):
