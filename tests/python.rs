@@ -587,20 +587,11 @@ fn the_python_sdist_builds_with_cargo_and_runs() {
     make.args(["-m", "venv"]).arg(&venv);
     run(make, "python3 -m venv");
     let started = std::time::Instant::now();
-    let mut install = Command::new(venv.join("bin/python"));
-    install
-        .args([
-            "-m",
-            "pip",
-            "install",
-            "--disable-pip-version-check",
-            "--no-input",
-        ])
-        .arg(&sdist)
-        .env(
-            "CARGO_TARGET_DIR",
-            Path::new(env!("CARGO_TARGET_TMPDIR")).parent().unwrap(),
-        );
+    let mut install = support::python::pip_install(&venv.join("bin/python"));
+    install.arg(&sdist).env(
+        "CARGO_TARGET_DIR",
+        Path::new(env!("CARGO_TARGET_TMPDIR")).parent().unwrap(),
+    );
     engram_dist::as_shipped(&mut install);
     run(install, "pip install the sdist");
     eprintln!(

@@ -56,17 +56,8 @@ fn make_environment() -> PathBuf {
         venv,
         "python3 -m venv (Debian and Ubuntu package it as python3-venv)",
     );
-    let mut pip = Command::new(&python);
-    pip.args([
-        "-m",
-        "pip",
-        "install",
-        "--disable-pip-version-check",
-        "--no-input",
-        "--quiet",
-        "-r",
-    ])
-    .arg(&requirements);
+    let mut pip = pip_install(&python);
+    pip.args(["--quiet", "-r"]).arg(&requirements);
     run(pip, "installing the Python test requirements");
     std::fs::write(&stamp, &wanted).expect("writing the install stamp");
     python
@@ -85,16 +76,9 @@ fn install() -> PathBuf {
     // backend, maturin (pinned among the test requirements), which builds the
     // native module with cargo, release, into the workspace's target folder
     // (where the Node addon's build left the same dependencies built).
-    let mut install = Command::new(&python);
+    let mut install = pip_install(&python);
     install
-        .args([
-            "-m",
-            "pip",
-            "install",
-            "--disable-pip-version-check",
-            "--no-input",
-            "--quiet",
-        ])
+        .arg("--quiet")
         .args(["--no-deps", "--no-build-isolation", "--force-reinstall"])
         .arg(package())
         // The backend runs the `maturin` of the PATH: the environment's.
@@ -110,6 +94,20 @@ fn install() -> PathBuf {
         .unwrap_or_else(|e| panic!("writing the built engine for the module's build: {e:#}"));
     run(install, "pip install host/python");
     python
+}
+
+/// `python -m pip install`, asking nothing and not checking pip's own
+/// version: what to install is added to it.
+pub fn pip_install(python: &Path) -> Command {
+    let mut command = Command::new(python);
+    command.args([
+        "-m",
+        "pip",
+        "install",
+        "--disable-pip-version-check",
+        "--no-input",
+    ]);
+    command
 }
 
 /// The `PATH` of this process with `dir` first.
