@@ -572,13 +572,14 @@ fn the_defaults_and_words_each_package_reads_are_the_rust_hosts_value_for_value(
 // wheel whose `engram` answers as the binary does. Its crates build into this
 // build's target folder, where the crates.io dependencies are built already
 // (the same, at the same settings), under the names the checkout's crates
-// have there; so it builds after this binary's install of the package from
-// the checkout, the last build from it in `cargo test` (the test binaries
-// run by name, this one after `dist` and `javascript`), and nothing of the
-// checkout is built again after it.
+// have there; so it builds after this binary's builds from the checkout (the
+// package's install, the Node addon's), the last in `cargo test` (the test
+// binaries run by name, this one after `dist` and `javascript`), and nothing
+// of the checkout is built again after it.
 #[test]
 fn the_python_sdist_builds_with_cargo_and_runs() {
     installed();
+    support::javascript::ready();
     let dir = tempfile::tempdir().unwrap();
     let sdist = engram_dist::python::sdist(dir.path())
         .unwrap_or_else(|e| panic!("building the sdist: {e:#}"));
