@@ -10,7 +10,8 @@
 //! (`ENGRAM_UPDATE_TRACEABILITY=1 cargo test --test traceability` writes
 //! it); every ID a test claims must be a rule; and every crate of the
 //! workspace that holds tests, and every test file, must be run by the
-//! README's `cargo test`.
+//! README's `cargo test`, which must reuse every crate the README's `cargo
+//! run -- demo` built.
 
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
@@ -713,5 +714,132 @@ fn cargo_test_runs_every_crate_and_every_test_file_of_the_workspace() {
     assert!(
         never_run.is_empty(),
         "test files no crate's [[test]] names, so no `cargo test` runs them: {never_run:?}"
+    );
+}
+
+/// One crate build of a cargo command's `--unit-graph`: what it is (package,
+/// target, mode, features) and the hash of everything that decides whether two
+/// builds of it are one (those, its profile without the profile's name, which
+/// `cargo test` calls `test`, and the same hash of each crate it is built on).
+struct Unit {
+    what: String,
+    package: String,
+    hash: u64,
+    dependencies: Vec<usize>,
+}
+
+/// The crates one cargo command would build, from its `--unit-graph` (an
+/// unstable flag, taken here from the pinned toolchain's cargo with
+/// `RUSTC_BOOTSTRAP`).
+fn units(args: &[&str]) -> Vec<Unit> {
+    use std::hash::{DefaultHasher, Hash, Hasher};
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_string());
+    let output = Command::new(cargo)
+        .args(args)
+        .args([
+            "--locked",
+            "--offline",
+            "--unit-graph",
+            "-Z",
+            "unstable-options",
+        ])
+        .env("RUSTC_BOOTSTRAP", "1")
+        .current_dir(root())
+        .output()
+        .expect("running cargo");
+    assert!(
+        output.status.success(),
+        "cargo {}: {}",
+        args.join(" "),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let graph: Value = serde_json::from_slice(&output.stdout).expect("the unit graph's JSON");
+    let graph = graph["units"].as_array().expect("the unit graph's units");
+    let mut units: Vec<Option<Unit>> = (0..graph.len()).map(|_| None).collect();
+    // Each unit after the units it is built on (the graph has no cycles).
+    fn hash_of(i: usize, graph: &[Value], units: &mut Vec<Option<Unit>>) -> u64 {
+        if let Some(unit) = &units[i] {
+            return unit.hash;
+        }
+        let unit = &graph[i];
+        let dependencies: Vec<usize> = unit["dependencies"]
+            .as_array()
+            .expect("a unit's dependencies")
+            .iter()
+            .map(|d| d["index"].as_u64().expect("a dependency's index") as usize)
+            .collect();
+        let mut hashes: Vec<u64> = dependencies
+            .iter()
+            .map(|&d| hash_of(d, graph, units))
+            .collect();
+        hashes.sort_unstable();
+        let mut profile = unit["profile"].clone();
+        profile
+            .as_object_mut()
+            .expect("a unit's profile")
+            .remove("name");
+        let package = unit["pkg_id"]
+            .as_str()
+            .expect("a unit's package")
+            .to_string();
+        let what = format!(
+            "{package} {} {} features {}",
+            unit["target"]["name"], unit["mode"], unit["features"]
+        );
+        let mut hasher = DefaultHasher::new();
+        (&what, profile.to_string(), hashes).hash(&mut hasher);
+        let hash = hasher.finish();
+        units[i] = Some(Unit {
+            what,
+            package,
+            hash,
+            dependencies,
+        });
+        hash
+    }
+    for i in 0..graph.len() {
+        hash_of(i, graph, &mut units);
+    }
+    units
+        .into_iter()
+        .map(|u| u.expect("every unit hashed"))
+        .collect()
+}
+
+#[test]
+fn cargo_test_reuses_every_crate_cargo_run_built() {
+    // `cargo run -- demo` builds what `cargo build` does: the libraries and
+    // binaries of the default members.
+    let run = units(&["build"]);
+    let test = units(&["test", "--no-run"]);
+    assert!(
+        run.len() >= 100,
+        "cargo build's unit graph has {} units",
+        run.len()
+    );
+    let in_test: BTreeSet<u64> = test.iter().map(|u| u.hash).collect();
+    let rebuilt: BTreeSet<usize> = (0..run.len())
+        .filter(|&i| !in_test.contains(&run[i].hash))
+        .collect();
+    // The first of them: those whose own crates are all shared.
+    let first: Vec<String> = rebuilt
+        .iter()
+        .filter(|&&i| run[i].dependencies.iter().all(|d| !rebuilt.contains(d)))
+        .map(|&i| {
+            let theirs: Vec<&str> = test
+                .iter()
+                .filter(|u| u.package == run[i].package)
+                .map(|u| u.what.as_str())
+                .collect();
+            format!("{}\n    `cargo test` builds: {theirs:#?}", run[i].what)
+        })
+        .collect();
+    assert!(
+        rebuilt.is_empty(),
+        "`cargo test` builds {} crates of `cargo run`'s build again, from these on (turn the \
+         features `cargo test` adds on in host/rust/Cargo.toml's pins, or make the profiles \
+         agree):\n{}",
+        rebuilt.len(),
+        first.join("\n")
     );
 }
