@@ -635,26 +635,35 @@ fn every_rule_a_test_claims_is_a_rule_of_the_contract_or_a_named_choice() {
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
 
-#[test]
-fn cargo_test_runs_every_crate_and_every_test_file_of_the_workspace() {
+/// What a cargo command of the workspace prints on its standard output, as
+/// JSON (the pinned toolchain's cargo, which takes `-Z` flags here).
+fn cargo_json(args: &[&str]) -> Value {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_string());
     let output = Command::new(cargo)
-        .args([
-            "metadata",
-            "--format-version",
-            "1",
-            "--no-deps",
-            "--offline",
-        ])
+        .args(args)
+        .env("RUSTC_BOOTSTRAP", "1")
         .current_dir(root())
         .output()
-        .expect("running cargo metadata");
+        .expect("running cargo");
     assert!(
         output.status.success(),
-        "cargo metadata: {}",
+        "cargo {}: {}",
+        args.join(" "),
         String::from_utf8_lossy(&output.stderr)
     );
-    let metadata: Value = serde_json::from_slice(&output.stdout).expect("cargo metadata's JSON");
+    serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|e| panic!("cargo {}: its JSON: {e}", args.join(" ")))
+}
+
+#[test]
+fn cargo_test_runs_every_crate_and_every_test_file_of_the_workspace() {
+    let metadata = cargo_json(&[
+        "metadata",
+        "--format-version",
+        "1",
+        "--no-deps",
+        "--offline",
+    ]);
     let ids = |field: &str| -> BTreeSet<String> {
         metadata[field]
             .as_array()
@@ -733,27 +742,18 @@ struct Unit {
 /// `RUSTC_BOOTSTRAP`).
 fn units(args: &[&str]) -> Vec<Unit> {
     use std::hash::{DefaultHasher, Hash, Hasher};
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_string());
-    let output = Command::new(cargo)
-        .args(args)
-        .args([
+    let args = [
+        args,
+        &[
             "--locked",
             "--offline",
             "--unit-graph",
             "-Z",
             "unstable-options",
-        ])
-        .env("RUSTC_BOOTSTRAP", "1")
-        .current_dir(root())
-        .output()
-        .expect("running cargo");
-    assert!(
-        output.status.success(),
-        "cargo {}: {}",
-        args.join(" "),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let graph: Value = serde_json::from_slice(&output.stdout).expect("the unit graph's JSON");
+        ],
+    ]
+    .concat();
+    let graph = cargo_json(&args);
     let graph = graph["units"].as_array().expect("the unit graph's units");
     let mut units: Vec<Option<Unit>> = (0..graph.len()).map(|_| None).collect();
     // Each unit after the units it is built on (the graph has no cycles).
